@@ -1,0 +1,57 @@
+// Flat config: typescript-eslint (type-aware) + prettier. The rules that matter here:
+// no imports between services, no framework or driver in domain/, no floating promises, no console.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+import prettier from 'eslint-config-prettier'
+import globals from 'globals'
+
+const services = ['gateway', 'patients', 'appointments', 'comms', 'audit']
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'var/**', 'coverage/**', 'deploy/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { project: ['./tsconfig.test.json'], tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+    },
+  },
+  ...services.map((s) => ({
+    files: [`services/${s}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: services
+            .filter((o) => o !== s)
+            .map((o) => ({ group: [`**/services/${o}/**`, `@clinic/${o}`], message: 'Services talk over HTTP or events, never imports.' })),
+        },
+      ],
+    },
+  })),
+  {
+    files: ['services/*/src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: ['fastify', 'knex', 'objection', 'amqplib', 'pg'].map((name) => ({ name, message: 'domain/ stays free of frameworks and drivers.' })) },
+      ],
+    },
+  },
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    languageOptions: { globals: { ...globals.node } },
+    rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    files: ['**/test/**/*.ts', 'e2e/**/*.ts', 'test-setup/**/*.ts', 'bench/**/*.ts'],
+    rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
+  },
+  prettier,
+)

@@ -1,0 +1,25 @@
+// Shared Jest project settings: TypeScript through SWC (fast, no type-check; `tsc -b` does that),
+// workspace packages resolved to their sources so tests never run stale builds.
+const path = require('node:path')
+
+const root = __dirname
+const swc = [
+  '@swc/jest',
+  { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' }, sourceMaps: 'inline' },
+]
+
+module.exports = function project(dir, overrides = {}) {
+  return {
+    displayName: path.relative(root, dir),
+    rootDir: dir,
+    testEnvironment: 'node',
+    transform: { '^.+\\.ts$': swc },
+    moduleNameMapper: {
+      '^@clinic/platform$': path.join(root, 'packages/platform/src/index.ts'),
+      '^@clinic/platform/testing$': path.join(root, 'packages/platform/src/testing/index.ts'),
+    },
+    testMatch: ['<rootDir>/test/**/*.test.ts'],
+    ...overrides,
+  }
+}
+module.exports.swc = swc

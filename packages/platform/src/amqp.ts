@@ -1,0 +1,163 @@
+import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib'
+import type { Logger } from 'pino'
+import type { CloudEvent } from './events'
+
+export const EXCHANGE = 'clinic.events'
+export const DEAD_LETTER_EXCHANGE = 'clinic.events.dlx'
+
+export interface AmqpOptions {
+  url: string
+  log: Logger
+  /** Connection name shown in the RabbitMQ management UI. */
+  name: string
+  /** 'quorum' in production clusters; 'classic' is fine for one node. */
+  queueType?: 'classic' | 'quorum'
+}
+
+type Setup = (conn: ChannelModel) => Promise<void>
+
+/**
+ * One AMQP connection that survives broker restarts: it reconnects with backoff and re-runs
+ * every registered setup (topology, consumers) on each new connection. Publishing waits for
+ * publisher confirms and fails fast while disconnected, so callers (the outbox relay) keep
+ * their rows and retry.
+ */
+export class Amqp {
+  private conn: ChannelModel | null = null
+  private pub: ConfirmChannel | null = null
+  private setups: Setup[] = []
+  private closing = false
+  private connecting: Promise<void> | null = null
+  private attempt = 0
+  private readyWaiters: Array<() => void> = []
+  readonly queueType: 'classic' | 'quorum'
+
+  constructor(private readonly opts: AmqpOptions) {
+    this.queueType = opts.queueType ?? 'classic'
+  }
+
+  get connected(): boolean {
+    return this.pub !== null
+  }
+
+  /** Resolves on the first successful connection; keeps retrying in the background until then. */
+  start(): Promise<void> {
+    this.connecting ??= this.loop()
+    return new Promise((resolve) => (this.connected ? resolve() : this.readyWaiters.push(resolve)))
+  }
+
+  /** Runs now if connected, and again after every reconnect. */
+  async onConnect(setup: Setup): Promise<void> {
+    this.setups.push(setup)
+    if (this.conn) await setup(this.conn)
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closing && !this.conn) {
+      try {
+        await this.connectOnce()
+        this.attempt = 0
+      } catch (err) {
+        this.conn = null
+        this.pub = null
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(this.attempt++, 7))
+        this.opts.log.warn({ err: (err as Error).message, retry_in_ms: delay }, 'AMQP connect failed')
+        await new Promise((r) => setTimeout(r, delay).unref())
+      }
+    }
+    this.connecting = null
+  }
+
+  private async connectOnce() {
+    const conn = await amqplib.connect(this.opts.url, { clientProperties: { connection_name: this.opts.name } })
+    conn.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP connection error'))
+    conn.on('close', () => {
+      if (this.conn !== conn) return
+      this.conn = null
+      this.pub = null
+      if (!this.closing) {
+        this.opts.log.warn('AMQP connection closed; reconnecting')
+        this.connecting ??= this.loop()
+      }
+    })
+    try {
+      const pub = await conn.createConfirmChannel()
+      pub.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP publish channel error'))
+      await assertExchanges(pub)
+      this.conn = conn
+      for (const setup of this.setups) await setup(conn)
+      this.pub = pub
+    } catch (err) {
+      this.conn = null
+      await conn.close().catch(() => undefined)
+      throw err
+    }
+    this.opts.log.info('AMQP connected')
+    for (const w of this.readyWaiters.splice(0)) w()
+  }
+
+  /** Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms. */
+  async publish(events: CloudEvent[]): Promise<void> {
+    const ch = this.pub
+    if (!ch) throw new Error('AMQP not connected')
+    for (const e of events) {
+      ch.publish(EXCHANGE, e.type, Buffer.from(JSON.stringify(e)), {
+        persistent: true,
+        messageId: e.id,
+        type: e.type,
+        contentType: 'application/cloudevents+json',
+        timestamp: Math.floor(Date.parse(e.time) / 1000),
+      })
+    }
+    await ch.waitForConfirms()
+  }
+
+  /** Sends one message straight to a queue (retries, dead letters) and waits for the confirm. */
+  async sendToQueue(queue: string, content: Buffer, options: Options.Publish): Promise<void> {
+    const ch = this.pub
+    if (!ch) throw new Error('AMQP not connected')
+    ch.sendToQueue(queue, content, { persistent: true, ...options })
+    await ch.waitForConfirms()
+  }
+
+  async close(): Promise<void> {
+    this.closing = true
+    const conn = this.conn
+    this.conn = null
+    this.pub = null
+    if (conn) await conn.close().catch(() => undefined)
+  }
+}
+
+async function assertExchanges(ch: Channel) {
+  await ch.assertExchange(EXCHANGE, 'topic', { durable: true })
+  await ch.assertExchange(DEAD_LETTER_EXCHANGE, 'direct', { durable: true })
+}
+
+/**
+ * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a
+ * delay queue (`<q>.retry`) whose expired messages flow back into the work queue.
+ */
+export async function assertWorkQueue(
+  ch: Channel,
+  queue: string,
+  bindings: string[],
+  queueType: 'classic' | 'quorum',
+): Promise<void> {
+  await assertExchanges(ch)
+  await ch.assertQueue(queue, {
+    durable: true,
+    arguments: {
+      'x-queue-type': queueType,
+      'x-dead-letter-exchange': DEAD_LETTER_EXCHANGE,
+      'x-dead-letter-routing-key': queue,
+    },
+  })
+  for (const key of bindings) await ch.bindQueue(queue, EXCHANGE, key)
+  await ch.assertQueue(`${queue}.dlq`, { durable: true, arguments: { 'x-queue-type': queueType } })
+  await ch.bindQueue(`${queue}.dlq`, DEAD_LETTER_EXCHANGE, queue)
+  await ch.assertQueue(`${queue}.retry`, {
+    durable: true,
+    arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
+  })
+}

@@ -1,0 +1,114 @@
+/**
+ * Boot-time configuration from the environment. Every variable of a service is declared once,
+ * coerced, and checked; all problems are reported in one line, and the result is frozen.
+ * Only a service's config.ts calls this (STYLE.md section 4).
+ */
+type Kind = 'string' | 'int' | 'port' | 'url' | 'bool' | 'list'
+interface VarSpec<K extends Kind> {
+  kind: K
+  default?: string
+  /** A secret: no default is allowed in production, and it is never echoed in errors. */
+  secret?: boolean
+  optional?: boolean
+  min?: number
+  max?: number
+  /** Allowed URL protocols, e.g. ['postgres:', 'postgresql:']. */
+  protocols?: string[]
+  /** Allowed values of a string. */
+  choices?: readonly string[]
+}
+type Value<K extends Kind> = K extends 'int' | 'port'
+  ? number
+  : K extends 'bool'
+    ? boolean
+    : K extends 'list'
+      ? string[]
+      : string
+export type ConfigSpec = Record<string, VarSpec<Kind>>
+export type Config<S extends ConfigSpec> = {
+  readonly [N in keyof S]: S[N] extends { optional: true }
+    ? Value<S[N]['kind']> | undefined
+    : Value<S[N]['kind']>
+}
+
+export const v = {
+  string: (o: Omit<VarSpec<'string'>, 'kind'> = {}) => ({ kind: 'string' as const, ...o }),
+  int: (o: Omit<VarSpec<'int'>, 'kind'> = {}) => ({ kind: 'int' as const, ...o }),
+  port: (o: Omit<VarSpec<'port'>, 'kind'> = {}) => ({ kind: 'port' as const, ...o }),
+  url: (o: Omit<VarSpec<'url'>, 'kind'> = {}) => ({ kind: 'url' as const, ...o }),
+  bool: (o: Omit<VarSpec<'bool'>, 'kind'> = {}) => ({ kind: 'bool' as const, ...o }),
+  list: (o: Omit<VarSpec<'list'>, 'kind'> = {}) => ({ kind: 'list' as const, ...o }),
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+function coerce(name: string, spec: VarSpec<Kind>, raw: string): { value?: unknown; error?: string } {
+  switch (spec.kind) {
+    case 'int':
+    case 'port': {
+      if (!/^-?\d+$/.test(raw)) return { error: `${name} must be an integer` }
+      const n = Number(raw)
+      const min = spec.min ?? (spec.kind === 'port' ? 0 : Number.MIN_SAFE_INTEGER)
+      const max = spec.max ?? (spec.kind === 'port' ? 65535 : Number.MAX_SAFE_INTEGER)
+      if (n < min || n > max) return { error: `${name} must be between ${min} and ${max}` }
+      return { value: n }
+    }
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return { value: true }
+      if (/^(0|false|no|off)$/i.test(raw)) return { value: false }
+      return { error: `${name} must be true or false` }
+    case 'url': {
+      let url: URL
+      try {
+        url = new URL(raw)
+      } catch {
+        return { error: `${name} must be a URL` }
+      }
+      if (spec.protocols && !spec.protocols.includes(url.protocol))
+        return { error: `${name} must be a ${spec.protocols.join(' or ')} URL` }
+      return { value: raw }
+    }
+    case 'list':
+      return {
+        value: raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      }
+    default:
+      if (spec.choices && !spec.choices.includes(raw))
+        return { error: `${name} must be one of ${spec.choices.join(', ')}` }
+      if (spec.min !== undefined && raw.length < spec.min)
+        return { error: `${name} must be at least ${spec.min} characters` }
+      return { value: raw }
+  }
+}
+
+export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv = process.env): Config<S> {
+  const out: Record<string, unknown> = {}
+  const errors: string[] = []
+  for (const [name, s] of Object.entries(spec)) {
+    const given = env[name]
+    const raw = given === undefined || given === '' ? s.default : given
+    if (raw === undefined) {
+      if (!s.optional) errors.push(`${name} is required`)
+      continue
+    }
+    const { value, error } = coerce(name, s, raw)
+    if (error) errors.push(error)
+    else out[name] = value
+  }
+  if (errors.length) throw new ConfigError(`Invalid configuration: ${errors.join('; ')}`)
+  return Object.freeze(out) as Config<S>
+}
+
+/** For server.ts: print the one-line reason and exit, instead of a stack trace. */
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`)
+    process.exit(78)
+  }
+  throw err
+}

@@ -1,0 +1,233 @@
+/**
+ * The stable error codes of DESIGN.md section 3. Domain code throws these; the platform
+ * HTTP plugin turns them into application/problem+json (RFC 9457). Messages never carry
+ * patient data.
+ */
+export const PROBLEM_BASE = 'https://clinic.example/problems/'
+
+export interface FieldError {
+  path: string
+  message: string
+}
+
+export interface AppErrorInit {
+  status: number
+  code: string
+  title: string
+  detail?: string
+  errors?: FieldError[]
+  headers?: Record<string, string>
+}
+
+export class AppError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly title: string
+  readonly detail: string | undefined
+  readonly errors: FieldError[] | undefined
+  readonly headers: Record<string, string> | undefined
+  constructor(init: AppErrorInit) {
+    super(init.detail ?? init.title)
+    this.name = new.target.name
+    this.status = init.status
+    this.code = init.code
+    this.title = init.title
+    this.detail = init.detail
+    this.errors = init.errors
+    this.headers = init.headers
+  }
+}
+
+export class ValidationFailed extends AppError {
+  constructor(errors: FieldError[], detail = 'One or more fields are not valid') {
+    super({ status: 400, code: 'validation_failed', title: 'Request is not valid', detail, errors })
+  }
+}
+export class UnknownCenter extends AppError {
+  constructor() {
+    super({
+      status: 400,
+      code: 'unknown_center',
+      title: 'Unknown center',
+      detail: 'codalmacen is not a center of this company',
+    })
+  }
+}
+export class Unauthenticated extends AppError {
+  constructor(detail = 'A valid API token is required') {
+    super({
+      status: 401,
+      code: 'unauthenticated',
+      title: 'Authentication required',
+      detail,
+      headers: { 'www-authenticate': 'Basic realm="clinic"' },
+    })
+  }
+}
+export class CenterForbidden extends AppError {
+  constructor() {
+    super({
+      status: 403,
+      code: 'center_forbidden',
+      title: 'Center not allowed',
+      detail: 'This token may not use that center',
+    })
+  }
+}
+export class NotFound extends AppError {
+  constructor(detail = 'The resource does not exist') {
+    super({ status: 404, code: 'not_found', title: 'Not found', detail })
+  }
+}
+export class InvalidTransition extends AppError {
+  constructor(detail: string) {
+    super({ status: 409, code: 'invalid_transition', title: 'Transition not allowed', detail })
+  }
+}
+export class SlotConflict extends AppError {
+  constructor() {
+    super({ status: 409, code: 'slot_conflict', title: 'The practitioner is already booked' })
+  }
+}
+export class DuplicateNationalId extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'duplicate_national_id',
+      title: 'Duplicate national id',
+      detail: 'Another patient of this company has that national id',
+    })
+  }
+}
+export class IdempotencyConflict extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'idempotency_conflict',
+      title: 'Idempotency key reused',
+      detail: 'This Idempotency-Key was used with a different request body',
+    })
+  }
+}
+export class VersionMismatch extends AppError {
+  constructor() {
+    super({
+      status: 412,
+      code: 'version_mismatch',
+      title: 'Version mismatch',
+      detail: 'If-Match does not match the current version; read the resource again',
+    })
+  }
+}
+export class PayloadTooLarge extends AppError {
+  constructor(limit: number) {
+    super({
+      status: 413,
+      code: 'payload_too_large',
+      title: 'Payload too large',
+      detail: `Request bodies are limited to ${limit} bytes`,
+    })
+  }
+}
+export class UnsupportedMediaType extends AppError {
+  constructor() {
+    super({
+      status: 415,
+      code: 'unsupported_media_type',
+      title: 'Unsupported media type',
+      detail: 'Request bodies must be application/json',
+    })
+  }
+}
+export class GuardianRequired extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'guardian_required',
+      title: 'Guardian required',
+      detail: 'A patient with requires_legal_guardian needs a guardian with a name and an email or phone',
+    })
+  }
+}
+export class UnknownPatient extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'unknown_patient',
+      title: 'Unknown patient',
+      detail: 'patient_id is not a patient of this company',
+    })
+  }
+}
+export class NoContactAddress extends AppError {
+  constructor(detail = 'The recipient has no address on that channel') {
+    super({ status: 422, code: 'no_contact_address', title: 'No contact address', detail })
+  }
+}
+export class RateLimited extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super({
+      status: 429,
+      code: 'rate_limited',
+      title: 'Too many requests',
+      detail: `Rate limit exceeded; retry in ${retryAfterSeconds} s`,
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    })
+  }
+}
+export class NotImplemented extends AppError {
+  constructor(area: string) {
+    super({
+      status: 501,
+      code: 'not_implemented',
+      title: 'Not implemented',
+      detail: `The ${area} area is planned for a later release`,
+    })
+  }
+}
+export class UpstreamUnavailable extends AppError {
+  constructor(detail = 'A service is temporarily unavailable', retryAfterSeconds = 5) {
+    super({
+      status: 503,
+      code: 'upstream_unavailable',
+      title: 'Service unavailable',
+      detail,
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    })
+  }
+}
+export class InternalError extends AppError {
+  constructor() {
+    super({
+      status: 500,
+      code: 'internal_error',
+      title: 'Internal error',
+      detail: 'Something went wrong on our side; quote request_id when reporting it',
+    })
+  }
+}
+
+export interface ProblemBody {
+  type: string
+  title: string
+  status: number
+  code: string
+  detail?: string
+  request_id: string
+  errors?: FieldError[]
+}
+
+export function problemBody(err: AppError, requestId: string): ProblemBody {
+  const body: ProblemBody = {
+    type: PROBLEM_BASE + err.code,
+    title: err.title,
+    status: err.status,
+    code: err.code,
+    request_id: requestId,
+  }
+  if (err.detail) body.detail = err.detail
+  if (err.errors) body.errors = err.errors
+  return body
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'

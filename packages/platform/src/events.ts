@@ -1,0 +1,126 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import type { Ctx } from './context'
+import { uuidv7 } from './ids'
+
+/**
+ * The event-type registry: every type on `clinic.events` and the shape of its `data`.
+ * Payloads carry ids and what consumers need; never free-text clinical notes or bodies.
+ */
+const Guardian = Type.Object({
+  name: Type.String(),
+  relationship: Type.Union([Type.String(), Type.Null()]),
+  email: Type.Union([Type.String(), Type.Null()]),
+  phone: Type.Union([Type.String(), Type.Null()]),
+})
+const PatientContact = {
+  id: Type.String(),
+  codalmacen: Type.Union([Type.String(), Type.Null()]),
+  first_name: Type.String(),
+  last_name: Type.String(),
+  email: Type.Union([Type.String(), Type.Null()]),
+  phone: Type.Union([Type.String(), Type.Null()]),
+  preferred_channel: Type.Union([Type.String(), Type.Null()]),
+  language: Type.String(),
+  requires_legal_guardian: Type.Boolean(),
+  guardian: Type.Union([Guardian, Type.Null()]),
+  version: Type.Integer(),
+}
+const Changes = Type.Array(Type.String(), { description: 'names of changed fields, never their values' })
+
+export const eventTypes = {
+  'patient.created': Type.Object(PatientContact),
+  'patient.updated': Type.Object({ ...PatientContact, changes: Changes }),
+  'appointment.created': Type.Object({ id: Type.String(), patient_id: Type.String(), status: Type.String() }),
+  'appointment.updated': Type.Object({ id: Type.String(), patient_id: Type.String(), changes: Changes }),
+  'appointment.checked_in': Type.Object({ id: Type.String(), patient_id: Type.String() }),
+  'comms.message.queued': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
+  'comms.message.sent': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
+  'comms.message.failed': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
+  'http.request': Type.Object({
+    method: Type.String(),
+    path: Type.String(),
+    status: Type.Integer(),
+    duration_ms: Type.Number(),
+    ip: Type.String(),
+    resource_type: Type.Union([Type.String(), Type.Null()]),
+    resource_id: Type.Union([Type.String(), Type.Null()]),
+  }),
+} satisfies Record<string, TSchema>
+
+export type EventType = keyof typeof eventTypes
+export type EventData<T extends EventType> = Static<(typeof eventTypes)[T]>
+
+/** CloudEvents 1.0 structured JSON, with the extensions of DESIGN.md section 5. */
+export interface CloudEvent<T extends EventType = EventType> {
+  specversion: '1.0'
+  id: string
+  source: string
+  type: T
+  time: string
+  subject?: string
+  datacontenttype: 'application/json'
+  idempresa: number
+  codalmacen?: string
+  actorid?: string
+  actorname?: string
+  actortokenid?: string
+  requestid?: string
+  data: EventData<T>
+}
+
+export interface MakeEvent<T extends EventType> {
+  type: T
+  source: string
+  subject?: string
+  data: EventData<T>
+  companyId: number
+  codalmacen?: string | null
+  /** The request that caused it: actor and request id travel with the event. */
+  ctx?: Pick<Ctx, 'auth' | 'requestId'>
+  time?: Date
+}
+
+export function makeEvent<T extends EventType>(e: MakeEvent<T>): CloudEvent<T> {
+  const event: CloudEvent<T> = {
+    specversion: '1.0',
+    id: uuidv7(),
+    source: e.source,
+    type: e.type,
+    time: (e.time ?? new Date()).toISOString(),
+    datacontenttype: 'application/json',
+    idempresa: e.companyId,
+    data: e.data,
+  }
+  if (e.subject) event.subject = e.subject
+  if (e.codalmacen) event.codalmacen = e.codalmacen
+  if (e.ctx) {
+    event.actorid = e.ctx.auth.userId
+    event.actorname = e.ctx.auth.username
+    event.actortokenid = e.ctx.auth.tokenId
+    event.requestid = e.ctx.requestId
+  }
+  return event
+}
+
+/** Checks the envelope of a received event (consumers dead-letter what fails). */
+export function parseEvent(content: Buffer): CloudEvent | null {
+  let e: Partial<CloudEvent>
+  try {
+    e = JSON.parse(content.toString('utf8'))
+  } catch {
+    return null
+  }
+  const ok =
+    e &&
+    e.specversion === '1.0' &&
+    typeof e.id === 'string' &&
+    /^[0-9a-f-]{36}$/i.test(e.id) &&
+    typeof e.type === 'string' &&
+    typeof e.source === 'string' &&
+    typeof e.time === 'string' &&
+    !Number.isNaN(Date.parse(e.time)) &&
+    Number.isInteger(e.idempresa) &&
+    typeof e.data === 'object' &&
+    e.data !== null
+  return ok ? (e as CloudEvent) : null
+}

@@ -1,0 +1,140 @@
+import type { Knex } from 'knex'
+import pg from 'pg'
+import type { Logger } from 'pino'
+import type { Amqp } from './amqp'
+import type { CloudEvent } from './events'
+
+/** Writes events in the caller's transaction: they exist exactly when the change commits. */
+export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[]): Promise<void> {
+  if (!events.length) return
+  await trx('outbox').insert(
+    events.map((e) => ({ event_id: e.id, idempresa: e.idempresa, type: e.type, payload: JSON.stringify(e) })),
+  )
+}
+
+export interface RelayOptions {
+  knex: Knex
+  /** The service schema; its outbox trigger notifies `outbox_<schema>`. */
+  schema: string
+  databaseUrl: string
+  amqp: Amqp
+  log: Logger
+  batchSize?: number
+  pollMs?: number
+  /** Published rows are kept this long for inspection, then deleted. */
+  retainHours?: number
+}
+
+/**
+ * Publishes outbox rows with publisher confirms, then marks them sent. Several relays (replicas)
+ * can run at once: `FOR UPDATE SKIP LOCKED` gives each its own rows. LISTEN/NOTIFY wakes it as
+ * soon as a transaction commits; a poll covers missed notifications and broker outages.
+ */
+export class OutboxRelay {
+  private listener: pg.Client | null = null
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> | null = null
+  private again = false
+  private stopped = false
+  private lastCleanup = 0
+  private readonly batchSize: number
+  private readonly pollMs: number
+
+  constructor(private readonly o: RelayOptions) {
+    this.batchSize = o.batchSize ?? 100
+    this.pollMs = o.pollMs ?? 1000
+  }
+
+  async start(): Promise<void> {
+    await this.listen()
+    this.timer = setInterval(() => this.wake(), this.pollMs)
+    this.timer.unref()
+    this.wake()
+  }
+
+  private async listen() {
+    if (this.stopped) return
+    const client = new pg.Client({ connectionString: this.o.databaseUrl, application_name: `${this.o.schema}-relay` })
+    client.on('notification', () => this.wake())
+    client.on('error', (err) => {
+      this.o.log.warn({ err: err.message }, 'outbox listener lost; the poll covers until it is back')
+      this.listener = null
+      setTimeout(() => void this.listen().catch(() => undefined), this.pollMs).unref()
+    })
+    try {
+      await client.connect()
+      await client.query(`LISTEN outbox_${this.o.schema}`)
+      this.listener = client
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message }, 'outbox listener could not connect')
+      await client.end().catch(() => undefined)
+    }
+  }
+
+  /** Drains now (or right after the drain under way). */
+  wake(): void {
+    if (this.stopped) return
+    if (this.running) {
+      this.again = true
+      return
+    }
+    this.running = this.drain()
+      .then(() => undefined)
+      .catch((err) => this.o.log.warn({ err: (err as Error).message }, 'outbox relay paused; will retry'))
+      .finally(() => {
+        this.running = null
+        if (this.again) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  /** Publishes until nothing is pending. Returns the number of events published. */
+  async drain(): Promise<number> {
+    let total = 0
+    while (!this.stopped && this.o.amqp.connected) {
+      const sent = await this.o.knex.transaction(async (trx) => {
+        const rows: Array<{ id: number; payload: CloudEvent }> = await trx('outbox')
+          .select('id', 'payload')
+          .whereNull('published_at')
+          .orderBy('id')
+          .limit(this.batchSize)
+          .forUpdate()
+          .skipLocked()
+        if (!rows.length) return 0
+        await this.o.amqp.publish(rows.map((r) => r.payload))
+        await trx('outbox')
+          .whereIn(
+            'id',
+            rows.map((r) => r.id),
+          )
+          .update({ published_at: trx.fn.now() })
+        return rows.length
+      })
+      total += sent
+      if (sent < this.batchSize) break
+    }
+    await this.cleanup()
+    return total
+  }
+
+  private async cleanup() {
+    if (Date.now() - this.lastCleanup < 3_600_000) return
+    this.lastCleanup = Date.now()
+    const hours = this.o.retainHours ?? 72
+    await this.o.knex('outbox').whereNotNull('published_at').where('published_at', '<', this.o.knex.raw(`now() - interval '${hours} hours'`)).delete()
+  }
+
+  async pending(): Promise<number> {
+    const [row] = await this.o.knex('outbox').whereNull('published_at').count({ n: '*' })
+    return Number(row?.n ?? 0)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    await this.running
+    await this.listener?.end().catch(() => undefined)
+  }
+}
