@@ -26,6 +26,8 @@ export const REDACT_PATHS = [
   'req.headers.cookie',
   'headers.authorization',
   'headers["x-service-token"]',
+  'headers["x-clinic-assertion"]',
+  'headers.cookie',
   'token',
   '*.token',
   'password',
