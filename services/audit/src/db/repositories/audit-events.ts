@@ -1,0 +1,227 @@
+import type { Knex } from 'knex'
+import {
+  GENESIS_HASH,
+  sealEvent,
+  toInstant,
+  type AuditDraft,
+  type AuditEvent,
+  type Outcome,
+} from '../../domain/audit-event'
+import type { ChainAnchor, ChainHead } from '../../domain/verify-chain'
+import type { ChainReader } from '../../domain/verify-company'
+
+interface EventRow {
+  idempresa: number
+  seq: number
+  id: string
+  occurred_at: Date
+  recorded_at: Date
+  action: string
+  outcome: Outcome
+  resource_type: string | null
+  resource_id: string | null
+  codalmacen: string | null
+  actor_user_id: string | null
+  actor_username: string | null
+  actor_token_id: string | null
+  request_id: string | null
+  source: string
+  http: AuditEvent['http']
+  changes: string[] | null
+  prev_hash: string
+  hash: string
+}
+
+const fromRow = (r: EventRow): AuditEvent => ({
+  idempresa: r.idempresa,
+  id: r.id,
+  occurred_at: toInstant(r.occurred_at),
+  recorded_at: toInstant(r.recorded_at),
+  action: r.action,
+  outcome: r.outcome,
+  resource_type: r.resource_type,
+  resource_id: r.resource_id,
+  codalmacen: r.codalmacen,
+  actor: { user_id: r.actor_user_id, username: r.actor_username, token_id: r.actor_token_id },
+  request_id: r.request_id,
+  source: r.source,
+  http: r.http,
+  changes: r.changes,
+  seq: r.seq,
+  prev_hash: r.prev_hash,
+  hash: r.hash,
+})
+
+const toRow = (e: AuditEvent): EventRow => ({
+  idempresa: e.idempresa,
+  seq: e.seq,
+  id: e.id,
+  occurred_at: new Date(e.occurred_at),
+  recorded_at: new Date(e.recorded_at),
+  action: e.action,
+  outcome: e.outcome,
+  resource_type: e.resource_type,
+  resource_id: e.resource_id,
+  codalmacen: e.codalmacen,
+  actor_user_id: e.actor.user_id,
+  actor_username: e.actor.username,
+  actor_token_id: e.actor.token_id,
+  request_id: e.request_id,
+  source: e.source,
+  http: e.http,
+  changes: e.changes,
+  prev_hash: e.prev_hash,
+  hash: e.hash,
+})
+
+/**
+ * Appends one event to its company's chain, inside the consumer's transaction. The chain head row
+ * is locked FOR UPDATE, so competing consumers append to one company one at a time, and seq runs
+ * 1, 2, 3 ... without gaps (a rolled-back append takes its seq with it). recorded_at comes from
+ * the database clock and never goes back within a company, so seq order is recording order.
+ */
+export async function appendEvent(trx: Knex.Transaction, draft: AuditDraft): Promise<AuditEvent> {
+  const lockHead = () =>
+    trx('chain_heads').where({ idempresa: draft.idempresa }).forUpdate().first<ChainHeadRow | undefined>()
+  let head = await lockHead()
+  if (!head) {
+    await trx('chain_heads')
+      .insert({ idempresa: draft.idempresa, seq: 0, hash: GENESIS_HASH, recorded_at: new Date(0) })
+      .onConflict('idempresa')
+      .ignore()
+    head = await lockHead()
+    if (!head) throw new Error('chain head vanished')
+  }
+  const { rows } = await trx.raw<{ rows: Array<{ now: Date }> }>(
+    "SELECT date_trunc('milliseconds', clock_timestamp()) AS now",
+  )
+  const now = rows[0]!.now
+  const recordedAt = now > head.recorded_at ? now : head.recorded_at
+  const event = sealEvent(draft, { seq: head.seq + 1, prevHash: head.hash, recordedAt })
+  await trx('events').insert({ ...toRow(event), http: event.http && JSON.stringify(event.http) })
+  await trx('chain_heads')
+    .where({ idempresa: draft.idempresa })
+    .update({ seq: event.seq, hash: event.hash, recorded_at: new Date(event.recorded_at) })
+  return event
+}
+
+interface ChainHeadRow {
+  idempresa: number
+  seq: number
+  hash: string
+  recorded_at: Date
+}
+
+export interface AuditFilter {
+  action?: string
+  resource_type?: string
+  resource_id?: string
+  username?: string
+  outcome?: Outcome
+  from?: string
+  to?: string
+  /** Only events of these centers (null: every center, and events without one). */
+  centers: string[] | null
+}
+
+export interface Page {
+  offset: number
+  limit: number
+  /** Only events with a lower seq (keyset cursor). */
+  beforeSeq?: number
+}
+
+/** Reads of the trail, always scoped to one company. */
+export interface AuditEventRepository {
+  list(companyId: number, filter: AuditFilter, page: Page): Promise<AuditEvent[]>
+  count(companyId: number, filter: AuditFilter): Promise<number>
+  /** Events the company has on the trail (its chain length since retention), without counting rows. */
+  chainLength(companyId: number): Promise<number>
+}
+
+function applyFilter(q: Knex.QueryBuilder, companyId: number, f: AuditFilter): Knex.QueryBuilder {
+  q.where('idempresa', companyId)
+  if (f.action !== undefined) q.where('action', f.action)
+  if (f.resource_type !== undefined) q.where('resource_type', f.resource_type)
+  if (f.resource_id !== undefined) q.where('resource_id', f.resource_id)
+  if (f.username !== undefined) q.where('actor_username', f.username)
+  if (f.outcome !== undefined) q.where('outcome', f.outcome)
+  if (f.from !== undefined) q.where('occurred_at', '>=', new Date(f.from))
+  if (f.to !== undefined) q.where('occurred_at', '<', new Date(f.to))
+  if (f.centers !== null) q.whereIn('codalmacen', f.centers)
+  return q
+}
+
+export function auditEventRepository(knex: Knex): AuditEventRepository {
+  return {
+    async list(companyId, filter, page) {
+      const q = applyFilter(knex('events').select('*'), companyId, filter)
+      if (page.beforeSeq !== undefined) q.where('seq', '<', page.beforeSeq)
+      const rows: EventRow[] = await q.orderBy('seq', 'desc').offset(page.offset).limit(page.limit)
+      return rows.map(fromRow)
+    },
+    async count(companyId, filter) {
+      const [row] = await applyFilter(knex('events').count<{ n: number }[]>({ n: '*' }), companyId, filter)
+      return Number(row?.n ?? 0)
+    },
+    async chainLength(companyId) {
+      const row = await knex('chain_heads as h')
+        .leftJoin('retention_anchors as a', 'a.idempresa', 'h.idempresa')
+        .where('h.idempresa', companyId)
+        .first<{ n: number } | undefined>(knex.raw('h.seq - coalesce(a.seq, 0) AS n'))
+      return Number(row?.n ?? 0)
+    },
+  }
+}
+
+/** What verification reads: the anchor, the head, then every event in seq order, in batches. */
+export async function readChainHead(knex: Knex, companyId: number): Promise<ChainHead | null> {
+  const row = await knex('chain_heads').where({ idempresa: companyId }).first<ChainHeadRow | undefined>()
+  return row ? { seq: row.seq, hash: row.hash } : null
+}
+
+export async function readAnchor(knex: Knex, companyId: number): Promise<ChainAnchor | null> {
+  const row = await knex('retention_anchors').where({ idempresa: companyId }).first<ChainAnchor | undefined>()
+  return row ? { seq: row.seq, hash: row.hash } : null
+}
+
+export async function* eventsInSeqOrder(
+  knex: Knex,
+  companyId: number,
+  afterSeq: number,
+  untilSeq: number,
+  batchSize = 1000,
+): AsyncGenerator<AuditEvent> {
+  // Keyset on (seq, id), so a repeated seq (a forged row) is read too, and reported.
+  let last: [number, string] = [afterSeq, 'ffffffff-ffff-ffff-ffff-ffffffffffff']
+  for (;;) {
+    const rows: EventRow[] = await knex('events')
+      .where('idempresa', companyId)
+      .whereRaw('(seq, id) > (?, ?::uuid)', last)
+      .where('seq', '<=', untilSeq)
+      .orderBy([
+        { column: 'seq', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      .limit(batchSize)
+    for (const r of rows) yield fromRow(r)
+    if (rows.length < batchSize) return
+    const tail = rows[rows.length - 1]!
+    last = [tail.seq, tail.id]
+  }
+}
+
+/** Creates the monthly partitions from this month to `monthsAhead` on; returns how many were new. */
+export async function ensurePartitions(knex: Knex, monthsAhead = 1): Promise<number> {
+  const { rows } = await knex.raw<{ rows: Array<{ n: number }> }>('SELECT ensure_event_partitions(?) AS n', [monthsAhead])
+  return rows[0]?.n ?? 0
+}
+
+/** The database side of verification (run as the service role: it only reads). */
+export function chainReader(knex: Knex): ChainReader {
+  return {
+    head: (companyId) => readChainHead(knex, companyId),
+    anchor: (companyId) => readAnchor(knex, companyId),
+    events: (companyId, anchorSeq, untilSeq) => eventsInSeqOrder(knex, companyId, anchorSeq, untilSeq),
+  }
+}

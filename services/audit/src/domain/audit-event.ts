@@ -1,0 +1,168 @@
+import { createHash } from 'node:crypto'
+import type { CloudEvent } from '@clinic/platform'
+
+/**
+ * The audit record of DESIGN.md section 4. What an event becomes on the trail: who, what, on which
+ * resource, when, with which result; never the values of a resource's fields nor any body.
+ */
+export const OUTCOMES = ['success', 'failure'] as const
+export type Outcome = (typeof OUTCOMES)[number]
+
+export interface AuditActor {
+  user_id: string | null
+  username: string | null
+  token_id: string | null
+}
+
+export interface AuditHttp {
+  method: string
+  path: string
+  status: number
+  duration_ms: number
+  ip: string | null
+}
+
+/** An event mapped to its audit fields, before it takes its place in the company's chain. */
+export interface AuditDraft {
+  idempresa: number
+  id: string
+  occurred_at: string
+  action: string
+  outcome: Outcome
+  resource_type: string | null
+  resource_id: string | null
+  codalmacen: string | null
+  actor: AuditActor
+  request_id: string | null
+  source: string
+  http: AuditHttp | null
+  changes: string[] | null
+}
+
+/** A stored audit event: the draft plus its link in the hash chain. */
+export interface AuditEvent extends AuditDraft {
+  recorded_at: string
+  seq: number
+  prev_hash: string
+  hash: string
+}
+
+/** prev_hash of the first event of every company. */
+export const GENESIS_HASH = '0'.repeat(64)
+
+/** Text columns cannot hold NUL; nothing a producer sends may stop an event from being recorded. */
+const text = (v: unknown): string | null => (typeof v === 'string' ? v.replace(/\u0000/g, '') : null)
+const nonEmpty = (v: unknown): string | null => {
+  const s = text(v)
+  return s ? s : null
+}
+
+/** Instants are kept at millisecond precision, so the hash recomputes from what the database returns. */
+export const toInstant = (v: string | Date): string => new Date(v).toISOString()
+
+function resourceTypeOf(type: string): string {
+  const [first, second] = type.split('.')
+  // comms.message.sent is about a message; patient.created about a patient.
+  if (first === 'comms' && second) return second
+  return first ?? type
+}
+
+/**
+ * Maps an event of `clinic.events` to its audit fields. Only names, ids and request metadata
+ * are kept: `data` contributes `changes` (field names) and, for http.request, the access fields.
+ */
+export function toAuditDraft(event: CloudEvent): AuditDraft {
+  const data = event.data as Record<string, unknown>
+  const isHttp = event.type === 'http.request'
+  let http: AuditHttp | null = null
+  let outcome: Outcome = 'success'
+  if (isHttp) {
+    const status = Number.isInteger(data.status) ? (data.status as number) : 0
+    http = {
+      method: text(data.method) ?? '',
+      // The path alone: a query string can carry a patient's name.
+      path: (text(data.path) ?? '').split('?')[0]!,
+      status,
+      duration_ms: typeof data.duration_ms === 'number' && Number.isFinite(data.duration_ms) ? data.duration_ms : 0,
+      ip: nonEmpty(data.ip),
+    }
+    outcome = status > 0 && status < 400 ? 'success' : 'failure'
+  }
+  const changes = Array.isArray(data.changes)
+    ? data.changes.map(text).filter((c): c is string => c !== null)
+    : null
+  return {
+    idempresa: event.idempresa,
+    id: event.id.toLowerCase(),
+    occurred_at: toInstant(event.time),
+    action: text(event.type) ?? '',
+    outcome,
+    resource_type: isHttp ? nonEmpty(data.resource_type) : resourceTypeOf(event.type),
+    resource_id: nonEmpty(event.subject) ?? nonEmpty(data.resource_id) ?? (isHttp ? null : nonEmpty(data.id)),
+    codalmacen: nonEmpty(event.codalmacen),
+    actor: {
+      user_id: nonEmpty(event.actorid),
+      username: nonEmpty(event.actorname),
+      token_id: nonEmpty(event.actortokenid),
+    },
+    request_id: nonEmpty(event.requestid),
+    source: text(event.source) ?? '',
+    http,
+    changes: isHttp ? null : changes,
+  }
+}
+
+/** JSON with object keys sorted at every depth and undefined members left out. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  const obj = value as Record<string, unknown>
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort()
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`
+}
+
+/** The fields a hash covers: every stored field (company included) except the hash itself. */
+export function hashedFields(e: Omit<AuditEvent, 'hash'> & { hash?: string }): Omit<AuditEvent, 'hash'> {
+  return {
+    idempresa: e.idempresa,
+    id: e.id,
+    seq: e.seq,
+    prev_hash: e.prev_hash,
+    occurred_at: e.occurred_at,
+    recorded_at: e.recorded_at,
+    action: e.action,
+    outcome: e.outcome,
+    resource_type: e.resource_type,
+    resource_id: e.resource_id,
+    codalmacen: e.codalmacen,
+    actor: { user_id: e.actor.user_id, username: e.actor.username, token_id: e.actor.token_id },
+    request_id: e.request_id,
+    source: e.source,
+    http: e.http && {
+      method: e.http.method,
+      path: e.http.path,
+      status: e.http.status,
+      duration_ms: e.http.duration_ms,
+      ip: e.http.ip,
+    },
+    changes: e.changes,
+  }
+}
+
+/** hash = sha256(prev_hash + canonical JSON of the event without its hash), hex. */
+export function computeHash(e: Omit<AuditEvent, 'hash'> & { hash?: string }): string {
+  return createHash('sha256')
+    .update(e.prev_hash + canonicalJson(hashedFields(e)))
+    .digest('hex')
+}
+
+/** Gives a draft its place in the chain: the next seq after the head, linked to the head's hash. */
+export function sealEvent(
+  draft: AuditDraft,
+  link: { seq: number; prevHash: string; recordedAt: string | Date },
+): AuditEvent {
+  const unsealed = { ...draft, recorded_at: toInstant(link.recordedAt), seq: link.seq, prev_hash: link.prevHash }
+  return { ...unsealed, hash: computeHash(unsealed) }
+}

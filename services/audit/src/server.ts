@@ -1,0 +1,45 @@
+import { Amqp, createDb, createLogger, exitOnConfigError, onShutdown, readVersion } from '@clinic/platform'
+import { buildApp } from './app'
+import { loadAuditConfig } from './config'
+import { ensurePartitions } from './db/repositories/audit-events'
+import { SCHEMA, WRITER_ROLE } from './db/migrations'
+import { startAuditConsumer } from './events/consumer'
+
+const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000
+
+async function main() {
+  const config = loadAuditConfig()
+  const logger = createLogger({ service: 'audit', level: config.LOG_LEVEL })
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE })
+  const amqp = new Amqp({ url: config.AMQP_URL, log: logger, name: 'audit', queueType: config.AMQP_QUEUE_TYPE as 'classic' })
+  void amqp.start()
+
+  // This month's and next month's partitions exist before any event needs them; checked again
+  // periodically so a long-running instance crosses month ends without landing in the default.
+  const partitions = async () => {
+    const created = await ensurePartitions(knex, 1)
+    if (created) logger.info({ created }, 'audit partitions created')
+  }
+  await partitions()
+  const timer = setInterval(() => {
+    partitions().catch((err) => logger.error({ err }, 'creating audit partitions failed'))
+  }, PARTITION_CHECK_MS)
+  timer.unref()
+
+  const consumer = await startAuditConsumer({ amqp, knex, log: logger, prefetch: config.AUDIT_PREFETCH })
+  const app = await buildApp({ logger, knex, amqp, version: readVersion(), assertionSecret: config.INTERNAL_AUTH_SECRET })
+  await app.listen({ port: config.AUDIT_PORT, host: config.HOST })
+  onShutdown(logger, [
+    () => consumer.stop(),
+    () => app.close(),
+    async () => clearInterval(timer),
+    () => amqp.close(),
+    () => knex.destroy(),
+  ])
+}
+
+main().catch((err) => {
+  exitOnConfigError(err)
+  process.stderr.write(`audit failed to start: ${(err as Error).stack}\n`)
+  process.exit(1)
+})
