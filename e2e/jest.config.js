@@ -1,1 +1,6 @@
-module.exports = require('../jest.preset')(__dirname)
+module.exports = require('../jest.preset')(__dirname, {
+  testMatch: ['<rootDir>/test/**/*.e2e.test.ts'],
+  globalSetup: '<rootDir>/src/global-setup.ts',
+  globalTeardown: '<rootDir>/src/global-teardown.ts',
+  testTimeout: 30_000,
+})

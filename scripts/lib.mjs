@@ -89,3 +89,9 @@ export async function checkDependencies(env = process.env) {
 }
 
 export const services = ['gateway', 'patients', 'appointments', 'comms', 'audit']
+
+/** Reads `.env` at the root when present (variables already set win). */
+export function loadDotEnv() {
+  const file = path.join(root, '.env')
+  if (existsSync(file)) process.loadEnvFile(file)
+}

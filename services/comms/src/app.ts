@@ -1,0 +1,31 @@
+import Fastify from 'fastify'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import { fastifyOptions, http, type Amqp } from '@clinic/platform'
+
+export interface Deps {
+  logger: Logger
+  knex: Knex
+  amqp: Amqp
+  version: string
+  assertionSecret: string
+}
+
+/**
+ * The comms service. Its routes (POST /comms/send, GET /comms/messages/{id}) and delivery are the
+ * next issue; today it serves its health, metrics and OpenAPI and refuses calls that did not come
+ * through the gateway.
+ */
+export async function buildApp(deps: Deps) {
+  const app = Fastify(fastifyOptions(deps.logger))
+  await app.register(http, {
+    service: 'comms',
+    version: deps.version,
+    assertionSecret: deps.assertionSecret,
+    readiness: [
+      { name: 'database', check: () => deps.knex.raw('select 1') },
+      { name: 'broker', check: async () => { if (!deps.amqp.connected) throw new Error('disconnected') } },
+    ],
+  })
+  return app
+}

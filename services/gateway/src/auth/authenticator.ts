@@ -1,0 +1,74 @@
+import type { Principal } from '@clinic/platform'
+import type { IdentityRepository, TokenRecord } from '../db/identity-repository'
+import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup } from './tokens'
+
+export type AuthResult =
+  | { ok: true; principal: Principal }
+  /** `companyId` is known when the token was found (revoked, expired, wrong username): for the audit trail. */
+  | { ok: false; reason: string; companyId?: number }
+
+interface CacheEntry {
+  record: TokenRecord | null
+  until: number
+}
+
+const LAST_USED_EVERY_MS = 60_000
+
+/**
+ * Token checks with a small bounded cache, so a request does not hit the database. Entries live
+ * `ttlMs` (default 5 s): a revoked or expired token stops working within that time on every
+ * gateway replica. Unknown tokens are cached too, so guessing costs no database load.
+ */
+export class Authenticator {
+  private cache = new Map<string, CacheEntry>()
+
+  constructor(
+    private readonly repo: IdentityRepository,
+    private readonly opts: { ttlMs: number; maxEntries?: number; onError?: (err: unknown) => void },
+  ) {}
+
+  async authenticate(headers: Record<string, string | string[] | undefined>, now = Date.now()): Promise<AuthResult> {
+    const creds = credentialsFrom(headers)
+    if (!creds) return { ok: false, reason: 'no credentials' }
+    if (!isTokenShaped(creds.token)) return { ok: false, reason: 'malformed token' }
+    const hash = hashToken(creds.token)
+    const record = await this.lookup(creds.token, hash, now)
+    if (!record) return { ok: false, reason: 'unknown token' }
+    const companyId = record.idempresa
+    if (record.revoked_at) return { ok: false, reason: 'revoked token', companyId }
+    if (record.expires_at && record.expires_at.getTime() <= now) return { ok: false, reason: 'expired token', companyId }
+    if (creds.username !== undefined && creds.username.toLowerCase() !== record.username.toLowerCase())
+      return { ok: false, reason: 'username does not own the token', companyId }
+    this.touch(record, now)
+    return {
+      ok: true,
+      principal: {
+        companyId,
+        userId: record.user_id,
+        username: record.username,
+        tokenId: record.id,
+        companyCenters: record.company_centers,
+        allowedCenters: record.centers ? record.centers.filter((c) => record.company_centers.includes(c)) : null,
+      },
+    }
+  }
+
+  private async lookup(token: string, hash: Buffer, now: number): Promise<TokenRecord | null> {
+    const key = hash.toString('base64')
+    const hit = this.cache.get(key)
+    if (hit && hit.until > now) return hit.record
+    const candidates = await this.repo.tokensByLookup(tokenLookup(token))
+    const record = candidates.find((c) => sameHash(c.token_hash, hash)) ?? null
+    this.cache.delete(key)
+    this.cache.set(key, { record, until: now + this.opts.ttlMs })
+    if (this.cache.size > (this.opts.maxEntries ?? 10_000)) this.cache.delete(this.cache.keys().next().value!)
+    return record
+  }
+
+  /** `last_used_at`, at most once a minute per token, off the request path. */
+  private touch(record: TokenRecord, now: number) {
+    if (record.last_used_at && now - record.last_used_at.getTime() < LAST_USED_EVERY_MS) return
+    record.last_used_at = new Date(now)
+    this.repo.touchToken(record.idempresa, record.id).catch((err) => this.opts.onError?.(err))
+  }
+}

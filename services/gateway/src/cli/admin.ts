@@ -1,0 +1,138 @@
+import { parseArgs } from 'node:util'
+import { createDb, exitOnConfigError, isUniqueViolation } from '@clinic/platform'
+import { loadAdminConfig } from '../config'
+import { identityRepository, type IdentityRepository } from '../db/identity-repository'
+import { SCHEMA } from '../db/migrations'
+import { newToken, parseExpiry } from '../auth/tokens'
+
+/**
+ * The host system's administration area (DESIGN.md section 7). Results go to stdout (the token
+ * alone for token:create, so `TOKEN=$(npm run -s admin -- token:create ...)` works); messages
+ * to stderr.
+ */
+const USAGE = `usage: admin <command> [options]
+  company:create --id <n> --name <name>
+  center:create  --company <n> --code <code> --name <name>
+  user:create    --company <n> --username <name>
+  token:create   --username <name> [--centers A,B] [--expires 90d|12h|<date>] [--name <label>]
+  token:revoke   --id <token id>
+  audit:verify   --company <n>          (served by the audit service's CLI)`
+
+class UsageError extends Error {}
+
+const need = (v: Record<string, string | undefined>, name: string): string => {
+  const value = v[name]
+  if (value === undefined || value === '') throw new UsageError(`--${name} is required`)
+  return value
+}
+const positiveInt = (s: string, name: string): number => {
+  if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > 2_147_483_647) throw new UsageError(`--${name} must be a positive integer`)
+  return Number(s)
+}
+
+export async function runAdmin(argv: string[], repo: IdentityRepository, out = process.stdout, err = process.stderr): Promise<void> {
+  const [command, ...rest] = argv
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      id: { type: 'string' },
+      name: { type: 'string' },
+      company: { type: 'string' },
+      code: { type: 'string' },
+      username: { type: 'string' },
+      centers: { type: 'string' },
+      expires: { type: 'string' },
+    },
+    strict: true,
+  })
+  switch (command) {
+    case 'company:create': {
+      const id = positiveInt(need(values, 'id'), 'id')
+      await repo.createCompany(id, need(values, 'name')).catch((e) => {
+        throw isUniqueViolation(e) ? new UsageError(`company ${id} already exists`) : e
+      })
+      err.write(`company ${id} created\n`)
+      return
+    }
+    case 'center:create': {
+      const company = positiveInt(need(values, 'company'), 'company')
+      const code = need(values, 'code')
+      if (!/^[A-Za-z0-9_-]{1,10}$/.test(code)) throw new UsageError('--code must be 1-10 letters, digits, _ or -')
+      await repo.createCenter(company, code, need(values, 'name')).catch((e) => {
+        if (isUniqueViolation(e)) throw new UsageError(`center ${code} already exists in company ${company}`)
+        if ((e as { code?: string }).code === '23503') throw new UsageError(`company ${company} does not exist`)
+        throw e
+      })
+      err.write(`center ${code} created in company ${company}\n`)
+      return
+    }
+    case 'user:create': {
+      const company = positiveInt(need(values, 'company'), 'company')
+      const username = need(values, 'username')
+      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username)) throw new UsageError('--username must be 1-64 of letters, digits, . _ @ -')
+      const id = await repo.createUser(company, username).catch((e) => {
+        if (isUniqueViolation(e)) throw new UsageError(`username ${username} is taken`)
+        if ((e as { code?: string }).code === '23503') throw new UsageError(`company ${company} does not exist`)
+        throw e
+      })
+      err.write(`user ${username} (${id}) created in company ${company}\n`)
+      return
+    }
+    case 'token:create': {
+      const username = need(values, 'username')
+      const user = await repo.userByName(username)
+      if (!user) throw new UsageError(`no user ${username}`)
+      let centers: string[] | null = null
+      if (values.centers !== undefined) {
+        centers = values.centers.split(',').map((c) => c.trim()).filter(Boolean)
+        const known = await repo.centerCodes(user.idempresa)
+        const unknown = centers.filter((c) => !known.includes(c))
+        if (!centers.length || unknown.length) throw new UsageError(`--centers: not centers of company ${user.idempresa}: ${unknown.join(', ') || '(none given)'}`)
+      }
+      let expiresAt: Date | null = null
+      if (values.expires !== undefined) {
+        try {
+          expiresAt = parseExpiry(values.expires)
+        } catch (e) {
+          throw new UsageError((e as Error).message)
+        }
+      }
+      const { token, lookup, hash } = newToken()
+      const id = await repo.createToken({ companyId: user.idempresa, userId: user.id, name: values.name ?? null, lookup, hash, centers, expiresAt })
+      out.write(`${token}\n`)
+      err.write(`token ${id} for ${user.username} (company ${user.idempresa}${centers ? `, centers ${centers.join(',')}` : ''}${expiresAt ? `, expires ${expiresAt.toISOString()}` : ''}); it is shown only once\n`)
+      return
+    }
+    case 'token:revoke': {
+      const id = need(values, 'id')
+      if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--id must be a token id (UUID)')
+      if (!(await repo.revokeToken(id))) throw new UsageError(`no token ${id}`)
+      err.write(`token ${id} revoked (gateways stop accepting it within their token cache time, 5 s by default)\n`)
+      return
+    }
+    default:
+      throw new UsageError(command ? `unknown command ${command}` : 'no command given')
+  }
+}
+
+async function main() {
+  const config = loadAdminConfig()
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 1 })
+  try {
+    await runAdmin(process.argv.slice(2), identityRepository(knex))
+  } finally {
+    await knex.destroy()
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    exitOnConfigError(err)
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`${(err as Error).message}\n${USAGE}\n`)
+      process.exit(2)
+    }
+    process.stderr.write(`admin failed: ${(err as Error).message}\n`)
+    process.exit(1)
+  })
+}

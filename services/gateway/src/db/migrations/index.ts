@@ -1,0 +1,56 @@
+import { commonTables, type Migration } from '@clinic/platform'
+
+export const SCHEMA = 'identity'
+
+/**
+ * The identity schema: companies, their centers, users and API tokens. Logins (usernames) are one
+ * namespace across companies, so `users.username` is unique on its own; in a Citus cluster these
+ * small tables are reference tables.
+ */
+export const migrations: Migration[] = [
+  {
+    name: '0001_identity',
+    async up(knex) {
+      await knex.raw(`
+        CREATE TABLE companies (
+          id integer PRIMARY KEY CHECK (id > 0),
+          name text NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE centers (
+          idempresa integer NOT NULL REFERENCES companies (id),
+          code varchar(10) NOT NULL CHECK (code ~ '^[A-Za-z0-9_-]{1,10}$'),
+          name text NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (idempresa, code)
+        );
+        CREATE TABLE users (
+          idempresa integer NOT NULL REFERENCES companies (id),
+          id uuid NOT NULL,
+          username text NOT NULL CHECK (username ~ '^[A-Za-z0-9._@-]{1,64}$'),
+          created_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (idempresa, id),
+          UNIQUE (id)
+        );
+        CREATE UNIQUE INDEX users_username ON users (lower(username));
+        CREATE TABLE api_tokens (
+          idempresa integer NOT NULL,
+          id uuid NOT NULL UNIQUE,
+          user_id uuid NOT NULL,
+          name text,
+          lookup text NOT NULL,
+          token_hash bytea NOT NULL,
+          centers text[],
+          expires_at timestamptz,
+          revoked_at timestamptz,
+          last_used_at timestamptz,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (idempresa, id),
+          FOREIGN KEY (idempresa, user_id) REFERENCES users (idempresa, id)
+        );
+        CREATE INDEX api_tokens_lookup ON api_tokens (lookup);
+      `)
+      await commonTables.outbox(knex, SCHEMA)
+    },
+  },
+]
