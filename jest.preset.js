@@ -13,7 +13,10 @@ module.exports = function project(dir, overrides = {}) {
     displayName: path.relative(root, dir),
     rootDir: dir,
     testEnvironment: 'node',
-    transform: { '^.+\\.ts$': swc },
+    // light-my-request (app.inject) requires cookie@2, which is ESM only; Jest on Node < 24.9 cannot
+    // require ESM, so that one package goes through SWC too.
+    transform: { '^.+\\.ts$': swc, '/cookie@2[^/]*/.+\\.js$': swc },
+    transformIgnorePatterns: ['^(?!.*/\\.pnpm/cookie@2).*/node_modules/'],
     moduleNameMapper: {
       '^@clinic/platform$': path.join(root, 'packages/platform/src/index.ts'),
       '^@clinic/platform/testing$': path.join(root, 'packages/platform/src/testing/index.ts'),
