@@ -1,0 +1,134 @@
+import type { Knex } from 'knex'
+import { uuidv7, type Amqp, type CloudEvent, type Consumer } from '@clinic/platform'
+import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
+import { chainReader } from '../../src/db/repositories/audit-events'
+import { verifyCompany } from '../../src/domain/verify-company'
+import { startAuditConsumer } from '../../src/events/consumer'
+import { domainEvent, httpEvent, patientData } from '../helpers'
+import { buildTestApp, connectAmqp, countEvents, log, migrateAudit, writerDb } from './setup'
+
+let knex: Knex
+let amqp: Amqp
+const stops: Array<() => Promise<unknown>> = []
+const queueName = () => `audit.events.test.${uuidv7()}`
+
+beforeAll(async () => {
+  await migrateAudit()
+  knex = writerDb()
+  amqp = await connectAmqp()
+})
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop()
+})
+afterAll(async () => {
+  await amqp.close()
+  await knex.destroy()
+})
+
+async function consumer(o: { queue: string; prefetch?: number; amqp?: Amqp; knex?: Knex }): Promise<Consumer> {
+  const c = await startAuditConsumer({ amqp: o.amqp ?? amqp, knex: o.knex ?? knex, log, queue: o.queue, prefetch: o.prefetch })
+  stops.push(() => c.stop())
+  return c
+}
+
+describe('audit consumer', () => {
+  it('records a published event, and the company lists it with its actor', async () => {
+    await consumer({ queue: queueName() })
+    const principal = testPrincipal({ username: 'alice' })
+    const data = { ...patientData(), changes: ['phone'] }
+    const event = domainEvent('patient.updated', data, { principal })
+    await amqp.publish([event])
+    await waitFor(() => countEvents(knex, principal.companyId), { what: 'the event on the trail' })
+
+    const app = await buildTestApp(knex, amqp)
+    stops.push(() => app.close())
+    const url = '/audit/events'
+    const res = await app.inject({ method: 'GET', url, headers: gatewayHeaders(principal, 'GET', url) })
+    expect(res.statusCode).toBe(200)
+    const body = res.json()
+    expect(body.meta).toEqual({ total: 1, offset: 0, limit: 25, next: null })
+    expect(body.data[0]).toEqual({
+      id: event.id,
+      occurred_at: event.time,
+      recorded_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      action: 'patient.updated',
+      outcome: 'success',
+      resource_type: 'patient',
+      resource_id: data.id,
+      codalmacen: 'ALM1',
+      actor: { user_id: principal.userId, username: 'alice', token_id: principal.tokenId },
+      request_id: event.requestid,
+      source: 'clinic/patients',
+      http: null,
+      changes: ['phone'],
+      seq: 1,
+      prev_hash: '0'.repeat(64),
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    })
+    expect(res.body).not.toContain(data.last_name)
+    expect(res.body).not.toContain(data.email!)
+
+    // Another company sees none of it.
+    const other = testPrincipal()
+    const res2 = await app.inject({ method: 'GET', url, headers: gatewayHeaders(other, 'GET', url) })
+    expect(res2.json()).toEqual({ data: [], meta: { total: 0, offset: 0, limit: 25, next: null } })
+  })
+
+  it('records denied and failed requests from the gateway', async () => {
+    await consumer({ queue: queueName() })
+    const principal = testPrincipal()
+    const events = [403, 404, 500].map((status) => httpEvent(principal, { status, path: '/api/patients/x', method: 'PATCH' }))
+    await amqp.publish(events)
+    await waitFor(async () => (await countEvents(knex, principal.companyId, { outcome: 'failure' })) === 3)
+    const rows = await knex('events').where({ idempresa: principal.companyId }).orderBy('seq')
+    expect(rows.map((r) => r.http.status).sort()).toEqual([403, 404, 500])
+  })
+
+  it('stores a redelivered event once', async () => {
+    // One consumer taking one message at a time: once the sentinel is in, the duplicate was handled.
+    await consumer({ queue: queueName(), prefetch: 1 })
+    const principal = testPrincipal()
+    const event = domainEvent('patient.created', patientData(), { principal })
+    const sentinel = domainEvent('patient.created', patientData(), { principal })
+    await amqp.publish([event])
+    await amqp.publish([event])
+    await amqp.publish([sentinel])
+    await waitFor(() => countEvents(knex, principal.companyId, { id: sentinel.id }), { what: 'the sentinel' })
+    expect(await countEvents(knex, principal.companyId, { id: event.id })).toBe(1)
+    expect(await countEvents(knex, principal.companyId)).toBe(2)
+    await expect(verifyCompany(chainReader(knex), principal.companyId)).resolves.toMatchObject({ ok: true, count: 2 })
+  })
+
+  it('two instances on one queue record every event exactly once, and every chain holds', async () => {
+    const queue = queueName()
+    // Two instances: their own broker connections and database pools.
+    const amqp2 = await connectAmqp('audit-test-2')
+    const knex2 = writerDb()
+    stops.push(() => knex2.destroy(), () => amqp2.close())
+    await consumer({ queue, prefetch: 4 })
+    await consumer({ queue, prefetch: 4, amqp: amqp2, knex: knex2 })
+
+    const companies = [testPrincipal(), testPrincipal(), testPrincipal()]
+    const perCompany = 40
+    const events: CloudEvent[] = []
+    for (let i = 0; i < perCompany; i++)
+      for (const p of companies) events.push(domainEvent('patient.created', patientData(), { principal: p }))
+    // Every event twice, as after a redelivery, interleaved.
+    for (let i = 0; i < events.length; i += 20) {
+      const batch = events.slice(i, i + 20)
+      await amqp.publish([...batch, ...batch.reverse()])
+    }
+
+    for (const p of companies)
+      await waitFor(async () => (await countEvents(knex, p.companyId)) === perCompany, {
+        timeoutMs: 30_000,
+        what: `company ${p.companyId}'s events`,
+      })
+    for (const p of companies) {
+      const rows = await knex('events').where({ idempresa: p.companyId }).orderBy('seq').select('id', 'seq')
+      expect(new Set(rows.map((r) => r.id)).size).toBe(perCompany)
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: perCompany }, (_, i) => i + 1))
+      await expect(verifyCompany(chainReader(knex), p.companyId)).resolves.toMatchObject({ ok: true, count: perCompany })
+    }
+  })
+})

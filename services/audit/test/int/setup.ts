@@ -1,0 +1,40 @@
+import type { Knex } from 'knex'
+import pino from 'pino'
+import { Amqp, createDb, migrate, type CloudEvent } from '@clinic/platform'
+import { buildApp } from '../../src/app'
+import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
+import { appendEvent } from '../../src/db/repositories/audit-events'
+import { toAuditDraft, type AuditEvent } from '../../src/domain/audit-event'
+
+export const log = pino({ level: process.env.LOG_LEVEL ?? 'silent' })
+export const databaseUrl = () => process.env.DATABASE_URL!
+export const amqpUrl = () => process.env.AMQP_URL!
+export const secret = () => process.env.INTERNAL_AUTH_SECRET!
+
+export const migrateAudit = () => migrate(databaseUrl(), SCHEMA, migrations)
+
+/** A knex as the service runs it: the append-only writer role. */
+export const writerDb = (poolMax = 5) => createDb(databaseUrl(), { schema: SCHEMA, role: WRITER_ROLE, poolMax })
+/** A knex as the schema owner (migrations, retention, a tamperer with owner rights). */
+export const ownerDb = () => createDb(databaseUrl(), { schema: SCHEMA, poolMax: 2 })
+
+export async function connectAmqp(name = 'audit-test'): Promise<Amqp> {
+  const amqp = new Amqp({ url: amqpUrl(), log, name })
+  await amqp.start()
+  return amqp
+}
+
+export const buildTestApp = (knex: Knex, amqp: Amqp) =>
+  buildApp({ logger: log, knex, amqp, version: '261122.01', assertionSecret: secret() })
+
+/** Records events straight through the append path (no broker), one transaction each, in order. */
+export async function record(knex: Knex, events: CloudEvent[]): Promise<AuditEvent[]> {
+  const out: AuditEvent[] = []
+  for (const e of events) out.push(await knex.transaction((trx) => appendEvent(trx, toAuditDraft(e))))
+  return out
+}
+
+export const countEvents = async (knex: Knex, companyId: number, where: Record<string, unknown> = {}) => {
+  const [row] = await knex('events').where({ idempresa: companyId, ...where }).count<{ n: number }[]>({ n: '*' })
+  return Number(row!.n)
+}

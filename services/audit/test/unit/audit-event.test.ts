@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto'
+import { testPrincipal } from '@clinic/platform/testing'
+import {
+  canonicalJson,
+  computeHash,
+  GENESIS_HASH,
+  sealEvent,
+  toAuditDraft,
+  type AuditEvent,
+} from '../../src/domain/audit-event'
+import { domainEvent, httpEvent, patientData } from '../helpers'
+
+describe('toAuditDraft', () => {
+  const principal = testPrincipal({ username: 'alice' })
+
+  it('maps a domain event: action, resource, actor, request, changes by name only', () => {
+    const data = { ...patientData(), changes: ['email', 'phone'] }
+    const event = domainEvent('patient.updated', data, { principal })
+    const draft = toAuditDraft(event)
+    expect(draft).toEqual({
+      idempresa: principal.companyId,
+      id: event.id,
+      occurred_at: event.time,
+      action: 'patient.updated',
+      outcome: 'success',
+      resource_type: 'patient',
+      resource_id: data.id,
+      codalmacen: 'ALM1',
+      actor: { user_id: principal.userId, username: 'alice', token_id: principal.tokenId },
+      request_id: event.requestid,
+      source: 'clinic/patients',
+      http: null,
+      changes: ['email', 'phone'],
+    })
+    // No value of the patient reaches the record.
+    const stored = JSON.stringify(draft)
+    for (const value of [data.first_name, data.last_name, data.email!, data.phone!]) expect(stored).not.toContain(value)
+  })
+
+  it('names comms events after the message and leaves changes null when the event has none', () => {
+    const draft = toAuditDraft(
+      domainEvent('comms.message.sent', { id: 'm-1', patient_id: 'p-1', channel: 'sms' }, { principal, subject: 'm-1' }),
+    )
+    expect(draft).toMatchObject({ action: 'comms.message.sent', resource_type: 'message', resource_id: 'm-1', changes: null })
+    expect(toAuditDraft(domainEvent('appointment.checked_in', { id: 'a-1', patient_id: 'p-1' }, { principal })))
+      .toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
+  })
+
+  it('maps http.request: access fields, outcome by status, no query string', () => {
+    const ok = toAuditDraft(httpEvent(principal, { path: '/api/patients?q=Fakerson', resource_id: 'p-9' }))
+    expect(ok).toMatchObject({
+      action: 'http.request',
+      outcome: 'success',
+      resource_type: 'patient',
+      resource_id: 'p-9',
+      source: 'clinic/gateway',
+      http: { method: 'GET', path: '/api/patients', status: 200, duration_ms: 12.5, ip: '203.0.113.9' },
+      changes: null,
+    })
+    for (const status of [401, 403, 404, 500])
+      expect(toAuditDraft(httpEvent(principal, { status })).outcome).toBe('failure')
+    expect(toAuditDraft(httpEvent(principal, { status: 399 })).outcome).toBe('success')
+  })
+
+  it('keeps an unauthenticated request under company 0 with no actor', () => {
+    const e = httpEvent(principal, { status: 401, resource_type: null })
+    const anonymous = { ...e, idempresa: 0, actorid: undefined, actorname: undefined, actortokenid: undefined }
+    expect(toAuditDraft(anonymous)).toMatchObject({
+      idempresa: 0,
+      outcome: 'failure',
+      resource_type: null,
+      actor: { user_id: null, username: null, token_id: null },
+    })
+  })
+
+  it('keeps instants at millisecond precision in UTC', () => {
+    const e = { ...domainEvent('patient.created', patientData()), time: '2026-11-22T10:30:00.123456+01:00' }
+    expect(toAuditDraft(e).occurred_at).toBe('2026-11-22T09:30:00.123Z')
+  })
+})
+
+describe('canonical hash', () => {
+  it('sorts keys at every depth and drops undefined members', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: null }], c: undefined } })).toBe('{"a":{"d":[2,{"y":null,"z":1}]},"b":1}')
+  })
+
+  const seal = (seq: number, prevHash: string): AuditEvent =>
+    sealEvent(toAuditDraft(domainEvent('patient.created', patientData())), {
+      seq,
+      prevHash,
+      recordedAt: new Date('2026-11-22T09:30:00.001Z'),
+    })
+
+  it('is sha256 of prev_hash + canonical JSON without the hash, so a third party can recompute it', () => {
+    const e = seal(1, GENESIS_HASH)
+    expect(e.hash).toMatch(/^[0-9a-f]{64}$/)
+    const { hash: _hash, ...rest } = e
+    const expected = createHash('sha256').update(GENESIS_HASH + canonicalJson(rest)).digest('hex')
+    expect(e.hash).toBe(expected)
+  })
+
+  it('does not depend on key order and changes with any field, the company included', () => {
+    const e = seal(1, GENESIS_HASH)
+    const reordered = Object.fromEntries(Object.entries(e).reverse()) as unknown as AuditEvent
+    expect(computeHash(reordered)).toBe(e.hash)
+    expect(computeHash({ ...e, idempresa: e.idempresa + 1 })).not.toBe(e.hash)
+    expect(computeHash({ ...e, action: 'patient.updated' })).not.toBe(e.hash)
+    expect(computeHash({ ...e, actor: { ...e.actor, username: 'mallory' } })).not.toBe(e.hash)
+    expect(computeHash({ ...e, changes: ['email'] })).not.toBe(e.hash)
+    expect(computeHash({ ...e, prev_hash: 'f'.repeat(64) })).not.toBe(e.hash)
+  })
+})
