@@ -45,6 +45,9 @@ export function parseExpiry(spec: string, now = new Date()): Date {
     return new Date(now.getTime() + Number(m[1]) * unit)
   }
   const at = new Date(spec)
-  if (Number.isNaN(at.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(spec)) throw new Error(`--expires must be like 90d, 12h, 30m or a date, not "${spec}"`)
+  // `new Date('2027-02-30')` is 2 March: a day that does not exist is refused, not rolled over.
+  const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(spec)
+  const realDay = day !== null && new Date(Date.UTC(+day[1]!, +day[2]! - 1, +day[3]!)).toISOString().startsWith(day[0])
+  if (Number.isNaN(at.getTime()) || !realDay) throw new Error(`--expires must be like 90d, 12h, 30m or a date, not "${spec}"`)
   return at
 }
