@@ -1,0 +1,46 @@
+import Fastify from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import { fastifyOptions, http, type Amqp } from '@clinic/platform'
+import { PatientsRepository } from './db/patients-repository'
+import { internalRoutes } from './routes/internal'
+import { patientRoutes } from './routes/patients'
+
+export interface Deps {
+  logger: Logger
+  /** Connected as the service role (row-level security applies), search_path = patients. */
+  knex: Knex
+  amqp: Amqp
+  version: string
+  assertionSecret: string
+}
+
+/** The patients service: list, create, read and patch patients, plus the internal contact lookup. */
+export async function buildApp(deps: Deps) {
+  const options = fastifyOptions(deps.logger)
+  const app = Fastify({
+    ...options,
+    // Nullable fields are `type: [T, "null"]` (one clear error per field); Ajv asks to allow that.
+    ajv: { customOptions: { ...options.ajv.customOptions, allowUnionTypes: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  await app.register(http, {
+    service: 'patients',
+    version: deps.version,
+    assertionSecret: deps.assertionSecret,
+    description: 'Patients of a company: demographics, contact details and legal guardian.',
+    readiness: [
+      { name: 'database', check: () => deps.knex.raw('select 1') },
+      {
+        name: 'broker',
+        check: async () => {
+          if (!deps.amqp.connected) throw new Error('disconnected')
+        },
+      },
+    ],
+  })
+  const store = new PatientsRepository(deps.knex)
+  await app.register(patientRoutes, { store })
+  await app.register(internalRoutes, { store })
+  return app
+}

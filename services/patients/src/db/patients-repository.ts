@@ -1,0 +1,184 @@
+import { DuplicateNationalId, enqueueEvents, isUniqueViolation, withIdempotency, type StoredResponse } from '@clinic/platform'
+import type { Knex } from 'knex'
+import type { ListFilter, PatientStore, PatientTx } from '../domain/patient-store'
+import type { Patient, PatientFields } from '../schemas/patient'
+
+const TABLE = 'patients'
+const COLUMNS = [
+  'id',
+  'codalmacen',
+  'first_name',
+  'last_name',
+  'birth_date',
+  'sex',
+  'national_id',
+  'email',
+  'phone',
+  'address',
+  'preferred_channel',
+  'language',
+  'requires_legal_guardian',
+  'guardian',
+  'notes',
+  'created_at',
+  'updated_at',
+  'version',
+] as const
+const SELECT: string[] = [...COLUMNS]
+/** Must be the index expression of patients_name_trgm for the index to serve `q`. */
+const NAME_TEXT = `(first_name || ' ' || last_name || ' ' || first_name)`
+
+type Row = Omit<Patient, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date }
+
+/** A row as the API shows it: no company column, instants as RFC 3339 UTC. */
+function toPatient(row: Row): Patient {
+  const out = {} as Record<string, unknown>
+  for (const c of COLUMNS) out[c] = row[c]
+  out.created_at = row.created_at.toISOString()
+  out.updated_at = row.updated_at.toISOString()
+  return out as Patient
+}
+
+/** jsonb columns go in as JSON text; knex would not serialize nested objects on its own here. */
+function toColumns(fields: Partial<PatientFields>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...fields }
+  for (const k of ['address', 'guardian'] as const)
+    if (k in fields) out[k] = fields[k] === null ? null : JSON.stringify(fields[k])
+  return out
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+async function translate<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work
+  } catch (err) {
+    if (isUniqueViolation(err, 'patients_national_id')) throw new DuplicateNationalId()
+    throw err
+  }
+}
+
+/**
+ * The only code that touches the `patients` schema. Every method takes the company and every
+ * statement filters by it; each transaction also sets `app.idempresa`, which the row-level
+ * security policies check, so a statement that forgot the filter would still see one company.
+ */
+export class PatientsRepository implements PatientStore {
+  constructor(private readonly knex: Knex) {}
+
+  private async scoped<T>(
+    companyId: number,
+    fn: (trx: Knex.Transaction) => Promise<T>,
+    config?: Knex.TransactionConfig,
+  ): Promise<T> {
+    return this.knex.transaction(async (trx) => {
+      await trx.raw(`select set_config('app.idempresa', ?, true)`, [String(companyId)])
+      return fn(trx)
+    }, config)
+  }
+
+  private tx(companyId: number, trx: Knex.Transaction): PatientTx {
+    const patients = () => trx<Row>(TABLE).where('idempresa', companyId)
+    return {
+      async findById(id, opts) {
+        const q = patients().where('id', id).first(SELECT)
+        const row = await (opts?.forUpdate ? q.forUpdate() : q)
+        return row ? toPatient(row as unknown as Row) : null
+      },
+      async insert(id, fields) {
+        const [row] = await translate(
+          trx(TABLE)
+            .insert({ idempresa: companyId, id, ...toColumns(fields) })
+            .returning(SELECT),
+        )
+        return toPatient(row as Row)
+      },
+      async update(id, changes) {
+        const [row] = await translate(
+          patients()
+            .where('id', id)
+            .update({
+              ...toColumns(changes),
+              version: trx.raw('version + 1'),
+              updated_at: trx.raw(`date_trunc('milliseconds', now())`),
+            } as Record<string, unknown>)
+            .returning(SELECT),
+        )
+        return toPatient(row as unknown as Row)
+      },
+      publish: (events) => enqueueEvents(trx, events),
+    }
+  }
+
+  transaction<T>(companyId: number, fn: (tx: PatientTx) => Promise<T>): Promise<T> {
+    return this.scoped(companyId, (trx) => fn(this.tx(companyId, trx)))
+  }
+
+  idempotent<B>(
+    companyId: number,
+    idempotency: { key: string | undefined; hash: string },
+    fn: (tx: PatientTx) => Promise<StoredResponse<B>>,
+  ): Promise<StoredResponse<B>> {
+    // withIdempotency opens a nested transaction (a savepoint) inside the scoped one.
+    return this.scoped(companyId, (trx) =>
+      withIdempotency(trx, { companyId, ...idempotency }, (inner) => fn(this.tx(companyId, inner))),
+    )
+  }
+
+  findById(companyId: number, id: string): Promise<Patient | null> {
+    return this.scoped(companyId, (trx) => this.tx(companyId, trx).findById(id))
+  }
+
+  /**
+   * One page and the exact total from the same snapshot. Without `q` the total is the sum of the
+   * counter rows of the visible centers (a handful of rows, whatever the company's size); with `q`
+   * it is counted through the trigram index.
+   */
+  list(companyId: number, f: ListFilter): Promise<{ rows: Patient[]; total: number }> {
+    return this.scoped(
+      companyId,
+      async (trx) => {
+        const matching = trx<Row>(TABLE).where('idempresa', companyId)
+        if (f.centers) matching.whereIn('codalmacen', f.centers)
+        if (f.q) {
+          const q = f.q
+          matching.where((w) =>
+            w.whereRaw(`${NAME_TEXT} ILIKE ?`, [`%${escapeLike(q)}%`]).orWhere('national_id', q),
+          )
+        }
+
+        const page = matching.clone().select(SELECT)
+        if (f.sort === 'last_name') {
+          if (f.after?.sort === 'last_name')
+            page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [f.after.last_name, f.after.first_name, f.after.id])
+          page.orderBy([
+            { column: 'last_name', order: 'asc' },
+            { column: 'first_name', order: 'asc' },
+            { column: 'id', order: 'asc' },
+          ])
+        } else {
+          if (f.after?.sort === '-created_at')
+            page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
+          page.orderBy([
+            { column: 'created_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+        }
+        const rows = (await page.offset(f.offset).limit(f.limit)) as unknown as Row[]
+
+        let total: number
+        if (f.q) {
+          const [c] = await matching.clone().count<{ n: number }[]>({ n: '*' })
+          total = Number(c?.n ?? 0)
+        } else {
+          const counts = trx('patient_counts').where('idempresa', companyId)
+          if (f.centers) counts.whereIn('codalmacen', f.centers)
+          const [c] = await counts.sum<{ n: number | null }[]>({ n: 'n' })
+          total = Number(c?.n ?? 0)
+        }
+        return { rows: rows.map(toPatient), total }
+      },
+      { isolationLevel: 'repeatable read', readOnly: true },
+    )
+  }
+}

@@ -1,0 +1,50 @@
+import {
+  GuardianRequired,
+  NotFound,
+  ValidationFailed,
+  VersionMismatch,
+  centerVisible,
+  visibleCenters,
+  type Ctx,
+} from '@clinic/platform'
+import { patientUpdated } from '../events/patient-events'
+import type { Patient, PatientFields, UpdatePatientInput } from '../schemas/patient'
+import { centerForWrite } from './center-rules'
+import type { PatientStore } from './patient-store'
+import { FIELD_NAMES, applyPatch, changedFields, guardianSatisfied, ifMatchAllows, patientFieldErrors, pickFields } from './rules'
+
+export interface UpdatePatient {
+  id: string
+  patch: UpdatePatientInput
+  queryCenter: string | undefined
+  /** The If-Match header, when sent. */
+  ifMatch: string | undefined
+}
+
+/**
+ * Applies a PATCH under a row lock: If-Match is compared with the locked version, the guardian
+ * rule with the merged result. A PATCH that changes nothing keeps version and updated_at and emits
+ * no event.
+ */
+export async function updatePatient(ctx: Ctx, store: PatientStore, input: UpdatePatient): Promise<Patient> {
+  const errors = patientFieldErrors(input.patch)
+  if (errors.length) throw new ValidationFailed(errors)
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  if (input.patch.codalmacen !== undefined) centerForWrite(ctx.auth, input.patch.codalmacen)
+
+  const result = await store.transaction(ctx.auth.companyId, async (tx) => {
+    const current = await tx.findById(input.id, { forUpdate: true })
+    if (!current || !centerVisible(visible, current.codalmacen)) throw new NotFound('No such patient')
+    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version)) throw new VersionMismatch()
+    const before = pickFields(current, FIELD_NAMES) as PatientFields
+    const after = applyPatch(before, input.patch)
+    if (!guardianSatisfied(after)) throw new GuardianRequired()
+    const changes = changedFields(before, after)
+    if (!changes.length) return { patient: current, changes }
+    const patient = await tx.update(input.id, pickFields(after, changes))
+    await tx.publish([patientUpdated(ctx, patient, changes)])
+    return { patient, changes }
+  })
+  ctx.log.info({ patient_id: input.id, changes: result.changes }, 'patient updated')
+  return result.patient
+}

@@ -1,0 +1,154 @@
+import { CenterCode, IdParams, ListQuery, listOf, requestHash } from '@clinic/platform'
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { createPatient } from '../domain/create-patient'
+import { getPatient } from '../domain/get-patient'
+import { listPatients } from '../domain/list-patients'
+import type { PatientStore } from '../domain/patient-store'
+import { etagOf, patientFieldErrors } from '../domain/rules'
+import { updatePatient } from '../domain/update-patient'
+import { CreatePatientBody, Patient, SORTS, UpdatePatientBody } from '../schemas/patient'
+import { problem, requestError } from './validation'
+
+const tags = ['patients']
+const CenterQuery = Type.Object({ codalmacen: Type.Optional(CenterCode) }, { additionalProperties: false })
+const ListPatientsQuery = Type.Object(
+  {
+    ...ListQuery,
+    q: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'part of the first or last name (any case), or an exact national id' }),
+    ),
+    sort: Type.Union(
+      SORTS.map((s) => Type.Literal(s)),
+      { default: 'last_name', description: '`last_name` (then first name) or `-created_at` (newest first)' },
+    ),
+  },
+  { additionalProperties: false },
+)
+const ETag = { etag: Type.String({ description: 'the version, quoted: "3"' }) }
+const PostHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: 'the same key and body within 24 h replay the first answer' }),
+  ),
+})
+const PatchHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: 'ETag of the version you read ("3", W/"3" or *); stale is 412' })),
+})
+
+export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> = async (app, { store }) => {
+  // PATCH bodies follow JSON merge patch (RFC 7396) at the top level; accept its media type too.
+  app.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  )
+
+  app.get(
+    '/patients',
+    {
+      schema: {
+        tags,
+        operationId: 'listPatients',
+        summary: 'List patients',
+        description:
+          'Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.',
+        querystring: ListPatientsQuery,
+        response: { 200: listOf(Patient), 400: problem('Invalid query or unknown_center'), 403: problem('center_forbidden') },
+      },
+    },
+    async (req) => listPatients(req.ctx, store, req.query),
+  )
+
+  app.post(
+    '/patients',
+    {
+      attachValidation: true,
+      schema: {
+        tags,
+        operationId: 'createPatient',
+        summary: 'Create a patient',
+        description:
+          'The center is `codalmacen` of the body, else of the query string. Send `Idempotency-Key` to make retries safe.',
+        querystring: CenterQuery,
+        headers: PostHeaders,
+        body: CreatePatientBody,
+        response: {
+          201: { ...Patient, headers: { ...ETag, location: Type.String() } },
+          400: problem('validation_failed or unknown_center'),
+          403: problem('center_forbidden'),
+          409: problem('duplicate_national_id or idempotency_conflict'),
+          422: problem('guardian_required'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const invalid = requestError(req, (b) => patientFieldErrors(b))
+      if (invalid) throw invalid
+      const result = await createPatient(req.ctx, store, {
+        body: req.body,
+        queryCenter: req.query.codalmacen,
+        idempotencyKey: req.headers['idempotency-key'],
+        requestHash: requestHash(req.method, req.url, req.body),
+      })
+      if (result.replayed) reply.header('idempotent-replayed', 'true')
+      if (result.location) reply.header('location', result.location)
+      return reply.code(result.status as 201).header('etag', etagOf(result.body.version)).send(result.body)
+    },
+  )
+
+  app.get(
+    '/patients/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getPatient',
+        summary: 'Read one patient',
+        description: '`ETag` is the version. A patient outside `codalmacen` or the token\'s centers is 404.',
+        params: IdParams,
+        querystring: CenterQuery,
+        response: { 200: { ...Patient, headers: ETag }, 404: problem('not_found') },
+      },
+    },
+    async (req, reply) => {
+      const patient = await getPatient(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen })
+      return reply.header('etag', etagOf(patient.version)).send(patient)
+    },
+  )
+
+  app.patch(
+    '/patients/:id',
+    {
+      attachValidation: true,
+      schema: {
+        tags,
+        operationId: 'updatePatient',
+        summary: 'Change some fields of a patient',
+        description:
+          'Only the fields sent change; null clears a nullable field. `address` and `guardian` are replaced as a whole. Read-only fields (id, version, timestamps, company) are 400. `If-Match` with a stale version is 412.',
+        params: IdParams,
+        querystring: CenterQuery,
+        headers: PatchHeaders,
+        body: UpdatePatientBody,
+        response: {
+          200: { ...Patient, headers: ETag },
+          400: problem('validation_failed or unknown_center'),
+          403: problem('center_forbidden'),
+          404: problem('not_found'),
+          409: problem('duplicate_national_id'),
+          412: problem('version_mismatch'),
+          422: problem('guardian_required'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const invalid = requestError(req, (b) => patientFieldErrors(b))
+      if (invalid) throw invalid
+      const patient = await updatePatient(req.ctx, store, {
+        id: req.params.id,
+        patch: req.body,
+        queryCenter: req.query.codalmacen,
+        ifMatch: req.headers['if-match'],
+      })
+      return reply.header('etag', etagOf(patient.version)).send(patient)
+    },
+  )
+}
