@@ -1,0 +1,187 @@
+import net from 'node:net'
+import { randomBytes } from 'node:crypto'
+import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
+import type { Knex } from 'knex'
+import pg from 'pg'
+import {
+  EXCHANGE,
+  commonTables,
+  createDb,
+  createLogger,
+  makeEvent,
+  migrate,
+  type CloudEvent,
+  type Migration,
+} from '@clinic/platform'
+
+export const databaseUrl = () => {
+  const url = process.env.DATABASE_URL
+  if (!url) throw new Error('DATABASE_URL is not set: run through the root jest config (global setup)')
+  return url
+}
+export const amqpUrl = () => {
+  const url = process.env.AMQP_URL
+  if (!url) throw new Error('AMQP_URL is not set: run through the root jest config (global setup)')
+  return url
+}
+
+export const testLog = (name: string) => createLogger({ service: `platform-int-${name}`, level: process.env.LOG_LEVEL ?? 'silent' })
+
+/** The platform tables plus `effects`, where test handlers record what they did. */
+export const testMigrations = (schema: string): Migration[] => [
+  {
+    name: '0001_common',
+    async up(knex) {
+      await commonTables.outbox(knex, schema)
+      await commonTables.processedEvents(knex)
+      await commonTables.idempotencyKeys(knex)
+    },
+  },
+  {
+    name: '0002_effects',
+    async up(knex) {
+      await knex.raw(`
+        CREATE TABLE effects (id bigserial PRIMARY KEY, event_id uuid NOT NULL, idempresa integer NOT NULL, note text);
+        CREATE TABLE things (id bigserial PRIMARY KEY, idempresa integer NOT NULL, name text NOT NULL)`)
+    },
+  },
+]
+
+export const schemaName = () => `platform_t_${randomBytes(4).toString('hex')}`
+
+/** A migrated schema of its own for one test file; `drop` removes it. */
+export async function testSchema(poolMax = 10): Promise<{ schema: string; knex: Knex; drop: () => Promise<void> }> {
+  const schema = schemaName()
+  await migrate(databaseUrl(), schema, testMigrations(schema))
+  const knex = createDb(databaseUrl(), { schema, poolMax })
+  return {
+    schema,
+    knex,
+    drop: async () => {
+      await knex.destroy()
+      await dropSchema(schema)
+    },
+  }
+}
+
+export async function dropSchema(schema: string) {
+  const client = new pg.Client({ connectionString: databaseUrl() })
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
+const fakeId = () => `0190c5a0-0000-7000-8000-${randomBytes(6).toString('hex')}`
+
+/** A registry event with obviously fake ids for one company. */
+export function testEvent(companyId: number): CloudEvent {
+  const id = fakeId()
+  return makeEvent({
+    type: 'appointment.checked_in',
+    source: 'clinic/platform-test',
+    subject: id,
+    data: { id, patient_id: fakeId() },
+    companyId,
+  })
+}
+
+/**
+ * A plain amqplib consumer on an exclusive queue bound to `clinic.events`, outside the code under
+ * test. The run's vhost is shared by parallel test files, so callers filter by company.
+ */
+export async function eventTap(routingKey = 'appointment.checked_in') {
+  const conn: ChannelModel = await amqplib.connect(amqpUrl())
+  const ch: Channel = await conn.createChannel()
+  await ch.assertExchange(EXCHANGE, 'topic', { durable: true })
+  const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true })
+  await ch.bindQueue(queue, EXCHANGE, routingKey)
+  const messages: Array<{ event: CloudEvent; msg: ConsumeMessage }> = []
+  await ch.consume(
+    queue,
+    (msg) => {
+      if (msg) messages.push({ event: JSON.parse(msg.content.toString('utf8')) as CloudEvent, msg })
+    },
+    { noAck: true },
+  )
+  return {
+    messages,
+    /** Ids received for one company, with repeats. */
+    idsFor: (companyId: number) => messages.filter((m) => m.event.idempresa === companyId).map((m) => m.event.id),
+    close: async () => {
+      await conn.close().catch(() => undefined)
+    },
+  }
+}
+
+/** A raw channel for queue inspection (message counts, dead letters). */
+export async function rawChannel() {
+  const conn = await amqplib.connect(amqpUrl())
+  const ch = await conn.createChannel()
+  return { conn, ch, close: () => conn.close().catch(() => undefined) }
+}
+
+/**
+ * A TCP proxy in front of RabbitMQ, to cut the client off the broker without touching the broker
+ * (other test runs on the machine share it). `cut()` destroys every open connection and refuses
+ * new ones until `restore()`.
+ */
+export async function brokerProxy(target = new URL(amqpUrl())) {
+  const sockets = new Set<net.Socket>()
+  let refusing = false
+  let refused = 0
+  let accepted = 0
+  const server = net.createServer((client) => {
+    if (refusing) {
+      refused++
+      client.destroy()
+      return
+    }
+    accepted++
+    const upstream = net.connect(Number(target.port || 5672), target.hostname)
+    sockets.add(client)
+    sockets.add(upstream)
+    const drop = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+    client.pipe(upstream)
+    upstream.pipe(client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as net.AddressInfo).port
+  const url = new URL(target.toString())
+  url.hostname = '127.0.0.1'
+  url.port = String(port)
+  return {
+    url: url.toString(),
+    get refused() {
+      return refused
+    },
+    get accepted() {
+      return accepted
+    },
+    get open() {
+      return sockets.size
+    },
+    cut() {
+      refusing = true
+      for (const s of sockets) s.destroy()
+      sockets.clear()
+    },
+    restore() {
+      refusing = false
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
+}
