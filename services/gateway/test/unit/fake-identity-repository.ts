@@ -29,6 +29,8 @@ export class FakeIdentityRepository implements IdentityRepository {
   lookups: string[] = []
   touches: Array<{ companyId: number; id: string }> = []
   touchError: Error | null = null
+  /** The database clock, for `last_used_at`. */
+  clock: () => Date = () => new Date()
 
   async tokensByLookup(lookup: string): Promise<TokenRecord[]> {
     this.lookups.push(lookup)
@@ -52,7 +54,7 @@ export class FakeIdentityRepository implements IdentityRepository {
     this.touches.push({ companyId, id })
     if (this.touchError) throw this.touchError
     const t = this.tokens.find((x) => x.idempresa === companyId && x.id === id)
-    if (t) t.last_used_at = new Date()
+    if (t) t.last_used_at = this.clock()
   }
 
   async createCompany(id: number, name: string): Promise<void> {

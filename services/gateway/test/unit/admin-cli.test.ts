@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto'
+import { runAdmin } from '../../src/cli/admin'
+import { FakeIdentityRepository, Sink } from './fake-identity-repository'
+
+type Stream = NodeJS.WriteStream
+
+async function admin(repo: FakeIdentityRepository, ...argv: string[]) {
+  const out = new Sink()
+  const err = new Sink()
+  await runAdmin(argv, repo, out as unknown as Stream, err as unknown as Stream)
+  return { out: out.text, err: err.text }
+}
+
+/** The CLI maps a UsageError to exit code 2 with the usage text; anything else is a crash (exit 1). */
+async function usageError(repo: FakeIdentityRepository, ...argv: string[]): Promise<string> {
+  const out = new Sink()
+  const caught = await runAdmin(argv, repo, out as unknown as Stream, new Sink() as unknown as Stream).then(
+    () => null,
+    (e: Error) => e,
+  )
+  expect(caught).toBeInstanceOf(Error)
+  expect(caught!.constructor.name).toBe('UsageError')
+  expect(out.text).toBe('')
+  return caught!.message
+}
+
+async function seeded() {
+  const repo = new FakeIdentityRepository()
+  await admin(repo, 'company:create', '--id', '7', '--name', 'Clinica Siete')
+  await admin(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro 1')
+  await admin(repo, 'center:create', '--company', '7', '--code', 'ALM2', '--name', 'Centro 2')
+  await admin(repo, 'user:create', '--company', '7', '--username', 'alice')
+  return repo
+}
+
+describe('runAdmin', () => {
+  it('creates a company, centers and a user, reporting on stderr only', async () => {
+    const repo = new FakeIdentityRepository()
+    expect(await admin(repo, 'company:create', '--id', '7', '--name', 'Clinica Siete')).toEqual({
+      out: '',
+      err: 'company 7 created\n',
+    })
+    expect(await admin(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro 1')).toEqual({
+      out: '',
+      err: 'center ALM1 created in company 7\n',
+    })
+    const r = await admin(repo, 'user:create', '--company', '7', '--username', 'alice')
+    expect(r.out).toBe('')
+    expect(r.err).toMatch(/^user alice \([0-9a-f-]{36}\) created in company 7\n$/)
+    expect(repo.companies.get(7)).toBe('Clinica Siete')
+    expect(repo.centers).toEqual([{ idempresa: 7, code: 'ALM1', name: 'Centro 1' }])
+    expect(repo.users).toEqual([expect.objectContaining({ idempresa: 7, username: 'alice' })])
+  })
+
+  it('token:create prints the token alone on stdout and stores only its hash', async () => {
+    const repo = await seeded()
+    const { out, err } = await admin(repo, 'token:create', '--username', 'Alice', '--centers', 'ALM2, ALM1', '--expires', '90d', '--name', 'ci')
+    expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
+    const token = out.trim()
+    expect(repo.tokens).toHaveLength(1)
+    const stored = repo.tokens[0]!
+    expect(stored).toMatchObject({ idempresa: 7, user_id: repo.users[0]!.id, name: 'ci', lookup: token.slice(0, 16), centers: ['ALM2', 'ALM1'] })
+    expect(stored.token_hash).toEqual(createHash('sha256').update(token).digest())
+    const days = (stored.expires_at!.getTime() - Date.now()) / 86_400_000
+    expect(days).toBeGreaterThan(89.9)
+    expect(days).toBeLessThanOrEqual(90)
+    expect(err).toContain(`token ${stored.id} for alice (company 7, centers ALM2,ALM1, expires `)
+    expect(err).not.toContain(token)
+  })
+
+  it('token:create without --centers or --expires makes an unrestricted, non-expiring token', async () => {
+    const repo = await seeded()
+    await admin(repo, 'token:create', '--username', 'alice')
+    expect(repo.tokens[0]).toMatchObject({ centers: null, expires_at: null, name: null })
+  })
+
+  it.each([
+    [['company:create', '--name', 'X'], '--id is required'],
+    [['company:create', '--id', '8'], '--name is required'],
+    [['company:create', '--id', '8', '--name', ''], '--name is required'],
+    [['center:create', '--company', '7', '--name', 'C'], '--code is required'],
+    [['user:create', '--username', 'bob'], '--company is required'],
+    [['token:create'], '--username is required'],
+    [['token:revoke'], '--id is required'],
+  ])('%j is a usage error: %s', async (argv, message) => {
+    const repo = await seeded()
+    expect(await usageError(repo, ...argv)).toBe(message)
+  })
+
+  it.each(['0', 'abc', '1.5', '-3', '2147483648', '7 '])('refuses --id %j', async (id) => {
+    const repo = new FakeIdentityRepository()
+    expect(await usageError(repo, 'company:create', `--id=${id}`, '--name', 'X')).toBe('--id must be a positive integer')
+    expect(await usageError(repo, 'user:create', `--company=${id}`, '--username', 'bob')).toBe('--company must be a positive integer')
+    expect(repo.companies.size).toBe(0)
+  })
+
+  it('refuses duplicates and unknown companies with a clear message', async () => {
+    const repo = await seeded()
+    expect(await usageError(repo, 'company:create', '--id', '7', '--name', 'Again')).toBe('company 7 already exists')
+    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Again')).toBe(
+      'center ALM1 already exists in company 7',
+    )
+    expect(await usageError(repo, 'center:create', '--company', '99', '--code', 'X', '--name', 'X')).toBe(
+      'company 99 does not exist',
+    )
+    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'ALICE')).toBe('username ALICE is taken')
+    expect(await usageError(repo, 'user:create', '--company', '99', '--username', 'bob')).toBe('company 99 does not exist')
+  })
+
+  it('refuses malformed center codes and usernames', async () => {
+    const repo = await seeded()
+    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'ELEVENCHARS', '--name', 'X')).toMatch(/^--code must be/)
+    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'A B', '--name', 'X')).toMatch(/^--code must be/)
+    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'bob smith')).toMatch(/^--username must be/)
+    expect(repo.centers).toHaveLength(2)
+    expect(repo.users).toHaveLength(1)
+  })
+
+  it('token:create refuses an unknown user, unknown centers and a bad --expires, creating nothing', async () => {
+    const repo = await seeded()
+    await admin(repo, 'company:create', '--id', '8', '--name', 'Other')
+    await admin(repo, 'center:create', '--company', '8', '--code', 'OTHER', '--name', 'Other center')
+    expect(await usageError(repo, 'token:create', '--username', 'ghost')).toBe('no user ghost')
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--centers', 'ALM1,NOPE,OTHER')).toBe(
+      '--centers: not centers of company 7: NOPE, OTHER',
+    )
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--centers', ' , ')).toBe(
+      '--centers: not centers of company 7: (none given)',
+    )
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', 'tomorrow')).toMatch(
+      /^--expires must be like 90d, 12h, 30m or a date/,
+    )
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '2027-02-30')).toMatch(/^--expires must be/)
+    expect(repo.tokens).toHaveLength(0)
+  })
+
+  it('token:revoke revokes by id and refuses malformed or unknown ids', async () => {
+    const repo = await seeded()
+    await admin(repo, 'token:create', '--username', 'alice')
+    const id = repo.tokens[0]!.id
+    expect(await usageError(repo, 'token:revoke', '--id', 'nope')).toBe('--id must be a token id (UUID)')
+    expect(await usageError(repo, 'token:revoke', '--id', '0190c5a0-0000-7000-8000-00000000dead')).toBe(
+      'no token 0190c5a0-0000-7000-8000-00000000dead',
+    )
+    expect(repo.tokens[0]!.revoked_at).toBeNull()
+    const { out, err } = await admin(repo, 'token:revoke', '--id', id)
+    expect(out).toBe('')
+    expect(err).toContain(`token ${id} revoked`)
+    expect(repo.tokens[0]!.revoked_at).toBeInstanceOf(Date)
+  })
+
+  it('refuses unknown and missing commands, and unknown options', async () => {
+    const repo = new FakeIdentityRepository()
+    expect(await usageError(repo, 'company:delete', '--id', '7')).toBe('unknown command company:delete')
+    expect(await usageError(repo)).toBe('no command given')
+    await expect(runAdmin(['company:create', '--id', '7', '--name', 'X', '--force'], repo)).rejects.toMatchObject({
+      code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+    })
+    expect(repo.companies.size).toBe(0)
+  })
+})
