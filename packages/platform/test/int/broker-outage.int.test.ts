@@ -1,0 +1,110 @@
+import type { Knex } from 'knex'
+import { Amqp, OutboxRelay, enqueueEvents, startConsumer, type Consumer } from '@clinic/platform'
+import { freshCompanyId, waitFor } from '@clinic/platform/testing'
+import { brokerProxy, databaseUrl, eventTap, rawChannel, schemaName, testEvent, testLog, testSchema } from './helpers'
+
+/**
+ * A broker outage delays events and loses none (DESIGN.md section 5). The service's AMQP client
+ * reaches RabbitMQ through a local TCP proxy that the test cuts and restores; the broker itself
+ * keeps running for everyone else.
+ */
+jest.setTimeout(30_000)
+
+const log = testLog('outage')
+let db: Awaited<ReturnType<typeof testSchema>>
+let knex: Knex
+let proxy: Awaited<ReturnType<typeof brokerProxy>>
+let amqp: Amqp
+let relay: OutboxRelay
+let consumer: Consumer
+let tap: Awaited<ReturnType<typeof eventTap>>
+const queue = `${schemaName()}.outage`
+const company = freshCompanyId()
+const handled: string[] = []
+
+beforeAll(async () => {
+  db = await testSchema()
+  knex = db.knex
+  proxy = await brokerProxy()
+  tap = await eventTap() // straight to the broker: it sees what the relay got out
+  amqp = new Amqp({ url: proxy.url, log, name: 'platform-outage-test' })
+  await amqp.start()
+  relay = new OutboxRelay({ knex, schema: db.schema, databaseUrl: databaseUrl(), amqp, log, pollMs: 100 })
+  await relay.start()
+  consumer = await startConsumer({
+    amqp,
+    knex,
+    log,
+    queue,
+    bindings: ['appointment.checked_in'],
+    backoffMs: () => 50,
+    handle: async (event, trx) => {
+      if (event.idempresa !== company) return // the run's vhost is shared with other test files
+      await trx('effects').insert({ event_id: event.id, idempresa: event.idempresa })
+      handled.push(event.id)
+    },
+  })
+})
+
+afterAll(async () => {
+  await consumer?.stop()
+  await relay?.stop()
+  await amqp?.close()
+  await proxy?.close()
+  await tap?.close()
+  const raw = await rawChannel()
+  for (const q of [queue, `${queue}.retry`, `${queue}.dlq`]) await raw.ch.deleteQueue(q).catch(() => undefined)
+  await raw.close()
+  await db?.drop()
+})
+
+it('reconnects by itself after the broker is cut off, and every event written meanwhile arrives', async () => {
+  const written: string[] = []
+  let writing = true
+  // The service keeps writing (a pair of events per transaction) through the whole outage.
+  const writer = (async () => {
+    while (writing) {
+      const events = [testEvent(company), testEvent(company)]
+      await knex.transaction((trx) => enqueueEvents(trx, events))
+      written.push(...events.map((e) => e.id))
+      await new Promise((r) => setImmediate(r))
+    }
+  })()
+
+  // Flowing before the cut.
+  await waitFor(() => tap.idsFor(company).length >= 10 && handled.length >= 10, { what: 'events before the cut' })
+
+  proxy.cut()
+  await waitFor(() => !amqp.connected, { what: 'the client to notice the cut' })
+  const writtenAtCut = written.length
+  // The client keeps trying and is refused; meanwhile events pile up in the outbox.
+  await waitFor(() => proxy.refused >= 2, { timeoutMs: 10_000, what: 'reconnect attempts while cut' })
+  await waitFor(() => written.length >= writtenAtCut + 20, { what: 'events written during the outage' })
+  expect(await relay.pending()).toBeGreaterThan(0)
+  expect(amqp.connected).toBe(false)
+
+  proxy.restore()
+  await waitFor(() => amqp.connected, { timeoutMs: 15_000, what: 'the client to reconnect by itself' })
+  await waitFor(() => written.length >= writtenAtCut + 40, { what: 'events written after the outage' })
+  writing = false
+  await writer
+
+  const all = new Set(written)
+  await waitFor(() => [...all].every((id) => tap.idsFor(company).includes(id)), {
+    timeoutMs: 15_000,
+    what: 'every written event on the broker',
+  })
+  // At least once: repeats are allowed, nothing foreign, nothing missing.
+  expect(new Set(tap.idsFor(company))).toEqual(all)
+  await waitFor(async () => (await relay.pending()) === 0, { what: 'an empty outbox' })
+
+  // The consumer's channel was set up again on the new connection: it handled everything once.
+  await waitFor(async () => Number((await knex('effects').where({ idempresa: company }).count({ n: '*' }))[0]!.n) >= all.size, {
+    timeoutMs: 15_000,
+    what: 'the consumer to catch up',
+  })
+  const effects = await knex('effects').where({ idempresa: company }).select('event_id')
+  expect(effects).toHaveLength(all.size)
+  expect(new Set(effects.map((e) => e.event_id))).toEqual(all)
+  expect(proxy.accepted).toBeGreaterThanOrEqual(2) // the first connection and the reconnection
+})
