@@ -1,7 +1,10 @@
 import { loadConfig, v } from '@clinic/platform'
 
 const database = {
-  DATABASE_URL: v.url({ default: 'postgres://postgres@127.0.0.1:5432/clinic', protocols: ['postgres:', 'postgresql:'] }),
+  DATABASE_URL: v.url({
+    default: 'postgres://postgres@127.0.0.1:5432/clinic',
+    protocols: ['postgres:', 'postgresql:'],
+  }),
 }
 
 export const configSpec = {
@@ -12,7 +15,10 @@ export const configSpec = {
   AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
   AUDIT_PREFETCH: v.int({ default: '32', min: 1, max: 1000 }),
   INTERNAL_AUTH_SECRET: v.string({ min: 32, secret: true }),
-  LOG_LEVEL: v.string({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
+  LOG_LEVEL: v.string({
+    default: 'info',
+    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+  }),
 }
 
 export const loadAuditConfig = (env = process.env) => loadConfig(configSpec, env)

@@ -11,7 +11,12 @@ async function main() {
   const config = loadAuditConfig()
   const logger = createLogger({ service: 'audit', level: config.LOG_LEVEL })
   const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE })
-  const amqp = new Amqp({ url: config.AMQP_URL, log: logger, name: 'audit', queueType: config.AMQP_QUEUE_TYPE as 'classic' })
+  const amqp = new Amqp({
+    url: config.AMQP_URL,
+    log: logger,
+    name: 'audit',
+    queueType: config.AMQP_QUEUE_TYPE as 'classic',
+  })
   void amqp.start()
 
   // This month's and next month's partitions exist before any event needs them; checked again
@@ -27,7 +32,13 @@ async function main() {
   timer.unref()
 
   const consumer = await startAuditConsumer({ amqp, knex, log: logger, prefetch: config.AUDIT_PREFETCH })
-  const app = await buildApp({ logger, knex, amqp, version: readVersion(), assertionSecret: config.INTERNAL_AUTH_SECRET })
+  const app = await buildApp({
+    logger,
+    knex,
+    amqp,
+    version: readVersion(),
+    assertionSecret: config.INTERNAL_AUTH_SECRET,
+  })
   await app.listen({ port: config.AUDIT_PORT, host: config.HOST })
   onShutdown(logger, [
     () => consumer.stop(),

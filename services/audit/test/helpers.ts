@@ -1,11 +1,24 @@
-import { makeEvent, uuidv7, type CloudEvent, type EventData, type EventType, type Principal } from '@clinic/platform'
+import {
+  makeEvent,
+  uuidv7,
+  type CloudEvent,
+  type EventData,
+  type EventType,
+  type Principal,
+} from '@clinic/platform'
 import { testPrincipal } from '@clinic/platform/testing'
 
 /** A domain event as a service would emit it, with an actor and a request id. */
 export function domainEvent<T extends EventType>(
   type: T,
   data: EventData<T>,
-  over: { principal?: Principal; subject?: string; codalmacen?: string | null; time?: Date; source?: string } = {},
+  over: {
+    principal?: Principal
+    subject?: string
+    codalmacen?: string | null
+    time?: Date
+    source?: string
+  } = {},
 ): CloudEvent<T> {
   const principal = over.principal ?? testPrincipal()
   return makeEvent({

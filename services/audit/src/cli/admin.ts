@@ -46,7 +46,8 @@ export async function run(args: string[]): Promise<number> {
     }
     case 'audit:partitions': {
       const months = Number(option(rest, 'months-ahead') ?? '1')
-      if (!Number.isInteger(months) || months < 0 || months > 24) return fail('--months-ahead must be 0 to 24')
+      if (!Number.isInteger(months) || months < 0 || months > 24)
+        return fail('--months-ahead must be 0 to 24')
       const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE, poolMax: 1 })
       try {
         out(`created ${await ensurePartitions(knex, months)} partitions`)

@@ -8,7 +8,11 @@ const MONTHLY = /^events_(\d{4})_(\d{2})$/
  * Runs as the schema owner (the service role cannot drop anything). Each company's last dropped
  * event becomes its retention anchor, where verification resumes. The default partition is kept.
  */
-export async function dropPartitionsBefore(ownerKnex: Knex, before: string, now = new Date()): Promise<string[]> {
+export async function dropPartitionsBefore(
+  ownerKnex: Knex,
+  before: string,
+  now = new Date(),
+): Promise<string[]> {
   if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(before)) throw new Error('--before must be a month, YYYY-MM')
   const current = now.toISOString().slice(0, 7)
   if (before > current) throw new Error('--before cannot be later than the current month')

@@ -51,7 +51,7 @@ export interface AuditEvent extends AuditDraft {
 export const GENESIS_HASH = '0'.repeat(64)
 
 /** Text columns cannot hold NUL; nothing a producer sends may stop an event from being recorded. */
-const text = (v: unknown): string | null => (typeof v === 'string' ? v.replace(/\u0000/g, '') : null)
+const text = (v: unknown): string | null => (typeof v === 'string' ? v.replaceAll('\u0000', '') : null)
 const nonEmpty = (v: unknown): string | null => {
   const s = text(v)
   return s ? s : null
@@ -83,7 +83,8 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
       // The path alone: a query string can carry a patient's name.
       path: (text(data.path) ?? '').split('?')[0]!,
       status,
-      duration_ms: typeof data.duration_ms === 'number' && Number.isFinite(data.duration_ms) ? data.duration_ms : 0,
+      duration_ms:
+        typeof data.duration_ms === 'number' && Number.isFinite(data.duration_ms) ? data.duration_ms : 0,
       ip: nonEmpty(data.ip),
     }
     outcome = status > 0 && status < 400 ? 'success' : 'failure'
@@ -163,6 +164,11 @@ export function sealEvent(
   draft: AuditDraft,
   link: { seq: number; prevHash: string; recordedAt: string | Date },
 ): AuditEvent {
-  const unsealed = { ...draft, recorded_at: toInstant(link.recordedAt), seq: link.seq, prev_hash: link.prevHash }
+  const unsealed = {
+    ...draft,
+    recorded_at: toInstant(link.recordedAt),
+    seq: link.seq,
+    prev_hash: link.prevHash,
+  }
   return { ...unsealed, hash: computeHash(unsealed) }
 }

@@ -51,9 +51,15 @@ export async function listAuditEvents(
   }
   const filtered =
     filter.centers !== null ||
-    [filter.action, filter.resource_type, filter.resource_id, filter.username, filter.outcome, filter.from, filter.to].some(
-      (v) => v !== undefined,
-    )
+    [
+      filter.action,
+      filter.resource_type,
+      filter.resource_id,
+      filter.username,
+      filter.outcome,
+      filter.from,
+      filter.to,
+    ].some((v) => v !== undefined)
   const companyId = ctx.auth.companyId
   const beforeSeq = input.after === undefined ? undefined : cursorSeq(input.after)
   const [rows, total] = await Promise.all([

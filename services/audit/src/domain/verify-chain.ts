@@ -41,12 +41,23 @@ export class ChainVerifier {
   push(e: AuditEvent): boolean {
     if (this.failure) return false
     const fail = (reason: string) => {
-      this.failure = { ok: false, company: this.company, count: this.count, seq: e.seq, eventId: e.id, reason }
+      this.failure = {
+        ok: false,
+        company: this.company,
+        count: this.count,
+        seq: e.seq,
+        eventId: e.id,
+        reason,
+      }
       return false
     }
     if (e.idempresa !== this.company) return fail(`event belongs to company ${e.idempresa}`)
     if (e.seq !== this.expectedSeq)
-      return fail(e.seq > this.expectedSeq ? `missing seq ${this.expectedSeq}` : `seq repeated or out of order (expected ${this.expectedSeq})`)
+      return fail(
+        e.seq > this.expectedSeq
+          ? `missing seq ${this.expectedSeq}`
+          : `seq repeated or out of order (expected ${this.expectedSeq})`,
+      )
     if (e.prev_hash !== this.prevHash) return fail("prev_hash does not match the previous event's hash")
     if (computeHash(e) !== e.hash) return fail("hash does not match the event's contents")
     this.count++

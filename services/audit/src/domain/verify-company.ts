@@ -1,5 +1,11 @@
 import type { AuditEvent } from './audit-event'
-import { ChainVerifier, GENESIS_ANCHOR, type ChainAnchor, type ChainHead, type VerifyResult } from './verify-chain'
+import {
+  ChainVerifier,
+  GENESIS_ANCHOR,
+  type ChainAnchor,
+  type ChainHead,
+  type VerifyResult,
+} from './verify-chain'
 
 /** What verifying a company's chain reads (the database, or rows in memory in tests). */
 export interface ChainReader {
@@ -17,6 +23,7 @@ export async function verifyCompany(reader: ChainReader, companyId: number): Pro
   const head = await reader.head(companyId)
   const anchor = (await reader.anchor(companyId)) ?? GENESIS_ANCHOR
   const verifier = new ChainVerifier(companyId, anchor)
-  for await (const e of reader.events(companyId, anchor.seq, head?.seq ?? anchor.seq)) if (!verifier.push(e)) break
+  for await (const e of reader.events(companyId, anchor.seq, head?.seq ?? anchor.seq))
+    if (!verifier.push(e)) break
   return verifier.finish(head)
 }

@@ -15,7 +15,9 @@ export const AuditEventSchema = Type.Object(
     id: Type.String({ description: 'the id of the event recorded (UUIDv7)' }),
     occurred_at: Instant,
     recorded_at: Instant,
-    action: Type.String({ description: 'event type, e.g. patient.created, appointment.checked_in, http.request' }),
+    action: Type.String({
+      description: 'event type, e.g. patient.created, appointment.checked_in, http.request',
+    }),
     outcome: Type.Union(OUTCOMES.map((o) => Type.Literal(o))),
     resource_type: Nullable(Type.String()),
     resource_id: Nullable(Type.String()),
@@ -45,7 +47,9 @@ export const AuditEventSchema = Type.Object(
     }),
     seq: Type.Integer({ minimum: 1, description: "position in the company's hash chain" }),
     hash: Type.String({ description: 'sha256(prev_hash + canonical JSON of the event without hash), hex' }),
-    prev_hash: Type.String({ description: 'hash of the previous event of the company (64 zeros for the first)' }),
+    prev_hash: Type.String({
+      description: 'hash of the previous event of the company (64 zeros for the first)',
+    }),
   },
   { additionalProperties: false },
 )

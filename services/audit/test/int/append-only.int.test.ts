@@ -23,7 +23,11 @@ afterAll(async () => {
 
 class Rollback extends Error {}
 /** Runs a statement in a transaction that is always rolled back; returns how it failed. */
-async function attempt(knex: Knex, sql: string, bindings: readonly Knex.Value[] = []): Promise<{ code?: string; message: string }> {
+async function attempt(
+  knex: Knex,
+  sql: string,
+  bindings: readonly Knex.Value[] = [],
+): Promise<{ code?: string; message: string }> {
   try {
     await knex.transaction(async (trx) => {
       await trx.raw(sql, bindings)
@@ -80,7 +84,9 @@ describe('append-only store', () => {
 
   it('the triggers refuse UPDATE, DELETE and TRUNCATE even to the owner, partitions included', async () => {
     const { company, events } = await seedCompany(1)
-    const [part] = (await owner.raw(`SELECT tableoid::regclass::text AS part FROM events WHERE id = ?`, [events[0]!.id])).rows
+    const [part] = (
+      await owner.raw(`SELECT tableoid::regclass::text AS part FROM events WHERE id = ?`, [events[0]!.id])
+    ).rows
     const statements = [
       ['UPDATE events SET action = ? WHERE idempresa = ?', ['x', company]],
       ['DELETE FROM events WHERE idempresa = ?', [company]],
@@ -100,7 +106,9 @@ describe('append-only store', () => {
     await ensurePartitions(writer, 2)
     const { events } = await seedCompany(1)
     const month = events[0]!.recorded_at.slice(0, 7).replace('-', '_')
-    const { rows } = await writer.raw(`SELECT tableoid::regclass::text AS part FROM events WHERE id = ?`, [events[0]!.id])
+    const { rows } = await writer.raw(`SELECT tableoid::regclass::text AS part FROM events WHERE id = ?`, [
+      events[0]!.id,
+    ])
     expect(rows[0].part).toBe(`events_${month}`)
   })
 })
@@ -121,7 +129,11 @@ describe('audit:verify', () => {
       await trx.raw('SET LOCAL session_replication_role = replica')
       await trx('events').where({ idempresa: company, seq: 2 }).update({ actor_username: 'mallory' })
     })
-    await expect(verifyCompany(chainReader(writer), company)).resolves.toMatchObject({ ok: false, seq: 2, eventId: events[1]!.id })
+    await expect(verifyCompany(chainReader(writer), company)).resolves.toMatchObject({
+      ok: false,
+      seq: 2,
+      eventId: events[1]!.id,
+    })
     await expect(admin('audit:verify', '--company', String(company))).resolves.toEqual({
       code: 1,
       out: `broken: company ${company} at seq 2 (event ${events[1]!.id}): hash does not match the event's contents\n`,
@@ -134,7 +146,9 @@ describe('audit:verify', () => {
     const b = await seedCompany(3)
     await owner.transaction(async (trx) => {
       await trx.raw('SET LOCAL session_replication_role = replica')
-      await trx('events').where({ idempresa: a.company, seq: 1 }).update({ action: edited.action, hash: computeHash(edited) })
+      await trx('events')
+        .where({ idempresa: a.company, seq: 1 })
+        .update({ action: edited.action, hash: computeHash(edited) })
       await trx('events').where({ idempresa: b.company, seq: 2 }).delete()
     })
     await expect(verifyCompany(chainReader(writer), a.company)).resolves.toMatchObject({
@@ -142,7 +156,11 @@ describe('audit:verify', () => {
       seq: 2,
       reason: "prev_hash does not match the previous event's hash",
     })
-    await expect(verifyCompany(chainReader(writer), b.company)).resolves.toMatchObject({ ok: false, seq: 3, reason: 'missing seq 2' })
+    await expect(verifyCompany(chainReader(writer), b.company)).resolves.toMatchObject({
+      ok: false,
+      seq: 3,
+      reason: 'missing seq 2',
+    })
   })
 
   it('refuses a command without a company', async () => {
@@ -171,21 +189,47 @@ describe('retention', () => {
         recordedAt: new Date(Date.UTC(2019, 0, 15, 9, seq)),
       })
       await owner('events').insert({
-        idempresa: e.idempresa, seq: e.seq, id: e.id, occurred_at: e.occurred_at, recorded_at: e.recorded_at,
-        action: e.action, outcome: e.outcome, resource_type: e.resource_type, resource_id: e.resource_id,
-        codalmacen: e.codalmacen, actor_user_id: e.actor.user_id, actor_username: e.actor.username,
-        actor_token_id: e.actor.token_id, request_id: e.request_id, source: e.source, http: null, changes: null,
-        prev_hash: e.prev_hash, hash: e.hash,
+        idempresa: e.idempresa,
+        seq: e.seq,
+        id: e.id,
+        occurred_at: e.occurred_at,
+        recorded_at: e.recorded_at,
+        action: e.action,
+        outcome: e.outcome,
+        resource_type: e.resource_type,
+        resource_id: e.resource_id,
+        codalmacen: e.codalmacen,
+        actor_user_id: e.actor.user_id,
+        actor_username: e.actor.username,
+        actor_token_id: e.actor.token_id,
+        request_id: e.request_id,
+        source: e.source,
+        http: null,
+        changes: null,
+        prev_hash: e.prev_hash,
+        hash: e.hash,
       })
       prev = e.hash
     }
-    await owner('chain_heads').insert({ idempresa: company, seq: 3, hash: prev, recorded_at: new Date(Date.UTC(2019, 0, 15, 9, 3)) })
+    await owner('chain_heads').insert({
+      idempresa: company,
+      seq: 3,
+      hash: prev,
+      recorded_at: new Date(Date.UTC(2019, 0, 15, 9, 3)),
+    })
     await record(writer, [domainEvent('patient.created', patientData(), { principal })])
     await expect(verifyCompany(chainReader(writer), company)).resolves.toMatchObject({ ok: true, count: 4 })
 
     await expect(dropPartitionsBefore(owner, '2019-02')).resolves.toEqual(['events_2019_01'])
     expect((await owner.raw(`SELECT to_regclass('audit.events_2019_01') AS t`)).rows[0].t).toBeNull()
-    await expect(verifyCompany(chainReader(writer), company)).resolves.toMatchObject({ ok: true, count: 1, lastSeq: 4 })
-    expect(await owner('retention_anchors').where({ idempresa: company }).first()).toMatchObject({ seq: 3, hash: prev })
+    await expect(verifyCompany(chainReader(writer), company)).resolves.toMatchObject({
+      ok: true,
+      count: 1,
+      lastSeq: 4,
+    })
+    expect(await owner('retention_anchors').where({ idempresa: company }).first()).toMatchObject({
+      seq: 3,
+      hash: prev,
+    })
   })
 })

@@ -25,8 +25,19 @@ afterAll(async () => {
   await knex.destroy()
 })
 
-async function consumer(o: { queue: string; prefetch?: number; amqp?: Amqp; knex?: Knex }): Promise<Consumer> {
-  const c = await startAuditConsumer({ amqp: o.amqp ?? amqp, knex: o.knex ?? knex, log, queue: o.queue, prefetch: o.prefetch })
+async function consumer(o: {
+  queue: string
+  prefetch?: number
+  amqp?: Amqp
+  knex?: Knex
+}): Promise<Consumer> {
+  const c = await startAuditConsumer({
+    amqp: o.amqp ?? amqp,
+    knex: o.knex ?? knex,
+    log,
+    queue: o.queue,
+    prefetch: o.prefetch,
+  })
   stops.push(() => c.stop())
   return c
 }
@@ -77,7 +88,9 @@ describe('audit consumer', () => {
   it('records denied and failed requests from the gateway', async () => {
     await consumer({ queue: queueName() })
     const principal = testPrincipal()
-    const events = [403, 404, 500].map((status) => httpEvent(principal, { status, path: '/api/patients/x', method: 'PATCH' }))
+    const events = [403, 404, 500].map((status) =>
+      httpEvent(principal, { status, path: '/api/patients/x', method: 'PATCH' }),
+    )
     await amqp.publish(events)
     await waitFor(async () => (await countEvents(knex, principal.companyId, { outcome: 'failure' })) === 3)
     const rows = await knex('events').where({ idempresa: principal.companyId }).orderBy('seq')
@@ -96,7 +109,10 @@ describe('audit consumer', () => {
     await waitFor(() => countEvents(knex, principal.companyId, { id: sentinel.id }), { what: 'the sentinel' })
     expect(await countEvents(knex, principal.companyId, { id: event.id })).toBe(1)
     expect(await countEvents(knex, principal.companyId)).toBe(2)
-    await expect(verifyCompany(chainReader(knex), principal.companyId)).resolves.toMatchObject({ ok: true, count: 2 })
+    await expect(verifyCompany(chainReader(knex), principal.companyId)).resolves.toMatchObject({
+      ok: true,
+      count: 2,
+    })
   })
 
   it('two instances on one queue record every event exactly once, and every chain holds', async () => {
@@ -104,7 +120,10 @@ describe('audit consumer', () => {
     // Two instances: their own broker connections and database pools.
     const amqp2 = await connectAmqp('audit-test-2')
     const knex2 = writerDb()
-    stops.push(() => knex2.destroy(), () => amqp2.close())
+    stops.push(
+      () => knex2.destroy(),
+      () => amqp2.close(),
+    )
     await consumer({ queue, prefetch: 4 })
     await consumer({ queue, prefetch: 4, amqp: amqp2, knex: knex2 })
 
@@ -128,7 +147,10 @@ describe('audit consumer', () => {
       const rows = await knex('events').where({ idempresa: p.companyId }).orderBy('seq').select('id', 'seq')
       expect(new Set(rows.map((r) => r.id)).size).toBe(perCompany)
       expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: perCompany }, (_, i) => i + 1))
-      await expect(verifyCompany(chainReader(knex), p.companyId)).resolves.toMatchObject({ ok: true, count: perCompany })
+      await expect(verifyCompany(chainReader(knex), p.companyId)).resolves.toMatchObject({
+        ok: true,
+        count: perCompany,
+      })
     }
   })
 })

@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify'
 import type { Knex } from 'knex'
 import type { Amqp, Principal } from '@clinic/platform'
 import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
@@ -7,7 +6,7 @@ import { buildTestApp, connectAmqp, migrateAudit, record, writerDb } from './set
 
 let knex: Knex
 let amqp: Amqp
-let app: FastifyInstance
+let app: Awaited<ReturnType<typeof buildTestApp>>
 
 beforeAll(async () => {
   await migrateAudit()
@@ -34,10 +33,22 @@ describe('GET /audit/events', () => {
   beforeAll(async () => {
     await record(knex, [
       domainEvent('patient.created', patientData({ id: patientId }), { principal: alice, time: early }), // seq 1
-      domainEvent('patient.updated', { ...patientData({ id: patientId }), changes: ['email'] }, { principal: bob }), // 2
+      domainEvent(
+        'patient.updated',
+        { ...patientData({ id: patientId }), changes: ['email'] },
+        { principal: bob },
+      ), // 2
       httpEvent(bob, { status: 404, resource_id: patientId }, { codalmacen: 'ALM2' }), // 3
-      domainEvent('appointment.created', { id: 'a-1', patient_id: patientId, status: 'scheduled' }, { principal: alice, codalmacen: 'ALM2' }), // 4
-      domainEvent('comms.message.queued', { id: 'm-1', patient_id: patientId, channel: 'email' }, { principal: alice, codalmacen: null }), // 5
+      domainEvent(
+        'appointment.created',
+        { id: 'a-1', patient_id: patientId, status: 'scheduled' },
+        { principal: alice, codalmacen: 'ALM2' },
+      ), // 4
+      domainEvent(
+        'comms.message.queued',
+        { id: 'm-1', patient_id: patientId, channel: 'email' },
+        { principal: alice, codalmacen: null },
+      ), // 5
     ])
   })
 
@@ -135,6 +146,10 @@ describe('GET /audit/events', () => {
   it('documents the route in OpenAPI', async () => {
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json()
     const op = doc.paths['/audit/events'].get
-    expect(op).toMatchObject({ operationId: 'listAuditEvents', tags: ['audit'], summary: 'List audit events' })
+    expect(op).toMatchObject({
+      operationId: 'listAuditEvents',
+      tags: ['audit'],
+      summary: 'List audit events',
+    })
   })
 })

@@ -14,7 +14,8 @@ export const secret = () => process.env.INTERNAL_AUTH_SECRET!
 export const migrateAudit = () => migrate(databaseUrl(), SCHEMA, migrations)
 
 /** A knex as the service runs it: the append-only writer role. */
-export const writerDb = (poolMax = 5) => createDb(databaseUrl(), { schema: SCHEMA, role: WRITER_ROLE, poolMax })
+export const writerDb = (poolMax = 5) =>
+  createDb(databaseUrl(), { schema: SCHEMA, role: WRITER_ROLE, poolMax })
 /** A knex as the schema owner (migrations, retention, a tamperer with owner rights). */
 export const ownerDb = () => createDb(databaseUrl(), { schema: SCHEMA, poolMax: 2 })
 
@@ -35,6 +36,8 @@ export async function record(knex: Knex, events: CloudEvent[]): Promise<AuditEve
 }
 
 export const countEvents = async (knex: Knex, companyId: number, where: Record<string, unknown> = {}) => {
-  const [row] = await knex('events').where({ idempresa: companyId, ...where }).count<{ n: number }[]>({ n: '*' })
+  const [row] = await knex('events')
+    .where({ idempresa: companyId, ...where })
+    .count<{ n: number }[]>({ n: '*' })
   return Number(row!.n)
 }

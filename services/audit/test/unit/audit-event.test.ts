@@ -34,16 +34,27 @@ describe('toAuditDraft', () => {
     })
     // No value of the patient reaches the record.
     const stored = JSON.stringify(draft)
-    for (const value of [data.first_name, data.last_name, data.email!, data.phone!]) expect(stored).not.toContain(value)
+    for (const value of [data.first_name, data.last_name, data.email!, data.phone!])
+      expect(stored).not.toContain(value)
   })
 
   it('names comms events after the message and leaves changes null when the event has none', () => {
     const draft = toAuditDraft(
-      domainEvent('comms.message.sent', { id: 'm-1', patient_id: 'p-1', channel: 'sms' }, { principal, subject: 'm-1' }),
+      domainEvent(
+        'comms.message.sent',
+        { id: 'm-1', patient_id: 'p-1', channel: 'sms' },
+        { principal, subject: 'm-1' },
+      ),
     )
-    expect(draft).toMatchObject({ action: 'comms.message.sent', resource_type: 'message', resource_id: 'm-1', changes: null })
-    expect(toAuditDraft(domainEvent('appointment.checked_in', { id: 'a-1', patient_id: 'p-1' }, { principal })))
-      .toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
+    expect(draft).toMatchObject({
+      action: 'comms.message.sent',
+      resource_type: 'message',
+      resource_id: 'm-1',
+      changes: null,
+    })
+    expect(
+      toAuditDraft(domainEvent('appointment.checked_in', { id: 'a-1', patient_id: 'p-1' }, { principal })),
+    ).toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
   })
 
   it('maps http.request: access fields, outcome by status, no query string', () => {
@@ -64,13 +75,24 @@ describe('toAuditDraft', () => {
 
   it('keeps an unauthenticated request under company 0 with no actor', () => {
     const e = httpEvent(principal, { status: 401, resource_type: null })
-    const anonymous = { ...e, idempresa: 0, actorid: undefined, actorname: undefined, actortokenid: undefined }
+    const anonymous = {
+      ...e,
+      idempresa: 0,
+      actorid: undefined,
+      actorname: undefined,
+      actortokenid: undefined,
+    }
     expect(toAuditDraft(anonymous)).toMatchObject({
       idempresa: 0,
       outcome: 'failure',
       resource_type: null,
       actor: { user_id: null, username: null, token_id: null },
     })
+  })
+
+  it('strips NUL characters, which text columns cannot hold', () => {
+    const e = { ...domainEvent('patient.created', patientData()), requestid: 'req\u0000-1' }
+    expect(toAuditDraft(e).request_id).toBe('req-1')
   })
 
   it('keeps instants at millisecond precision in UTC', () => {
@@ -81,7 +103,9 @@ describe('toAuditDraft', () => {
 
 describe('canonical hash', () => {
   it('sorts keys at every depth and drops undefined members', () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: null }], c: undefined } })).toBe('{"a":{"d":[2,{"y":null,"z":1}]},"b":1}')
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: null }], c: undefined } })).toBe(
+      '{"a":{"d":[2,{"y":null,"z":1}]},"b":1}',
+    )
   })
 
   const seal = (seq: number, prevHash: string): AuditEvent =>
@@ -95,7 +119,9 @@ describe('canonical hash', () => {
     const e = seal(1, GENESIS_HASH)
     expect(e.hash).toMatch(/^[0-9a-f]{64}$/)
     const { hash: _hash, ...rest } = e
-    const expected = createHash('sha256').update(GENESIS_HASH + canonicalJson(rest)).digest('hex')
+    const expected = createHash('sha256')
+      .update(GENESIS_HASH + canonicalJson(rest))
+      .digest('hex')
     expect(e.hash).toBe(expected)
   })
 

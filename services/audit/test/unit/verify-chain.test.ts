@@ -1,5 +1,11 @@
 import { testPrincipal } from '@clinic/platform/testing'
-import { computeHash, GENESIS_HASH, sealEvent, toAuditDraft, type AuditEvent } from '../../src/domain/audit-event'
+import {
+  computeHash,
+  GENESIS_HASH,
+  sealEvent,
+  toAuditDraft,
+  type AuditEvent,
+} from '../../src/domain/audit-event'
 import { formatVerifyResult, verifyChain } from '../../src/domain/verify-chain'
 import { verifyCompany, type ChainReader } from '../../src/domain/verify-company'
 import { domainEvent, patientData } from '../helpers'
@@ -54,8 +60,17 @@ describe('verifyChain', () => {
   it('names a deleted event, a repeated seq, a foreign event and a truncated end', () => {
     const events = chain(7, 5)
     const head = headOf(events)
-    expect(verifyChain(7, events.filter((e) => e.seq !== 2), head)).toMatchObject({ ok: false, seq: 3, reason: 'missing seq 2' })
-    expect(verifyChain(7, [...events.slice(0, 3), events[2]!, ...events.slice(3)], head)).toMatchObject({ ok: false, seq: 3 })
+    expect(
+      verifyChain(
+        7,
+        events.filter((e) => e.seq !== 2),
+        head,
+      ),
+    ).toMatchObject({ ok: false, seq: 3, reason: 'missing seq 2' })
+    expect(verifyChain(7, [...events.slice(0, 3), events[2]!, ...events.slice(3)], head)).toMatchObject({
+      ok: false,
+      seq: 3,
+    })
     const other = chain(8, 1)
     expect(verifyChain(7, [...events, { ...other[0]!, seq: 6 }], head)).toMatchObject({ ok: false, seq: 6 })
     expect(verifyChain(7, events.slice(0, 4), head)).toMatchObject({
@@ -69,7 +84,11 @@ describe('verifyChain', () => {
   it('resumes from a retention anchor', () => {
     const dropped = chain(7, 3)
     const kept = chain(7, 2, headOf(dropped))
-    expect(verifyChain(7, kept, headOf(kept), headOf(dropped))).toMatchObject({ ok: true, count: 2, lastSeq: 5 })
+    expect(verifyChain(7, kept, headOf(kept), headOf(dropped))).toMatchObject({
+      ok: true,
+      count: 2,
+      lastSeq: 5,
+    })
     expect(verifyChain(7, kept, headOf(kept))).toMatchObject({ ok: false, seq: 4, reason: 'missing seq 1' })
   })
 })

@@ -213,7 +213,9 @@ export async function* eventsInSeqOrder(
 
 /** Creates the monthly partitions from this month to `monthsAhead` on; returns how many were new. */
 export async function ensurePartitions(knex: Knex, monthsAhead = 1): Promise<number> {
-  const { rows } = await knex.raw<{ rows: Array<{ n: number }> }>('SELECT ensure_event_partitions(?) AS n', [monthsAhead])
+  const { rows } = await knex.raw<{ rows: Array<{ n: number }> }>('SELECT ensure_event_partitions(?) AS n', [
+    monthsAhead,
+  ])
   return rows[0]?.n ?? 0
 }
 
