@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto'
+import type { Knex } from 'knex'
+import { createDb, migrate } from '@clinic/platform'
+import { freshCompanyId, uniqueName, waitFor } from '@clinic/platform/testing'
+import { Authenticator } from '../../src/auth/authenticator'
+import { runAdmin } from '../../src/cli/admin'
+import { identityRepository, type IdentityRepository } from '../../src/db/identity-repository'
+import { SCHEMA, migrations } from '../../src/db/migrations'
+
+type Stream = NodeJS.WriteStream
+class Sink {
+  text = ''
+  write(chunk: string) {
+    this.text += chunk
+    return true
+  }
+}
+
+let knex: Knex
+let repo: IdentityRepository
+
+beforeAll(async () => {
+  await migrate(process.env.DATABASE_URL!, SCHEMA, migrations)
+  knex = createDb(process.env.DATABASE_URL!, { schema: SCHEMA })
+  repo = identityRepository(knex)
+})
+afterAll(() => knex.destroy())
+
+async function admin(...argv: string[]) {
+  const out = new Sink()
+  const err = new Sink()
+  await runAdmin(argv, repo, out as unknown as Stream, err as unknown as Stream)
+  return { out: out.text, err: err.text }
+}
+async function usageError(...argv: string[]): Promise<string> {
+  const e = await admin(...argv).then(
+    () => null,
+    (x: Error) => x,
+  )
+  expect(e?.constructor.name).toBe('UsageError')
+  return e!.message
+}
+
+/** A company with centers ALM1 and ALM2 and one user. */
+async function company() {
+  const id = freshCompanyId()
+  const username = uniqueName('alice')
+  await admin('company:create', '--id', String(id), '--name', `Clinica ${id}`)
+  await admin('center:create', '--company', String(id), '--code', 'ALM1', '--name', 'Centro 1')
+  await admin('center:create', '--company', String(id), '--code', 'ALM2', '--name', 'Centro 2')
+  await admin('user:create', '--company', String(id), '--username', username)
+  return { id, username }
+}
+
+describe('identity repository and admin CLI on PostgreSQL', () => {
+  it('creates a company, centers, a user and a token the repository finds by lookup', async () => {
+    const c = await company()
+    const { out, err } = await admin('token:create', '--username', c.username, '--centers', 'ALM1', '--expires', '12h', '--name', 'ci')
+    const token = out.trim()
+    expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
+    const row = await knex('api_tokens').where({ idempresa: c.id }).first()
+    expect(err).toContain(`token ${row.id} for ${c.username} (company ${c.id}, centers ALM1, expires `)
+
+    const [record, ...others] = await repo.tokensByLookup(token.slice(0, 16))
+    expect(others).toHaveLength(0)
+    expect(record).toMatchObject({
+      id: row.id,
+      idempresa: c.id,
+      username: c.username,
+      centers: ['ALM1'],
+      company_centers: ['ALM1', 'ALM2'],
+      revoked_at: null,
+      last_used_at: null,
+    })
+    expect(record!.expires_at!.getTime() - Date.now()).toBeGreaterThan(11.9 * 3_600_000)
+    expect(await repo.centerCodes(c.id)).toEqual(['ALM1', 'ALM2'])
+    expect(await repo.userByName(c.username.toUpperCase())).toEqual({ idempresa: c.id, id: record!.user_id, username: c.username })
+  })
+
+  it('stores the token only as its SHA-256 hash', async () => {
+    const c = await company()
+    const token = (await admin('token:create', '--username', c.username)).out.trim()
+    const row = await knex('api_tokens').where({ idempresa: c.id }).first()
+    expect(Buffer.isBuffer(row.token_hash)).toBe(true)
+    expect(row.token_hash.toString('utf8')).not.toBe(token)
+    expect(row.token_hash).toEqual(createHash('sha256').update(token).digest())
+    expect(row.lookup).toBe(token.slice(0, 16))
+    const { rows } = await knex.raw('SELECT count(*) AS n FROM api_tokens t WHERE t.idempresa = ? AND row_to_json(t)::text LIKE ?', [
+      c.id,
+      `%${token.slice(16)}%`,
+    ])
+    expect(rows[0].n).toBe(0)
+  })
+
+  it('reports duplicates and unknown references as usage errors', async () => {
+    const c = await company()
+    expect(await usageError('company:create', '--id', String(c.id), '--name', 'Again')).toBe(`company ${c.id} already exists`)
+    expect(await usageError('center:create', '--company', String(c.id), '--code', 'ALM1', '--name', 'Again')).toBe(
+      `center ALM1 already exists in company ${c.id}`,
+    )
+    expect(await usageError('user:create', '--company', String(c.id), '--username', c.username.toUpperCase())).toBe(
+      `username ${c.username.toUpperCase()} is taken`,
+    )
+    // Usernames are one namespace across companies.
+    const other = await company()
+    expect(await usageError('user:create', '--company', String(other.id), '--username', c.username)).toBe(
+      `username ${c.username} is taken`,
+    )
+    const missing = freshCompanyId()
+    expect(await usageError('center:create', '--company', String(missing), '--code', 'X', '--name', 'X')).toBe(
+      `company ${missing} does not exist`,
+    )
+    expect(await usageError('user:create', '--company', String(missing), '--username', uniqueName('bob'))).toBe(
+      `company ${missing} does not exist`,
+    )
+    expect(await usageError('token:create', '--username', uniqueName('ghost'))).toMatch(/^no user ghost_/)
+    expect(await usageError('token:create', '--username', c.username, '--centers', 'ALM1,NOPE')).toBe(
+      `--centers: not centers of company ${c.id}: NOPE`,
+    )
+    expect(await knex('centers').where({ idempresa: c.id }).count('* as n').first()).toEqual({ n: 2 })
+    expect(await knex('api_tokens').where({ idempresa: c.id }).count('* as n').first()).toEqual({ n: 0 })
+  })
+
+  it('revokes a token once, keeping the first revocation time', async () => {
+    const c = await company()
+    await admin('token:create', '--username', c.username)
+    const { id } = await knex('api_tokens').where({ idempresa: c.id }).first('id')
+    const { err } = await admin('token:revoke', '--id', id)
+    expect(err).toContain(`token ${id} revoked`)
+    const first = (await knex('api_tokens').where({ id }).first('revoked_at')).revoked_at as Date
+    expect(first).toBeInstanceOf(Date)
+    await admin('token:revoke', '--id', id)
+    expect((await knex('api_tokens').where({ id }).first('revoked_at')).revoked_at).toEqual(first)
+    const unknown = '0190c5a0-0000-7000-8000-00000000dead'
+    expect(await usageError('token:revoke', '--id', unknown)).toBe(`no token ${unknown}`)
+  })
+
+  it('authenticates against the database: ok, then last_used_at set, then refused once revoked', async () => {
+    const c = await company()
+    const token = (await admin('token:create', '--username', c.username, '--centers', 'ALM2')).out.trim()
+    const { id } = await knex('api_tokens').where({ idempresa: c.id }).first('id')
+    const auth = new Authenticator(repo, { ttlMs: 0 })
+    const r = await auth.authenticate({ 'x-service-token': token })
+    expect(r).toMatchObject({
+      ok: true,
+      principal: { companyId: c.id, username: c.username, tokenId: id, companyCenters: ['ALM1', 'ALM2'], allowedCenters: ['ALM2'] },
+    })
+    const used = await waitFor(async () => (await knex('api_tokens').where({ id }).first('last_used_at')).last_used_at as Date | null, {
+      what: 'last_used_at',
+    })
+    expect(Math.abs(used.getTime() - Date.now())).toBeLessThan(60_000)
+    await admin('token:revoke', '--id', id)
+    expect(await auth.authenticate({ 'x-service-token': token })).toEqual({ ok: false, reason: 'revoked token', companyId: c.id })
+  })
+})
