@@ -1,0 +1,214 @@
+import type { Knex } from 'knex'
+import { ATTEMPT_HEADER, Amqp, startConsumer, type CloudEvent, type Consumer, type ConsumerOptions } from '@clinic/platform'
+import { freshCompanyId, waitFor } from '@clinic/platform/testing'
+import { amqpUrl, rawChannel, schemaName, testEvent, testLog, testSchema } from './helpers'
+
+jest.setTimeout(30_000)
+
+const log = testLog('consumer')
+let db: Awaited<ReturnType<typeof testSchema>>
+let knex: Knex
+let amqp: Amqp
+let raw: Awaited<ReturnType<typeof rawChannel>>
+const consumers: Consumer[] = []
+const queues: string[] = []
+const extraAmqp: Amqp[] = []
+
+beforeAll(async () => {
+  db = await testSchema(20)
+  knex = db.knex
+  amqp = new Amqp({ url: amqpUrl(), log, name: 'platform-consumer-test' })
+  await amqp.start()
+  raw = await rawChannel()
+})
+
+afterAll(async () => {
+  await Promise.all(consumers.map((c) => c.stop()))
+  await Promise.all([amqp, ...extraAmqp].map((a) => a.close()))
+  for (const q of queues) for (const n of [q, `${q}.retry`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
+  await raw?.close()
+  await db?.drop()
+})
+
+/** A consumer on a queue of its own, without bindings: the test sends straight to the queue. */
+async function consume(o: Partial<ConsumerOptions> & Pick<ConsumerOptions, 'handle'>, queue = `${schemaName()}.q`) {
+  if (!queues.includes(queue)) queues.push(queue)
+  const c = await startConsumer({ amqp, knex, log, queue, bindings: [], backoffMs: () => 50, ...o })
+  consumers.push(c)
+  return { queue, consumer: c }
+}
+
+const send = (queue: string, e: CloudEvent | string) =>
+  amqp.sendToQueue(queue, Buffer.from(typeof e === 'string' ? e : JSON.stringify(e)), {
+    messageId: typeof e === 'string' ? undefined : e.id,
+    contentType: 'application/cloudevents+json',
+  })
+
+const count = async (table: string, where: Record<string, unknown>) =>
+  Number((await knex(table).where(where).count({ n: '*' }))[0]!.n)
+const ready = async (queue: string) => (await raw.ch.checkQueue(queue)).messageCount
+
+async function effect(trx: Knex.Transaction, e: CloudEvent, note = 'done') {
+  await trx('effects').insert({ event_id: e.id, idempresa: e.idempresa, note })
+}
+
+describe('startConsumer', () => {
+  it('commits the effect and the processed_events row together, through the exchange binding', async () => {
+    const company = freshCompanyId()
+    const { queue } = await consume({
+      bindings: ['appointment.checked_in'],
+      handle: async (e, trx) => {
+        if (e.idempresa === company) await effect(trx, e) // the run's vhost is shared
+      },
+    })
+    const e = testEvent(company)
+    await amqp.publish([e])
+    await waitFor(async () => (await count('effects', { event_id: e.id })) === 1, { what: 'the effect' })
+    expect(await count('processed_events', { event_id: e.id })).toBe(1)
+    await waitFor(async () => (await ready(queue)) === 0)
+  })
+
+  it('rolls back the effect of a failed attempt with its processed_events row, and retries', async () => {
+    const company = freshCompanyId()
+    const attempts: number[] = []
+    const seenInFailure: number[] = []
+    const { queue } = await consume({
+      maxAttempts: 5,
+      handle: async (e, trx) => {
+        attempts.push(attempts.length + 1)
+        await effect(trx, e, `attempt ${attempts.length}`)
+        if (attempts.length < 3) {
+          // Inside the failing transaction the row exists; after it, it must not.
+          seenInFailure.push(await trx('processed_events').where({ event_id: e.id }).count({ n: '*' }).then((r) => Number(r[0]!.n)))
+          throw new Error('transient failure')
+        }
+      },
+    })
+    const e = testEvent(company)
+    await send(queue, e)
+    await waitFor(async () => (await count('processed_events', { event_id: e.id })) === 1, { what: 'a successful attempt' })
+    expect(attempts).toEqual([1, 2, 3])
+    expect(seenInFailure).toEqual([1, 1])
+    // Only the successful attempt's effect is left.
+    expect(await knex('effects').where({ event_id: e.id }).pluck('note')).toEqual(['attempt 3'])
+    await waitFor(async () => (await ready(queue)) === 0 && (await ready(`${queue}.retry`)) === 0)
+    expect(await ready(`${queue}.dlq`)).toBe(0)
+  })
+
+  it('handles an event delivered twice once', async () => {
+    const company = freshCompanyId()
+    const calls: string[] = []
+    // prefetch 1: messages are handled in order, so once the marker is done both copies are.
+    const { queue } = await consume({
+      prefetch: 1,
+      handle: async (e, trx) => {
+        calls.push(e.id)
+        await effect(trx, e)
+      },
+    })
+    const e = testEvent(company)
+    const marker = testEvent(company)
+    await send(queue, e)
+    await send(queue, e)
+    await send(queue, marker)
+    await waitFor(async () => (await count('effects', { event_id: marker.id })) === 1, { what: 'the marker' })
+    expect(calls).toEqual([e.id, marker.id])
+    expect(await count('effects', { event_id: e.id })).toBe(1)
+    await waitFor(async () => (await ready(queue)) === 0)
+    expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it('handles copies delivered at the same time once (the processed_events row is the lock)', async () => {
+    const company = freshCompanyId()
+    let calls = 0
+    const { queue, consumer } = await consume({
+      prefetch: 16,
+      handle: async (e, trx) => {
+        calls++
+        await effect(trx, e)
+      },
+    })
+    const e = testEvent(company)
+    await Promise.all(Array.from({ length: 6 }, () => send(queue, e)))
+    await waitFor(async () => (await count('effects', { event_id: e.id })) === 1)
+    await waitFor(async () => (await ready(queue)) === 0, { what: 'every copy delivered' })
+    await consumer.stop() // waits for the copies in hand
+    expect(calls).toBe(1)
+    expect(await count('effects', { event_id: e.id })).toBe(1)
+    // Every copy was acked: none came back to the queue when the channel closed.
+    expect(await ready(queue)).toBe(0)
+    expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it('dead-letters an event that always fails after maxAttempts, without looping', async () => {
+    const company = freshCompanyId()
+    let calls = 0
+    const { queue } = await consume({
+      maxAttempts: 3,
+      handle: async (e, trx) => {
+        calls++
+        await effect(trx, e)
+        throw new Error('permanent failure')
+      },
+    })
+    const e = testEvent(company)
+    await send(queue, e)
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the dead letter' })
+    const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
+    expect(dead).not.toBe(false)
+    if (!dead) return
+    expect(JSON.parse(dead.content.toString('utf8'))).toEqual(e)
+    expect(dead.properties.headers?.[ATTEMPT_HEADER]).toBe(2)
+    expect(calls).toBe(3)
+    expect(await count('effects', { event_id: e.id })).toBe(0)
+    expect(await count('processed_events', { event_id: e.id })).toBe(0)
+    expect(await ready(queue)).toBe(0)
+    expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it.each([
+    ['not JSON', '{"specversion": "1.0", '],
+    ['a broken envelope', JSON.stringify({ specversion: '1.0', id: 'nope', type: 'x', data: {} })],
+  ])('dead-letters %s at once, without calling the handler', async (_what, content) => {
+    let calls = 0
+    const { queue } = await consume({
+      handle: async () => {
+        calls++
+      },
+    })
+    await send(queue, content)
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the dead letter' })
+    const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
+    expect(dead && dead.content.toString('utf8')).toBe(content)
+    expect(calls).toBe(0)
+    expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it('lets two consumers (replicas) on one queue share the work without duplicates', async () => {
+    const company = freshCompanyId()
+    const queue = `${schemaName()}.shared`
+    const byReplica = { a: [] as string[], b: [] as string[] }
+    const second = new Amqp({ url: amqpUrl(), log, name: 'platform-consumer-test-b' })
+    extraAmqp.push(second)
+    await second.start()
+    const handle = (replica: 'a' | 'b') => async (e: CloudEvent, trx: Knex.Transaction) => {
+      await effect(trx, e, replica)
+      byReplica[replica].push(e.id)
+    }
+    await consume({ handle: handle('a'), prefetch: 4 }, queue)
+    consumers.push(
+      await startConsumer({ amqp: second, knex, log, queue, bindings: [], prefetch: 4, handle: handle('b') }),
+    )
+    const events = Array.from({ length: 100 }, () => testEvent(company))
+    await Promise.all(events.map((e) => send(queue, e)))
+    await waitFor(async () => (await count('effects', { idempresa: company })) === events.length, {
+      what: 'every event handled',
+    })
+    expect(byReplica.a.length).toBeGreaterThan(0)
+    expect(byReplica.b.length).toBeGreaterThan(0)
+    const all = [...byReplica.a, ...byReplica.b]
+    expect(all).toHaveLength(events.length)
+    expect(new Set(all)).toEqual(new Set(events.map((e) => e.id)))
+    await waitFor(async () => (await ready(queue)) === 0)
+  })
+})
