@@ -1,4 +1,4 @@
-import { DuplicateNationalId, enqueueEvents, isUniqueViolation, withIdempotency, type StoredResponse } from '@clinic/platform'
+import { DuplicateNationalId, NotFound, enqueueEvents, isUniqueViolation, withIdempotency, type StoredResponse } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { ListFilter, PatientStore, PatientTx } from '../domain/patient-store'
 import type { Patient, PatientFields } from '../schemas/patient'
@@ -104,6 +104,7 @@ export class PatientsRepository implements PatientStore {
             } as Record<string, unknown>)
             .returning(SELECT),
         )
+        if (!row) throw new NotFound('No such patient')
         return toPatient(row as unknown as Row)
       },
       publish: (events) => enqueueEvents(trx, events),
