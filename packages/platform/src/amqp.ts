@@ -98,15 +98,21 @@ export class Amqp {
 
   /** Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms. */
   async publish(events: CloudEvent[]): Promise<void> {
+    await this.publishRaw(events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })))
+  }
+
+  /** The same for events already serialised (the outbox relay sends the stored JSON as is). */
+  async publishRaw(events: Array<{ id: string; type: string; body: Buffer }>): Promise<void> {
     const ch = this.pub
     if (!ch) throw new Error('AMQP not connected')
+    const timestamp = Math.floor(Date.now() / 1000)
     for (const e of events) {
-      ch.publish(EXCHANGE, e.type, Buffer.from(JSON.stringify(e)), {
+      ch.publish(EXCHANGE, e.type, e.body, {
         persistent: true,
         messageId: e.id,
         type: e.type,
         contentType: 'application/cloudevents+json',
-        timestamp: Math.floor(Date.parse(e.time) / 1000),
+        timestamp,
       })
     }
     await ch.waitForConfirms()

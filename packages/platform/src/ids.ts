@@ -1,7 +1,19 @@
-import { randomBytes } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 
 let lastMs = 0
 let seq = 0
+// Random bytes are drawn 4 KiB at a time: one syscall per 256 ids instead of two per id.
+const pool = Buffer.alloc(4096)
+let poolAt = pool.length
+function random16(): Buffer {
+  if (poolAt + 16 > pool.length) {
+    randomFillSync(pool)
+    poolAt = 0
+  }
+  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16))
+  poolAt += 16
+  return b
+}
 
 /**
  * UUIDv7 (RFC 9562): 48-bit Unix ms timestamp, then random bits. Ids sort by creation time,
@@ -9,15 +21,15 @@ let seq = 0
  * A 12-bit counter in rand_a keeps ids monotonic within one millisecond in this process.
  */
 export function uuidv7(now = Date.now()): string {
+  const b = random16()
   if (now <= lastMs) {
     seq = (seq + 1) & 0xfff
     if (seq === 0) lastMs += 1
     now = lastMs
   } else {
     lastMs = now
-    seq = randomBytes(2).readUInt16BE(0) & 0x7ff
+    seq = b.readUInt16BE(6) & 0x7ff
   }
-  const b = randomBytes(16)
   b.writeUIntBE(now, 0, 6)
   b[6] = 0x70 | (seq >> 8)
   b[7] = seq & 0xff

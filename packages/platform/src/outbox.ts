@@ -95,21 +95,15 @@ export class OutboxRelay {
     let total = 0
     while (!this.stopped && this.o.amqp.connected) {
       const sent = await this.o.knex.transaction(async (trx) => {
-        const rows: Array<{ id: number; payload: CloudEvent }> = await trx('outbox')
-          .select('id', 'payload')
-          .whereNull('published_at')
-          .orderBy('id')
-          .limit(this.batchSize)
-          .forUpdate()
-          .skipLocked()
+        // The payload goes out as the text PostgreSQL holds: no parse and re-serialise per event.
+        const { rows } = (await trx.raw(
+          `SELECT id, event_id, type, payload::text AS payload FROM outbox
+            WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+          [this.batchSize],
+        )) as { rows: Array<{ id: number; event_id: string; type: string; payload: string }> }
         if (!rows.length) return 0
-        await this.o.amqp.publish(rows.map((r) => r.payload))
-        await trx('outbox')
-          .whereIn(
-            'id',
-            rows.map((r) => r.id),
-          )
-          .update({ published_at: trx.fn.now() })
+        await this.o.amqp.publishRaw(rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })))
+        await trx.raw('UPDATE outbox SET published_at = now() WHERE id = ANY(?::bigint[])', [rows.map((r) => r.id)])
         return rows.length
       })
       total += sent

@@ -113,7 +113,6 @@ export async function buildApp(deps: Deps) {
       throw new Unauthenticated()
     }
     req.principal = result.principal
-    req.log = req.log.child({ company_id: result.principal.companyId, token_id: result.principal.tokenId })
   })
 
   // Body guards before anything is read or proxied: JSON only, 64 KiB at most.
