@@ -69,7 +69,11 @@ export async function migrate(url: string, schema: string, migrations: Migration
         const [, applied] = await latest()
         return applied
       } catch (err) {
-        if (!(err instanceof Error && err.name === 'MigrationLocked') || attempt > 300) throw err
+        const locked = err instanceof Error && err.name === 'MigrationLocked'
+        // knex creates its own tables check-then-create, so concurrent first runs can collide there
+        // (42P07, or 23505 on the catalog); the next attempt finds the tables.
+        const raced = attempt < 3 && ((err as { code?: string }).code === '42P07' || isUniqueViolation(err))
+        if (!(locked || raced) || attempt > 300) throw err
         await new Promise((r) => setTimeout(r, 100))
       }
     }
@@ -92,7 +96,8 @@ export async function ensureDatabase(url: string): Promise<void> {
       try {
         await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`)
       } catch (err) {
-        if ((err as { code?: string }).code !== '42P04') throw err // created meanwhile
+        // Created meanwhile: 42P04, or 23505 on pg_database when the two creates overlap.
+        if ((err as { code?: string }).code !== '42P04' && !isUniqueViolation(err)) throw err
       }
     }
   } finally {
