@@ -8,6 +8,9 @@ import { verifyCompany } from '../../src/domain/verify-company'
 import { domainEvent, patientData } from '../helpers'
 import { migrateAudit, ownerDb, record, writerDb } from './setup'
 
+// A loaded machine (2 cores, parallel projects) can take seconds to deliver; waitFor bounds each wait.
+jest.setTimeout(60_000)
+
 let writer: Knex
 let owner: Knex
 

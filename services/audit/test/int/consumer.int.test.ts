@@ -7,6 +7,9 @@ import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import { buildTestApp, connectAmqp, countEvents, log, migrateAudit, writerDb } from './setup'
 
+// A loaded machine (2 cores, parallel projects) can take seconds to deliver; waitFor bounds each wait.
+jest.setTimeout(60_000)
+
 let knex: Knex
 let amqp: Amqp
 const stops: Array<() => Promise<unknown>> = []
@@ -49,7 +52,10 @@ describe('audit consumer', () => {
     const data = { ...patientData(), changes: ['phone'] }
     const event = domainEvent('patient.updated', data, { principal })
     await amqp.publish([event])
-    await waitFor(() => countEvents(knex, principal.companyId), { what: 'the event on the trail' })
+    await waitFor(() => countEvents(knex, principal.companyId), {
+      timeoutMs: 30_000,
+      what: 'the event on the trail',
+    })
 
     const app = await buildTestApp(knex, amqp)
     stops.push(() => app.close())
@@ -92,7 +98,9 @@ describe('audit consumer', () => {
       httpEvent(principal, { status, path: '/api/patients/x', method: 'PATCH' }),
     )
     await amqp.publish(events)
-    await waitFor(async () => (await countEvents(knex, principal.companyId, { outcome: 'failure' })) === 3)
+    await waitFor(async () => (await countEvents(knex, principal.companyId, { outcome: 'failure' })) === 3, {
+      timeoutMs: 30_000,
+    })
     const rows = await knex('events').where({ idempresa: principal.companyId }).orderBy('seq')
     expect(rows.map((r) => r.http.status).sort()).toEqual([403, 404, 500])
   })
@@ -106,7 +114,10 @@ describe('audit consumer', () => {
     await amqp.publish([event])
     await amqp.publish([event])
     await amqp.publish([sentinel])
-    await waitFor(() => countEvents(knex, principal.companyId, { id: sentinel.id }), { what: 'the sentinel' })
+    await waitFor(() => countEvents(knex, principal.companyId, { id: sentinel.id }), {
+      timeoutMs: 30_000,
+      what: 'the sentinel',
+    })
     expect(await countEvents(knex, principal.companyId, { id: event.id })).toBe(1)
     expect(await countEvents(knex, principal.companyId)).toBe(2)
     await expect(verifyCompany(chainReader(knex), principal.companyId)).resolves.toMatchObject({

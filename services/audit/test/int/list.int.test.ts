@@ -4,6 +4,9 @@ import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import { buildTestApp, connectAmqp, migrateAudit, record, writerDb } from './setup'
 
+// A loaded machine (2 cores, parallel projects) can take seconds to deliver; waitFor bounds each wait.
+jest.setTimeout(60_000)
+
 let knex: Knex
 let amqp: Amqp
 let app: Awaited<ReturnType<typeof buildTestApp>>
