@@ -1,7 +1,16 @@
 import type { Knex } from 'knex'
 import { Amqp, OutboxRelay, enqueueEvents, startConsumer, type Consumer } from '@clinic/platform'
 import { freshCompanyId, waitFor } from '@clinic/platform/testing'
-import { brokerProxy, databaseUrl, eventTap, rawChannel, schemaName, testEvent, testLog, testSchema } from './helpers'
+import {
+  brokerProxy,
+  databaseUrl,
+  eventTap,
+  rawChannel,
+  schemaName,
+  testEvent,
+  testLog,
+  testSchema,
+} from './helpers'
 
 /**
  * A broker outage delays events and loses none (DESIGN.md section 5). The service's AMQP client
@@ -21,6 +30,8 @@ let tap: Awaited<ReturnType<typeof eventTap>>
 const queue = `${schemaName()}.outage`
 const company = freshCompanyId()
 const handled: string[] = []
+let writing = false
+let writer: Promise<void> = Promise.resolve()
 
 beforeAll(async () => {
   db = await testSchema()
@@ -47,22 +58,25 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  writing = false
+  await writer.catch(() => undefined)
   await consumer?.stop()
   await relay?.stop()
   await amqp?.close()
   await proxy?.close()
   await tap?.close()
   const raw = await rawChannel()
-  for (const q of [queue, `${queue}.retry`, `${queue}.dlq`]) await raw.ch.deleteQueue(q).catch(() => undefined)
+  for (const q of [queue, `${queue}.retry`, `${queue}.dlq`])
+    await raw.ch.deleteQueue(q).catch(() => undefined)
   await raw.close()
   await db?.drop()
 })
 
 it('reconnects by itself after the broker is cut off, and every event written meanwhile arrives', async () => {
   const written: string[] = []
-  let writing = true
+  writing = true
   // The service keeps writing (a pair of events per transaction) through the whole outage.
-  const writer = (async () => {
+  writer = (async () => {
     while (writing) {
       const events = [testEvent(company), testEvent(company)]
       await knex.transaction((trx) => enqueueEvents(trx, events))
@@ -72,7 +86,9 @@ it('reconnects by itself after the broker is cut off, and every event written me
   })()
 
   // Flowing before the cut.
-  await waitFor(() => tap.idsFor(company).length >= 10 && handled.length >= 10, { what: 'events before the cut' })
+  await waitFor(() => tap.idsFor(company).length >= 10 && handled.length >= 10, {
+    what: 'events before the cut',
+  })
 
   proxy.cut()
   await waitFor(() => !amqp.connected, { what: 'the client to notice the cut' })
@@ -99,12 +115,39 @@ it('reconnects by itself after the broker is cut off, and every event written me
   await waitFor(async () => (await relay.pending()) === 0, { what: 'an empty outbox' })
 
   // The consumer's channel was set up again on the new connection: it handled everything once.
-  await waitFor(async () => Number((await knex('effects').where({ idempresa: company }).count({ n: '*' }))[0]!.n) >= all.size, {
-    timeoutMs: 15_000,
-    what: 'the consumer to catch up',
-  })
+  await waitFor(
+    async () =>
+      Number((await knex('effects').where({ idempresa: company }).count({ n: '*' }))[0]!.n) >= all.size,
+    {
+      timeoutMs: 15_000,
+      what: 'the consumer to catch up',
+    },
+  )
   const effects = await knex('effects').where({ idempresa: company }).select('event_id')
   expect(effects).toHaveLength(all.size)
   expect(new Set(effects.map((e) => e.event_id))).toEqual(all)
   expect(proxy.accepted).toBeGreaterThanOrEqual(2) // the first connection and the reconnection
+})
+
+it('keeps trying to connect at start-up until the broker is reachable', async () => {
+  const closed = await brokerProxy()
+  closed.cut() // refuse from the start
+  const late = new Amqp({ url: closed.url, log, name: 'platform-late-start' })
+  try {
+    let started = false
+    const starting = late.start().then(() => (started = true))
+    await waitFor(() => closed.refused >= 2, { timeoutMs: 10_000, what: 'refused connection attempts' })
+    expect(started).toBe(false)
+    expect(late.connected).toBe(false)
+    closed.restore()
+    await waitFor(() => started, { timeoutMs: 10_000, what: 'start() to resolve' })
+    await starting
+    expect(late.connected).toBe(true)
+    const e = testEvent(company)
+    await late.publish([e])
+    await waitFor(() => tap.idsFor(company).includes(e.id), { what: 'an event published after a late start' })
+  } finally {
+    await late.close()
+    await closed.close()
+  }
 })

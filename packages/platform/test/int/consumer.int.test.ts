@@ -1,5 +1,12 @@
 import type { Knex } from 'knex'
-import { ATTEMPT_HEADER, Amqp, startConsumer, type CloudEvent, type Consumer, type ConsumerOptions } from '@clinic/platform'
+import {
+  ATTEMPT_HEADER,
+  Amqp,
+  startConsumer,
+  type CloudEvent,
+  type Consumer,
+  type ConsumerOptions,
+} from '@clinic/platform'
 import { freshCompanyId, waitFor } from '@clinic/platform/testing'
 import { amqpUrl, rawChannel, schemaName, testEvent, testLog, testSchema } from './helpers'
 
@@ -25,13 +32,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(consumers.map((c) => c.stop()))
   await Promise.all([amqp, ...extraAmqp].map((a) => a.close()))
-  for (const q of queues) for (const n of [q, `${q}.retry`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
+  for (const q of queues)
+    for (const n of [q, `${q}.retry`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
   await raw?.close()
   await db?.drop()
 })
 
 /** A consumer on a queue of its own, without bindings: the test sends straight to the queue. */
-async function consume(o: Partial<ConsumerOptions> & Pick<ConsumerOptions, 'handle'>, queue = `${schemaName()}.q`) {
+async function consume(
+  o: Partial<ConsumerOptions> & Pick<ConsumerOptions, 'handle'>,
+  queue = `${schemaName()}.q`,
+) {
   if (!queues.includes(queue)) queues.push(queue)
   const c = await startConsumer({ amqp, knex, log, queue, bindings: [], backoffMs: () => 50, ...o })
   consumers.push(c)
@@ -79,14 +90,21 @@ describe('startConsumer', () => {
         await effect(trx, e, `attempt ${attempts.length}`)
         if (attempts.length < 3) {
           // Inside the failing transaction the row exists; after it, it must not.
-          seenInFailure.push(await trx('processed_events').where({ event_id: e.id }).count({ n: '*' }).then((r) => Number(r[0]!.n)))
+          seenInFailure.push(
+            await trx('processed_events')
+              .where({ event_id: e.id })
+              .count({ n: '*' })
+              .then((r) => Number(r[0]!.n)),
+          )
           throw new Error('transient failure')
         }
       },
     })
     const e = testEvent(company)
     await send(queue, e)
-    await waitFor(async () => (await count('processed_events', { event_id: e.id })) === 1, { what: 'a successful attempt' })
+    await waitFor(async () => (await count('processed_events', { event_id: e.id })) === 1, {
+      what: 'a successful attempt',
+    })
     expect(attempts).toEqual([1, 2, 3])
     expect(seenInFailure).toEqual([1, 1])
     // Only the successful attempt's effect is left.

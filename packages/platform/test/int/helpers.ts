@@ -25,7 +25,8 @@ export const amqpUrl = () => {
   return url
 }
 
-export const testLog = (name: string) => createLogger({ service: `platform-int-${name}`, level: process.env.LOG_LEVEL ?? 'silent' })
+export const testLog = (name: string) =>
+  createLogger({ service: `platform-int-${name}`, level: process.env.LOG_LEVEL ?? 'silent' })
 
 /** The platform tables plus `effects`, where test handlers record what they did. */
 export const testMigrations = (schema: string): Migration[] => [
@@ -50,7 +51,9 @@ export const testMigrations = (schema: string): Migration[] => [
 export const schemaName = () => `platform_t_${randomBytes(4).toString('hex')}`
 
 /** A migrated schema of its own for one test file; `drop` removes it. */
-export async function testSchema(poolMax = 10): Promise<{ schema: string; knex: Knex; drop: () => Promise<void> }> {
+export async function testSchema(
+  poolMax = 10,
+): Promise<{ schema: string; knex: Knex; drop: () => Promise<void> }> {
   const schema = schemaName()
   await migrate(databaseUrl(), schema, testMigrations(schema))
   const knex = createDb(databaseUrl(), { schema, poolMax })
@@ -109,7 +112,8 @@ export async function eventTap(routingKey = 'appointment.checked_in') {
   return {
     messages,
     /** Ids received for one company, with repeats. */
-    idsFor: (companyId: number) => messages.filter((m) => m.event.idempresa === companyId).map((m) => m.event.id),
+    idsFor: (companyId: number) =>
+      messages.filter((m) => m.event.idempresa === companyId).map((m) => m.event.id),
     close: async () => {
       await conn.close().catch(() => undefined)
     },

@@ -1,5 +1,11 @@
 import type { Knex } from 'knex'
-import { IdempotencyConflict, ValidationFailed, requestHash, withIdempotency, type StoredResponse } from '@clinic/platform'
+import {
+  IdempotencyConflict,
+  ValidationFailed,
+  requestHash,
+  withIdempotency,
+  type StoredResponse,
+} from '@clinic/platform'
 import { freshCompanyId, waitFor } from '@clinic/platform/testing'
 import { testSchema } from './helpers'
 
@@ -29,14 +35,19 @@ function creator(companyId: number, name: string) {
 }
 
 const things = async (companyId: number) => knex('things').where({ idempresa: companyId }).pluck('name')
-const keyRow = (companyId: number, key: string) => knex('idempotency_keys').where({ idempresa: companyId, key }).first()
+const keyRow = (companyId: number, key: string) =>
+  knex('idempotency_keys').where({ idempresa: companyId, key }).first()
 
 describe('withIdempotency', () => {
   it('replays the stored answer for the same key and body, without running create again', async () => {
     const company = freshCompanyId()
     const body = { name: 'one', tags: { b: 1, a: 2 } }
     const { runs, create } = creator(company, 'one')
-    const first = await withIdempotency(knex, { companyId: company, key: 'key-1', hash: hashOf(body) }, create)
+    const first = await withIdempotency(
+      knex,
+      { companyId: company, key: 'key-1', hash: hashOf(body) },
+      create,
+    )
     expect(first.replayed).toBeUndefined()
     expect(first.status).toBe(201)
     // Same body with its keys in another order: same hash, same answer.
@@ -48,7 +59,11 @@ describe('withIdempotency', () => {
     expect(again).toEqual({ ...first, replayed: true })
     expect(runs.n).toBe(1)
     expect(await things(company)).toEqual(['one'])
-    expect(await keyRow(company, 'key-1')).toMatchObject({ status: 201, body: first.body, location: first.location })
+    expect(await keyRow(company, 'key-1')).toMatchObject({
+      status: 201,
+      body: first.body,
+      location: first.location,
+    })
   })
 
   it('refuses the same key with another body with idempotency_conflict', async () => {
@@ -107,13 +122,20 @@ describe('withIdempotency', () => {
       )
     const create = async (trx: Knex.Transaction): Promise<StoredResponse<Body>> => {
       runs++
-      const [row] = await trx('things').insert({ idempresa: company, name: 'concurrent' }).returning(['id', 'name'])
+      const [row] = await trx('things')
+        .insert({ idempresa: company, name: 'concurrent' })
+        .returning(['id', 'name'])
       // Hold the transaction open until every other call is waiting on this key.
-      await waitFor(async () => (await blockedOnKey()) >= others, { timeoutMs: 10_000, what: 'the other calls to wait' })
+      await waitFor(async () => (await blockedOnKey()) >= others, {
+        timeoutMs: 10_000,
+        what: 'the other calls to wait',
+      })
       return { status: 201, body: { id: Number(row.id), name: row.name } }
     }
     const results = await Promise.all(
-      Array.from({ length: others + 1 }, () => withIdempotency(knex, { companyId: company, key: 'race', hash }, create)),
+      Array.from({ length: others + 1 }, () =>
+        withIdempotency(knex, { companyId: company, key: 'race', hash }, create),
+      ),
     )
     expect(runs).toBe(1)
     expect(await things(company)).toEqual(['concurrent'])
@@ -124,7 +146,11 @@ describe('withIdempotency', () => {
 
   it('lets a key be used again after 24 hours', async () => {
     const company = freshCompanyId()
-    await withIdempotency(knex, { companyId: company, key: 'old', hash: hashOf({ v: 1 }) }, creator(company, 'v1').create)
+    await withIdempotency(
+      knex,
+      { companyId: company, key: 'old', hash: hashOf({ v: 1 }) },
+      creator(company, 'v1').create,
+    )
     await knex('idempotency_keys')
       .where({ idempresa: company, key: 'old' })
       .update({ created_at: knex.raw(`now() - interval '25 hours'`) })
@@ -144,15 +170,19 @@ describe('withIdempotency', () => {
     expect(await knex('idempotency_keys').where({ idempresa: company })).toEqual([])
   })
 
-  it.each([['empty', ''], ['with a space', 'a b'], ['too long', 'k'.repeat(256)], ['non-ASCII', 'clé']])(
-    'refuses a key that is %s with validation_failed',
-    async (_what, key) => {
-      const company = freshCompanyId()
-      const { runs, create } = creator(company, 'bad key')
-      const p = withIdempotency(knex, { companyId: company, key, hash: hashOf({}) }, create)
-      await expect(p).rejects.toBeInstanceOf(ValidationFailed)
-      await expect(p).rejects.toMatchObject({ errors: [{ path: 'Idempotency-Key', message: 'must be 1-255 printable characters' }] })
-      expect(runs.n).toBe(0)
-    },
-  )
+  it.each([
+    ['empty', ''],
+    ['with a space', 'a b'],
+    ['too long', 'k'.repeat(256)],
+    ['non-ASCII', 'clé'],
+  ])('refuses a key that is %s with validation_failed', async (_what, key) => {
+    const company = freshCompanyId()
+    const { runs, create } = creator(company, 'bad key')
+    const p = withIdempotency(knex, { companyId: company, key, hash: hashOf({}) }, create)
+    await expect(p).rejects.toBeInstanceOf(ValidationFailed)
+    await expect(p).rejects.toMatchObject({
+      errors: [{ path: 'Idempotency-Key', message: 'must be 1-255 printable characters' }],
+    })
+    expect(runs.n).toBe(0)
+  })
 })

@@ -52,7 +52,15 @@ describe('migrate', () => {
     const { runs, list } = countedMigrations(schema)
     expect(await migrate(databaseUrl(), schema, list)).toEqual(['0001_common', '0002_effects'])
     expect(await tablesOf(schema)).toEqual(
-      expect.arrayContaining(['effects', 'idempotency_keys', 'knex_migrations', 'knex_migrations_lock', 'outbox', 'processed_events', 'things']),
+      expect.arrayContaining([
+        'effects',
+        'idempotency_keys',
+        'knex_migrations',
+        'knex_migrations_lock',
+        'outbox',
+        'processed_events',
+        'things',
+      ]),
     )
     expect(await migrate(databaseUrl(), schema, list)).toEqual([])
     expect(runs).toEqual(['0001_common', '0002_effects'])

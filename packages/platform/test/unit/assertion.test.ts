@@ -13,7 +13,8 @@ const expect0 = { method: 'POST', path: '/patients' }
 const now = Date.UTC(2026, 10, 22, 9, 30)
 
 const b64 = (s: string) => Buffer.from(s).toString('base64url')
-const fromB64 = (s: string) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as Record<string, unknown>
+const fromB64 = (s: string) =>
+  JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as Record<string, unknown>
 const resign = (payload: string, key = secret) =>
   `v1.${payload}.${createHmac('sha256', key).update(`v1.${payload}`).digest('base64url')}`
 
@@ -44,7 +45,10 @@ describe('gateway assertion', () => {
     const token = signAssertion(claims, secret, now)
     const [v, payload, sig] = token.split('.') as [string, string, string]
     const forged = b64(JSON.stringify({ ...fromB64(payload), companyId: 8 }))
-    expect(verifyAssertion(`${v}.${forged}.${sig}`, secret, expect0, now)).toEqual({ ok: false, reason: 'signature' })
+    expect(verifyAssertion(`${v}.${forged}.${sig}`, secret, expect0, now)).toEqual({
+      ok: false,
+      reason: 'signature',
+    })
     // A truncated or stretched signature is refused, not compared partially.
     expect(verifyAssertion(`${v}.${payload}.${sig.slice(0, -2)}`, secret, expect0, now).ok).toBe(false)
     expect(verifyAssertion(`${v}.${payload}.${sig}AA`, secret, expect0, now).ok).toBe(false)
@@ -75,7 +79,10 @@ describe('gateway assertion', () => {
   })
 
   it('refuses a correctly signed payload that is not JSON or has no expiry', () => {
-    expect(verifyAssertion(resign(b64('not json')), secret, expect0, now)).toEqual({ ok: false, reason: 'malformed' })
+    expect(verifyAssertion(resign(b64('not json')), secret, expect0, now)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    })
     const noExp = b64(JSON.stringify({ ...claims }))
     expect(verifyAssertion(resign(noExp), secret, expect0, now)).toEqual({ ok: false, reason: 'expired' })
   })

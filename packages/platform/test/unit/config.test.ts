@@ -3,7 +3,10 @@ import { ConfigError, loadConfig, v } from '@clinic/platform'
 const spec = {
   PORT: v.port({ default: '8081' }),
   POOL_MAX: v.int({ default: '10', min: 1, max: 50 }),
-  DATABASE_URL: v.url({ default: 'postgres://postgres@127.0.0.1:5432/clinic', protocols: ['postgres:', 'postgresql:'] }),
+  DATABASE_URL: v.url({
+    default: 'postgres://postgres@127.0.0.1:5432/clinic',
+    protocols: ['postgres:', 'postgresql:'],
+  }),
   DEBUG_SQL: v.bool({ default: 'false' }),
   CORS_ORIGINS: v.list({ default: '' }),
   LOG_LEVEL: v.string({ default: 'info', choices: ['debug', 'info', 'warn', 'error', 'silent'] }),
@@ -76,7 +79,9 @@ describe('loadConfig', () => {
   })
 
   it.each(['maybe', '2', 'y'])('refuses bool %s', (raw) => {
-    expect(errorOf(() => loadConfig({ B: v.bool() }, { B: raw })).message).toContain('B must be true or false')
+    expect(errorOf(() => loadConfig({ B: v.bool() }, { B: raw })).message).toContain(
+      'B must be true or false',
+    )
   })
 
   it.each(['12.5', 'abc', '1e3', ' 12'])('refuses the non-integer %j', (raw) => {
@@ -84,8 +89,12 @@ describe('loadConfig', () => {
   })
 
   it('checks integer and port ranges', () => {
-    expect(errorOf(() => loadConfig({ P: v.port() }, { P: '65536' })).message).toContain('P must be between 0 and 65535')
-    expect(errorOf(() => loadConfig({ P: v.port() }, { P: '-1' })).message).toContain('P must be between 0 and 65535')
+    expect(errorOf(() => loadConfig({ P: v.port() }, { P: '65536' })).message).toContain(
+      'P must be between 0 and 65535',
+    )
+    expect(errorOf(() => loadConfig({ P: v.port() }, { P: '-1' })).message).toContain(
+      'P must be between 0 and 65535',
+    )
     expect(loadConfig({ P: v.port() }, { P: '65535' }).P).toBe(65535)
     expect(errorOf(() => loadConfig({ N: v.int({ min: 1, max: 50 }) }, { N: '51' })).message).toContain(
       'N must be between 1 and 50',
@@ -98,19 +107,22 @@ describe('loadConfig', () => {
   it('checks URLs and their protocol', () => {
     expect(errorOf(() => loadConfig({ U: v.url() }, { U: 'not a url' })).message).toContain('U must be a URL')
     expect(
-      errorOf(() => loadConfig({ U: v.url({ protocols: ['postgres:', 'postgresql:'] }) }, { U: 'mysql://h/db' }))
-        .message,
+      errorOf(() =>
+        loadConfig({ U: v.url({ protocols: ['postgres:', 'postgresql:'] }) }, { U: 'mysql://h/db' }),
+      ).message,
     ).toContain('U must be a postgres: or postgresql: URL')
   })
 
   it('checks choices and minimum length of strings', () => {
-    expect(errorOf(() => loadConfig(spec, { INTERNAL_AUTH_SECRET: secret, LOG_LEVEL: 'loud' })).message).toContain(
-      'LOG_LEVEL must be one of debug, info, warn, error, silent',
-    )
+    expect(
+      errorOf(() => loadConfig(spec, { INTERNAL_AUTH_SECRET: secret, LOG_LEVEL: 'loud' })).message,
+    ).toContain('LOG_LEVEL must be one of debug, info, warn, error, silent')
     expect(errorOf(() => loadConfig(spec, { INTERNAL_AUTH_SECRET: 'short' })).message).toContain(
       'INTERNAL_AUTH_SECRET must be at least 32 characters',
     )
-    expect(loadConfig(spec, { INTERNAL_AUTH_SECRET: 'b'.repeat(32) }).INTERNAL_AUTH_SECRET).toBe('b'.repeat(32))
+    expect(loadConfig(spec, { INTERNAL_AUTH_SECRET: 'b'.repeat(32) }).INTERNAL_AUTH_SECRET).toBe(
+      'b'.repeat(32),
+    )
   })
 
   it('reports every bad variable in one message, without echoing values', () => {
@@ -127,13 +139,23 @@ describe('loadConfig', () => {
     )
     expect(err.message.split('\n')).toHaveLength(1)
     expect(err.message).toMatch(/^Invalid configuration: /)
-    for (const name of ['PORT', 'POOL_MAX', 'DATABASE_URL', 'DEBUG_SQL', 'LOG_LEVEL', 'INTERNAL_AUTH_SECRET', 'SMTP_URL'])
+    for (const name of [
+      'PORT',
+      'POOL_MAX',
+      'DATABASE_URL',
+      'DEBUG_SQL',
+      'LOG_LEVEL',
+      'INTERNAL_AUTH_SECRET',
+      'SMTP_URL',
+    ])
       expect(err.message).toContain(name)
     expect(err.message).not.toContain('hunter2')
   })
 
   it('names a missing required variable', () => {
-    expect(errorOf(() => loadConfig(spec, {})).message).toBe('Invalid configuration: INTERNAL_AUTH_SECRET is required')
+    expect(errorOf(() => loadConfig(spec, {})).message).toBe(
+      'Invalid configuration: INTERNAL_AUTH_SECRET is required',
+    )
   })
 
   it('returns a frozen object', () => {

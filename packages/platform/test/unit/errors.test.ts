@@ -16,13 +16,48 @@ import {
 
 // Errors in the shape Ajv 8 produces them (Fastify passes them through as `err.validation`).
 const ajv = {
-  required: { instancePath: '', keyword: 'required', params: { missingProperty: 'first_name' }, message: "must have required property 'first_name'" },
-  nestedRequired: { instancePath: '/guardian', keyword: 'required', params: { missingProperty: 'name' }, message: "must have required property 'name'" },
-  additional: { instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'idempresa' }, message: 'must NOT have additional properties' },
-  format: { instancePath: '/birth_date', keyword: 'format', params: { format: 'date' }, message: 'must match format "date"' },
-  formatOther: { instancePath: '/site', keyword: 'format', params: { format: 'uri' }, message: 'must match format "uri"' },
-  enum: { instancePath: '/sex', keyword: 'enum', params: { allowedValues: ['female', 'male', 'other', 'unknown'] }, message: 'must be equal to one of the allowed values' },
-  type: { instancePath: '/requires_legal_guardian', keyword: 'type', params: { type: 'boolean' }, message: 'must be boolean' },
+  required: {
+    instancePath: '',
+    keyword: 'required',
+    params: { missingProperty: 'first_name' },
+    message: "must have required property 'first_name'",
+  },
+  nestedRequired: {
+    instancePath: '/guardian',
+    keyword: 'required',
+    params: { missingProperty: 'name' },
+    message: "must have required property 'name'",
+  },
+  additional: {
+    instancePath: '',
+    keyword: 'additionalProperties',
+    params: { additionalProperty: 'idempresa' },
+    message: 'must NOT have additional properties',
+  },
+  format: {
+    instancePath: '/birth_date',
+    keyword: 'format',
+    params: { format: 'date' },
+    message: 'must match format "date"',
+  },
+  formatOther: {
+    instancePath: '/site',
+    keyword: 'format',
+    params: { format: 'uri' },
+    message: 'must match format "uri"',
+  },
+  enum: {
+    instancePath: '/sex',
+    keyword: 'enum',
+    params: { allowedValues: ['female', 'male', 'other', 'unknown'] },
+    message: 'must be equal to one of the allowed values',
+  },
+  type: {
+    instancePath: '/requires_legal_guardian',
+    keyword: 'type',
+    params: { type: 'boolean' },
+    message: 'must be boolean',
+  },
   anyOf: { instancePath: '/email', keyword: 'anyOf', params: {}, message: 'must match a schema in anyOf' },
 }
 
@@ -48,7 +83,12 @@ describe('fieldErrors', () => {
   })
 
   it('drops union wrappers and duplicate branch errors', () => {
-    const typeStr = { instancePath: '/email', keyword: 'type', params: { type: 'string' }, message: 'must be string' }
+    const typeStr = {
+      instancePath: '/email',
+      keyword: 'type',
+      params: { type: 'string' },
+      message: 'must be string',
+    }
     const out = fieldErrors([typeStr, { ...typeStr }, ajv.anyOf])
     expect(out).toEqual([{ path: '/email', message: 'must be string' }])
   })
@@ -64,7 +104,7 @@ describe('toAppError', () => {
     const err = Object.assign(new Error('body/first_name is required'), {
       validation: [ajv.required, ajv.enum],
       validationContext: 'body',
-    }) as FastifyError
+    }) as unknown as FastifyError
     const app = toAppError(err)
     expect(app).toBeInstanceOf(ValidationFailed)
     expect(app.status).toBe(400)
@@ -87,7 +127,10 @@ describe('toAppError', () => {
     expect(tooLarge.detail).toContain(String(BODY_LIMIT))
     const media = toAppError(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE())
     expect([media.status, media.code]).toEqual([415, 'unsupported_media_type'])
-    for (const e of [new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY()]) {
+    for (const e of [
+      new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(),
+      new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(),
+    ]) {
       const bad = toAppError(e)
       expect([bad.status, bad.code]).toEqual([400, 'validation_failed'])
       expect(bad.errors).toEqual([{ path: '', message: 'body must be valid JSON' }])

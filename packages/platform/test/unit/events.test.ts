@@ -1,7 +1,10 @@
 import { isUuid, makeEvent, parseEvent, type CloudEvent } from '@clinic/platform'
 import { testPrincipal } from '@clinic/platform/testing'
 
-const data = { id: '0190c5a0-0000-7000-8000-0000000000aa', patient_id: '0190c5a0-0000-7000-8000-0000000000bb' }
+const data = {
+  id: '0190c5a0-0000-7000-8000-0000000000aa',
+  patient_id: '0190c5a0-0000-7000-8000-0000000000bb',
+}
 
 describe('makeEvent', () => {
   it('builds a CloudEvents 1.0 envelope with a UUIDv7 id and the clinic extensions', () => {
@@ -43,21 +46,35 @@ describe('makeEvent', () => {
   })
 
   it('leaves out the optional extensions when there is nothing to put in them', () => {
-    const e = makeEvent({ type: 'appointment.checked_in', source: 'clinic/appointments', data, companyId: 7, codalmacen: null })
+    const e = makeEvent({
+      type: 'appointment.checked_in',
+      source: 'clinic/appointments',
+      data,
+      companyId: 7,
+      codalmacen: null,
+    })
     for (const k of ['subject', 'codalmacen', 'actorid', 'actorname', 'actortokenid', 'requestid'])
       expect(e).not.toHaveProperty(k)
     expect(Date.parse(e.time)).not.toBeNaN()
   })
 
   it('gives every event its own increasing id', () => {
-    const ids = Array.from({ length: 50 }, () => makeEvent({ type: 'appointment.checked_in', source: 's', data, companyId: 1 }).id)
+    const ids = Array.from(
+      { length: 50 },
+      () => makeEvent({ type: 'appointment.checked_in', source: 's', data, companyId: 1 }).id,
+    )
     expect(new Set(ids).size).toBe(50)
     expect([...ids].sort()).toEqual(ids)
   })
 })
 
 describe('parseEvent', () => {
-  const good = makeEvent({ type: 'appointment.checked_in', source: 'clinic/appointments', data, companyId: 7 })
+  const good = makeEvent({
+    type: 'appointment.checked_in',
+    source: 'clinic/appointments',
+    data,
+    companyId: 7,
+  })
   const buf = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v))
 
   it('accepts a well-formed envelope and returns it', () => {

@@ -1,4 +1,10 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, {
+  type FastifyInstance,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify'
+import type { Logger } from 'pino'
 import { Type } from '@sinclair/typebox'
 import {
   ASSERTION_HEADER,
@@ -21,17 +27,29 @@ const Thing = Type.Object(
     name: Type.String({ minLength: 1 }),
     email: Type.Optional(Type.String({ format: 'email' })),
     birth_date: Type.Optional(Type.String({ format: 'date' })),
-    sex: Type.Optional(Type.Union([Type.Literal('female'), Type.Literal('male'), Type.Literal('other'), Type.Literal('unknown')])),
+    sex: Type.Optional(
+      Type.Union([
+        Type.Literal('female'),
+        Type.Literal('male'),
+        Type.Literal('other'),
+        Type.Literal('unknown'),
+      ]),
+    ),
     kind: Type.Optional(Type.String({ enum: ['a', 'b'] })),
     count: Type.Optional(Type.Integer({ minimum: 0 })),
-    guardian: Type.Optional(Type.Object({ name: Type.String(), phone: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    guardian: Type.Optional(
+      Type.Object(
+        { name: Type.String(), phone: Type.Optional(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 )
 
 let dbUp = true
 const logLines: string[] = []
-let app: FastifyInstance
+let app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>
 const principal: Principal = testPrincipal({ companyId: 4242 })
 
 function auth(method: string, url: string, requestId?: string) {
@@ -39,7 +57,11 @@ function auth(method: string, url: string, requestId?: string) {
 }
 
 beforeAll(async () => {
-  const logger = createLogger({ service: 'http-unit', level: 'debug', destination: { write: (s: string) => void logLines.push(s) } })
+  const logger = createLogger({
+    service: 'http-unit',
+    level: 'debug',
+    destination: { write: (s: string) => void logLines.push(s) },
+  })
   app = Fastify(fastifyOptions(logger))
   await app.register(http, {
     service: 'http-unit',
@@ -58,22 +80,35 @@ beforeAll(async () => {
         summary: 'Create a thing',
         operationId: 'createThing',
         body: Thing,
-        response: { 201: Type.Object({ name: Type.String(), company_id: Type.Integer(), request_id: Type.String() }) },
+        response: {
+          201: Type.Object({ name: Type.String(), company_id: Type.Integer(), request_id: Type.String() }),
+        },
       },
     },
     async (req, reply) => {
       const body = req.body as { name: string }
       // A careless line logging the whole body: redaction must still keep patient data out.
       req.ctx.log.info({ body, patient: { first_name: body.name } }, 'creating a thing')
-      return reply.code(201).send({ name: body.name, company_id: req.ctx.auth.companyId, request_id: req.ctx.requestId, secret_column: 'x' })
+      return reply
+        .code(201)
+        .send({
+          name: body.name,
+          company_id: req.ctx.auth.companyId,
+          request_id: req.ctx.requestId,
+          secret_column: 'x',
+        })
     },
   )
   app.get('/boom', { schema: { tags: ['things'], summary: 'Fail', operationId: 'boom' } }, async () => {
     throw new Error('relation "patients" does not exist; first_name=Fakefirst')
   })
-  app.get('/limited', { schema: { tags: ['things'], summary: 'Refuse', operationId: 'limited' } }, async () => {
-    throw new RateLimited(9)
-  })
+  app.get(
+    '/limited',
+    { schema: { tags: ['things'], summary: 'Refuse', operationId: 'limited' } },
+    async () => {
+      throw new RateLimited(9)
+    },
+  )
   await app.ready()
 })
 
@@ -101,7 +136,11 @@ describe('platform http plugin', () => {
   })
 
   it('refuses a forged assertion and one signed for another method or path', async () => {
-    const forged = { [ASSERTION_HEADER]: gatewayHeaders(principal, 'POST', '/things', 'wrong-secret-0123456789abcdef')[ASSERTION_HEADER]! }
+    const forged = {
+      [ASSERTION_HEADER]: gatewayHeaders(principal, 'POST', '/things', 'wrong-secret-0123456789abcdef')[
+        ASSERTION_HEADER
+      ]!,
+    }
     for (const headers of [forged, auth('GET', '/things'), auth('POST', '/other')]) {
       const res = await app.inject({ method: 'POST', url: '/things', headers, payload: { name: 'x' } })
       expect(res.statusCode).toBe(401)
@@ -110,7 +149,12 @@ describe('platform http plugin', () => {
   })
 
   it('serves a request with a valid assertion and puts the principal in ctx', async () => {
-    const res = await app.inject({ method: 'POST', url: '/things?codalmacen=ALM1', headers: auth('POST', '/things', 'req-ok-1'), payload: { name: 'A thing' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/things?codalmacen=ALM1',
+      headers: auth('POST', '/things', 'req-ok-1'),
+      payload: { name: 'A thing' },
+    })
     expect(res.statusCode).toBe(201)
     expectCommonHeaders(res)
     expect(res.headers['x-request-id']).toBe('req-ok-1')
@@ -136,7 +180,12 @@ describe('platform http plugin', () => {
     expect(res.headers['content-type']).toMatch(problemType)
     expectCommonHeaders(res)
     const body = res.json()
-    expect(body).toMatchObject({ code: 'validation_failed', status: 400, title: 'Request is not valid', detail: 'The body is not valid' })
+    expect(body).toMatchObject({
+      code: 'validation_failed',
+      status: 400,
+      title: 'Request is not valid',
+      detail: 'The body is not valid',
+    })
     expect(body.request_id).toBe(res.headers['x-request-id'])
     expect(body.errors).toEqual(
       expect.arrayContaining([
@@ -153,7 +202,12 @@ describe('platform http plugin', () => {
   })
 
   it('reports a bad union value once, not once per branch', async () => {
-    const res = await app.inject({ method: 'POST', url: '/things', headers: auth('POST', '/things'), payload: { name: 'x', sex: 'robot' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/things',
+      headers: auth('POST', '/things'),
+      payload: { name: 'x', sex: 'robot' },
+    })
     expect(res.statusCode).toBe(400)
     const errors = res.json().errors as Array<{ path: string }>
     expect(errors.length).toBeGreaterThan(0)
@@ -170,7 +224,10 @@ describe('platform http plugin', () => {
     })
     expect(res.statusCode).toBe(400)
     expect(res.headers['content-type']).toMatch(problemType)
-    expect(res.json()).toMatchObject({ code: 'validation_failed', errors: [{ path: '', message: 'body must be valid JSON' }] })
+    expect(res.json()).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '', message: 'body must be valid JSON' }],
+    })
     expectCommonHeaders(res)
   })
 
@@ -179,7 +236,11 @@ describe('platform http plugin', () => {
     expect(res.statusCode).toBe(404)
     expect(res.headers['content-type']).toMatch(problemType)
     expectCommonHeaders(res)
-    expect(res.json()).toMatchObject({ code: 'not_found', status: 404, type: 'https://clinic.example/problems/not_found' })
+    expect(res.json()).toMatchObject({
+      code: 'not_found',
+      status: 404,
+      type: 'https://clinic.example/problems/not_found',
+    })
   })
 
   it('answers 413 for a body over 64 KiB', async () => {
@@ -204,18 +265,21 @@ describe('platform http plugin', () => {
     expect(ok.statusCode).toBe(201)
   })
 
-  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])('answers 415 for %s', async (type) => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/things',
-      headers: { ...auth('POST', '/things'), 'content-type': type },
-      payload: 'name=x',
-    })
-    expect(res.statusCode).toBe(415)
-    expect(res.headers['content-type']).toMatch(problemType)
-    expect(res.json().code).toBe('unsupported_media_type')
-    expectCommonHeaders(res)
-  })
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])(
+    'answers 415 for %s',
+    async (type) => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/things',
+        headers: { ...auth('POST', '/things'), 'content-type': type },
+        payload: 'name=x',
+      })
+      expect(res.statusCode).toBe(415)
+      expect(res.headers['content-type']).toMatch(problemType)
+      expect(res.json().code).toBe('unsupported_media_type')
+      expectCommonHeaders(res)
+    },
+  )
 
   it('answers an unexpected error with a generic 500 and logs it in full', async () => {
     logLines.length = 0
@@ -239,11 +303,20 @@ describe('platform http plugin', () => {
     expectCommonHeaders(res)
   })
 
-  it("keeps a sane client X-Request-Id and replaces one that is not", async () => {
-    const sane = await app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'client-id_1.2:3' } })
+  it('keeps a sane client X-Request-Id and replaces one that is not', async () => {
+    const sane = await app.inject({
+      method: 'GET',
+      url: '/health/live',
+      headers: { 'x-request-id': 'client-id_1.2:3' },
+    })
     expect(sane.headers['x-request-id']).toBe('client-id_1.2:3')
     for (const bad of ['has spaces', 'x'.repeat(200), '<script>']) {
-      const res = await app.inject({ method: 'POST', url: '/things', headers: { 'x-request-id': bad }, payload: {} })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/things',
+        headers: { 'x-request-id': bad },
+        payload: {},
+      })
       expect(res.statusCode).toBe(401)
       expect(res.headers['x-request-id']).not.toBe(bad)
       expect(isUuid(String(res.headers['x-request-id']))).toBe(true)
@@ -294,15 +367,27 @@ describe('platform http plugin', () => {
     const doc = res.json()
     expect(doc.openapi).toBe('3.1.0')
     expect(doc.info).toMatchObject({ title: 'clinic http-unit', version })
-    expect(doc.paths['/things'].post).toMatchObject({ operationId: 'createThing', tags: ['things'], summary: 'Create a thing' })
-    expect(doc.paths['/things'].post.requestBody.content['application/json'].schema.required).toEqual(['name'])
-    for (const hidden of ['/health/live', '/health/ready', '/metrics', '/openapi.json']) expect(doc.paths[hidden]).toBeUndefined()
+    expect(doc.paths['/things'].post).toMatchObject({
+      operationId: 'createThing',
+      tags: ['things'],
+      summary: 'Create a thing',
+    })
+    expect(doc.paths['/things'].post.requestBody.content['application/json'].schema.required).toEqual([
+      'name',
+    ])
+    for (const hidden of ['/health/live', '/health/ready', '/metrics', '/openapi.json'])
+      expect(doc.paths[hidden]).toBeUndefined()
   })
 
   it('logs with service and request_id, and never the assertion, the query string or patient fields', async () => {
     logLines.length = 0
     const headers = auth('POST', '/things', 'req-logs')
-    const res = await app.inject({ method: 'POST', url: '/things?q=Fakesurname', headers, payload: { name: 'Fakefirst' } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/things?q=Fakesurname',
+      headers,
+      payload: { name: 'Fakefirst' },
+    })
     expect(res.statusCode).toBe(201)
     const recs = logLines.map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(recs.length).toBeGreaterThanOrEqual(3) // incoming, the handler's line, completed
@@ -317,4 +402,3 @@ describe('platform http plugin', () => {
     expect(out).not.toContain('Fakefirst')
   })
 })
-

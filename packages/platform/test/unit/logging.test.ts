@@ -2,7 +2,11 @@ import { createLogger, requestIdFrom } from '@clinic/platform'
 
 function capture(level = 'debug') {
   const lines: string[] = []
-  const log = createLogger({ service: 'unit-svc', level, destination: { write: (s: string) => void lines.push(s) } })
+  const log = createLogger({
+    service: 'unit-svc',
+    level,
+    destination: { write: (s: string) => void lines.push(s) },
+  })
   const records = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>)
   return { log, lines, records }
 }
@@ -69,7 +73,8 @@ describe('createLogger', () => {
     log.info({ token: 'csk_top_token', password: 'top_password' })
     log.info({ user: { token: 'csk_nested_token', password: 'nested_password', username: 'alice' } })
     const out = lines.join('')
-    for (const s of ['csk_top_token', 'top_password', 'csk_nested_token', 'nested_password']) expect(out).not.toContain(s)
+    for (const s of ['csk_top_token', 'top_password', 'csk_nested_token', 'nested_password'])
+      expect(out).not.toContain(s)
     expect(out).toContain('alice')
   })
 
@@ -82,14 +87,22 @@ describe('createLogger', () => {
     const out = lines.join('')
     for (const s of patientValues) expect(out).not.toContain(s)
     const [top, nested] = records()
-    expect(top).toMatchObject({ id: patient.id, first_name: '[redacted]', guardian: '[redacted]', notes: '[redacted]' })
+    expect(top).toMatchObject({
+      id: patient.id,
+      first_name: '[redacted]',
+      guardian: '[redacted]',
+      notes: '[redacted]',
+    })
     expect(nested!.patient).toMatchObject({ id: patient.id, email: '[redacted]', address: '[redacted]' })
   })
 
   it('logs a request as method and path only: no query string, no headers', () => {
     const { log, lines, records } = capture()
     log.info(
-      { req: { method: 'GET', url: '/patients?q=Fakefirst&codalmacen=ALM1', headers: secrets }, res: { statusCode: 200 } },
+      {
+        req: { method: 'GET', url: '/patients?q=Fakefirst&codalmacen=ALM1', headers: secrets },
+        res: { statusCode: 200 },
+      },
       'request completed',
     )
     expect(records()[0]).toMatchObject({ req: { method: 'GET', path: '/patients' }, res: { status: 200 } })
