@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Logger } from 'pino'
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { ASSERTION_HEADER, verifyAssertion } from './assertion'
@@ -37,7 +37,7 @@ export function fastifyOptions(logger: Logger) {
   return {
     loggerInstance: logger,
     genReqId: requestIdFrom,
-    requestIdLogLabel: 'request_id',
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
@@ -159,7 +159,7 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
       path: req.url.split('?')[0]!,
     })
     if (!result.ok) {
-      req.log.warn({ reason: result.reason }, 'request without a valid gateway assertion')
+      req.log.warn({ cause: result.reason }, 'request without a valid gateway assertion')
       throw new Unauthenticated('Requests must come through the gateway')
     }
     const { requestId: _rid, method: _m, path: _p, ...auth } = result.claims

@@ -109,7 +109,7 @@ export async function buildApp(deps: Deps) {
     const result = await deps.authenticator.authenticate(req.headers)
     if (!result.ok) {
       req.refusedCompany = result.companyId ?? 0
-      req.log.info({ reason: result.reason }, 'authentication refused')
+      req.log.info({ cause: result.reason }, 'authentication refused')
       throw new Unauthenticated()
     }
     req.principal = result.principal
