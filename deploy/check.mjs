@@ -688,6 +688,25 @@ function checkK8s() {
   if (!all.some((o) => o.kind === 'Namespace' && o.metadata?.name === 'clinic'))
     kproblems.push('no Namespace clinic')
 
+  // Every variable a service's config.ts declares should get its value from the ConfigMap or the Secret
+  // (a note, not a failure: declared variables all have defaults or are checked above).
+  const supplied = new Set([...[...ctx.configMaps.values()].flatMap((k) => [...k]), ...ctx.secretKeys])
+  const declared = new Set(
+    SERVICES.flatMap((s) => {
+      const f = path.join(root, 'services', s, 'src', 'config.ts')
+      return existsSync(f)
+        ? [...readFileSync(f, 'utf8').matchAll(/^\s+([A-Z][A-Z0-9_]+):\s*(?:v\.|upstream\()/gm)].map(
+            (m) => m[1],
+          )
+        : []
+    }),
+  )
+  const unsupplied = [...declared].filter((k) => !supplied.has(k))
+  if (unsupplied.length)
+    console.log(
+      `note ${K8S}: not in the ConfigMap or Secret (service default applies): ${unsupplied.join(', ')}`,
+    )
+
   for (const [f, { problems, docs }] of perFile)
     report(`${K8S}/${f}`, problems, `${docs.map((d) => d.kind).join(', ')}: API types + rules`)
 
