@@ -2,7 +2,7 @@
 // type-checks the tests, lints, then runs every Jest project: unit, integration (real PostgreSQL
 // and RabbitMQ, in a database and vhost of their own) and e2e (the whole stack as processes).
 // Extra arguments go to Jest, e.g. `npm test -- --selectProjects services/patients`.
-import { build, checkDependencies, ensureInstalled, pnpm, loadDotEnv } from './lib.mjs'
+import { build, checkDependencies, ensureInstalled, pnpm, loadDotEnv, run } from './lib.mjs'
 
 loadDotEnv()
 try {
@@ -13,6 +13,8 @@ try {
   pnpm(['exec', 'tsc', '-p', 'tsconfig.test.json'])
   console.log('> linting')
   pnpm(['exec', 'eslint', '.'])
+  console.log('> checking deploy files (no engine needed)')
+  run('bash', ['deploy/check.sh'])
   console.log('> jest')
   pnpm(['exec', 'jest', '--ci', '--maxWorkers=3', ...process.argv.slice(2)])
 } catch (err) {
