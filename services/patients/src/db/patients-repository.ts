@@ -25,8 +25,6 @@ const COLUMNS = [
   'version',
 ] as const
 const SELECT: string[] = [...COLUMNS]
-/** Must be the index expression of patients_name_trgm for the index to serve `q`. */
-const NAME_TEXT = `(first_name || ' ' || last_name || ' ' || first_name)`
 
 type Row = Omit<Patient, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date }
 
@@ -133,20 +131,18 @@ export class PatientsRepository implements PatientStore {
   /**
    * One page and the exact total from the same snapshot. Without `q` the total is the sum of the
    * counter rows of the visible centers (a handful of rows, whatever the company's size); with `q`
-   * it is counted through the trigram index.
+   * it is counted through the trigram index (search_patients, see migration 0004).
    */
   list(companyId: number, f: ListFilter): Promise<{ rows: Patient[]; total: number }> {
     return this.scoped(
       companyId,
       async (trx) => {
-        const matching = trx<Row>(TABLE).where('idempresa', companyId)
+        // With q, the rows come from search_patients() (same columns, trigram index); else the table.
+        const source = f.q
+          ? trx.from(trx.raw(`search_patients(?, ?) AS ${TABLE}`, [`%${escapeLike(f.q)}%`, f.q]))
+          : trx.from(TABLE)
+        const matching = source.where('idempresa', companyId)
         if (f.centers) matching.whereIn('codalmacen', f.centers)
-        if (f.q) {
-          const q = f.q
-          matching.where((w) =>
-            w.whereRaw(`${NAME_TEXT} ILIKE ?`, [`%${escapeLike(q)}%`]).orWhere('national_id', q),
-          )
-        }
 
         const page = matching.clone().select(SELECT)
         if (f.sort === 'last_name') {

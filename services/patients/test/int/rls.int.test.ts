@@ -20,6 +20,20 @@ describe('row-level security', () => {
     expect(await h.knex('idempotency_keys')).toHaveLength(0)
   })
 
+  test('the name search function (which bypasses RLS to use its index) also answers only the set company', async () => {
+    const a = newCompany(h.app)
+    const b = newCompany(h.app)
+    await createPatient(a, { last_name: 'Buscable' })
+    const search = (company?: number) =>
+      h.knex.transaction(async (trx) => {
+        if (company) await trx.raw(`select set_config('app.idempresa', ?, true)`, [String(company)])
+        return (await trx.raw(`select idempresa from search_patients('%Buscable%', 'x')`)).rows
+      })
+    expect(await search()).toEqual([])
+    expect(await search(b.principal.companyId)).toEqual([])
+    expect(await search(a.principal.companyId)).toEqual([{ idempresa: a.principal.companyId }])
+  })
+
   test('with another company set, a query without a company filter sees only that company', async () => {
     const a = newCompany(h.app)
     const b = newCompany(h.app)

@@ -140,4 +140,26 @@ export const migrations: Migration[] = [
         `)
     },
   },
+  {
+    name: '0004_name_search',
+    async up(knex) {
+      // Under row-level security the planner may not push a non-leakproof qual (ILIKE, ||) into an
+      // index scan, so `q` fell back to scanning the whole company. This function runs as its owner
+      // (the migration role, which bypasses RLS as a superuser or BYPASSRLS role) and so can use the
+      // trigram index; it filters by the same app.idempresa setting the policies use, so the second
+      // wall still holds. Run by an owner subject to RLS it stays correct, only slower.
+      await knex.raw(`
+        CREATE FUNCTION search_patients(pattern text, exact text) RETURNS SETOF patients
+        LANGUAGE sql STABLE SECURITY DEFINER ROWS 1000
+        SET search_path = ${SCHEMA}, public
+        AS $$
+          SELECT * FROM ${SCHEMA}.patients
+          WHERE idempresa = nullif(current_setting('app.idempresa', true), '')::integer
+            AND ((first_name || ' ' || last_name || ' ' || first_name) ILIKE pattern OR national_id = exact)
+        $$;
+        REVOKE ALL ON FUNCTION search_patients(text, text) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION search_patients(text, text) TO ${APP_ROLE};
+      `)
+    },
+  },
 ]
