@@ -15,4 +15,6 @@ module.exports = {
   globalSetup: '<rootDir>/test-setup/global-setup.ts',
   globalTeardown: '<rootDir>/test-setup/global-teardown.ts',
   transform: { '^.+\\.ts$': swc },
+  // Global in Jest (projects cannot set it): generous, because 2 cores run the stack and the tests.
+  testTimeout: 60_000,
 }

@@ -2,5 +2,4 @@ module.exports = require('../jest.preset')(__dirname, {
   testMatch: ['<rootDir>/test/**/*.e2e.test.ts'],
   globalSetup: '<rootDir>/src/global-setup.ts',
   globalTeardown: '<rootDir>/src/global-teardown.ts',
-  testTimeout: 30_000,
 })

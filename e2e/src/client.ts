@@ -102,3 +102,15 @@ export async function extraGateway(env: Record<string, string>): Promise<{ api: 
 }
 
 export { waitHealthy }
+
+/** A query on the stack's database, for what a client cannot do (expire a token, read the outbox). */
+export async function sql<T = any>(text: string, params: unknown[] = []): Promise<T[]> {
+  const { Client } = await import('pg')
+  const db = new Client({ connectionString: stack().env.DATABASE_URL })
+  await db.connect()
+  try {
+    return (await db.query(text, params)).rows as T[]
+  } finally {
+    await db.end()
+  }
+}

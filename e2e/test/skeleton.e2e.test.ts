@@ -1,6 +1,7 @@
 import { createServer } from 'node:net'
 import { waitFor } from '@clinic/platform/testing'
-import { call, extraGateway, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
+import { call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
+import { admin } from '../src/stack'
 
 const VERSION = /^\d{6}\.\d{2}$/
 
@@ -40,19 +41,16 @@ describe('authentication', () => {
     expectProblem(await call('GET', '/patients', { token: 'csk_' + 'x'.repeat(43) }), 401, 'unauthenticated')
     expectProblem(await call('GET', '/patients', { token: 'not-a-token' }), 401, 'unauthenticated')
 
-    const expiring = await tokenFor(a, '--expires', '1m')
+    const expiring = await tokenFor(a, '--expires', '1m', '--name', 'to-expire')
     expect((await call('GET', '/patients', { token: expiring })).status).toBe(200)
+    await sql(`UPDATE identity.api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'to-expire' AND idempresa = $1`, [a.companyId])
+    await waitFor(async () => (await call('GET', '/patients', { token: expiring })).status === 401, { timeoutMs: 10_000, what: 'expiry' })
   })
 
   it('stops a revoked token within the token cache time', async () => {
     const token = await tokenFor(a, '--name', 'to-revoke')
     expect((await call('GET', '/patients', { token })).status).toBe(200)
-    const { admin } = await import('../src/stack')
-    const { Client } = await import('pg')
-    const db = new Client({ connectionString: stack().env.DATABASE_URL })
-    await db.connect()
-    const { rows } = await db.query(`SELECT id FROM identity.api_tokens WHERE name = 'to-revoke' AND idempresa = $1`, [a.companyId])
-    await db.end()
+    const rows = await sql(`SELECT id FROM identity.api_tokens WHERE name = 'to-revoke' AND idempresa = $1`, [a.companyId])
     await admin(stack(), 'token:revoke', '--id', rows[0].id)
     await waitFor(async () => (await call('GET', '/patients', { token })).status === 401, { timeoutMs: 10_000, what: 'revocation' })
   })
