@@ -24,7 +24,13 @@ export async function startApp(): Promise<Harness> {
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
   // Not started: these tests read the outbox; publishing is the relay's (platform) job.
   const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'patients-test' })
-  const app = await buildApp({ logger, knex, amqp, version: '261122.01', assertionSecret: process.env.INTERNAL_AUTH_SECRET! })
+  const app = await buildApp({
+    logger,
+    knex,
+    amqp,
+    version: '261122.01',
+    assertionSecret: process.env.INTERNAL_AUTH_SECRET!,
+  })
   await app.ready()
   return {
     app,
@@ -41,7 +47,12 @@ type Json = Record<string, unknown>
 
 /** Calls the app as the gateway would on behalf of `principal`. */
 export function clientFor(app: App, principal: Principal) {
-  const call = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+  const call = (
+    method: 'GET' | 'POST' | 'PATCH',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
     app.inject({
       method,
       url,
@@ -52,12 +63,14 @@ export function clientFor(app: App, principal: Principal) {
     principal,
     get: (url: string, headers?: Record<string, string>) => call('GET', url, undefined, headers),
     post: (url: string, body: unknown, headers?: Record<string, string>) => call('POST', url, body, headers),
-    patch: (url: string, body: unknown, headers?: Record<string, string>) => call('PATCH', url, body, headers),
+    patch: (url: string, body: unknown, headers?: Record<string, string>) =>
+      call('PATCH', url, body, headers),
   }
 }
 export type Client = ReturnType<typeof clientFor>
 
-export const newCompany = (app: App, overrides: Partial<Principal> = {}) => clientFor(app, testPrincipal(overrides))
+export const newCompany = (app: App, overrides: Partial<Principal> = {}) =>
+  clientFor(app, testPrincipal(overrides))
 
 let seq = 0
 /** Obviously fake patient data; unique national ids so tests never collide by accident. */
@@ -72,7 +85,11 @@ export function makePatient(overrides: Json = {}): Json {
 }
 
 /** Creates a patient and returns its body (fails the test on anything but 201). */
-export async function createPatient(client: Client, overrides: Json = {}, url = '/patients'): Promise<Json & { id: string; version: number }> {
+export async function createPatient(
+  client: Client,
+  overrides: Json = {},
+  url = '/patients',
+): Promise<Json & { id: string; version: number }> {
   const res = await client.post(url, makePatient(overrides))
   if (res.statusCode !== 201) throw new Error(`create failed: ${res.statusCode} ${res.body}`)
   return res.json()

@@ -1,4 +1,11 @@
-import { DuplicateNationalId, NotFound, enqueueEvents, isUniqueViolation, withIdempotency, type StoredResponse } from '@clinic/platform'
+import {
+  DuplicateNationalId,
+  NotFound,
+  enqueueEvents,
+  isUniqueViolation,
+  withIdempotency,
+  type StoredResponse,
+} from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { ListFilter, PatientStore, PatientTx } from '../domain/patient-store'
 import type { Patient, PatientFields } from '../schemas/patient'
@@ -147,7 +154,11 @@ export class PatientsRepository implements PatientStore {
         const page = matching.clone().select(SELECT)
         if (f.sort === 'last_name') {
           if (f.after?.sort === 'last_name')
-            page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [f.after.last_name, f.after.first_name, f.after.id])
+            page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [
+              f.after.last_name,
+              f.after.first_name,
+              f.after.id,
+            ])
           page.orderBy([
             { column: 'last_name', order: 'asc' },
             { column: 'first_name', order: 'asc' },

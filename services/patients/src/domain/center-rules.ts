@@ -8,7 +8,9 @@ import { ValidationFailed, assertCenter, type Principal } from '@clinic/platform
 export function centerForWrite(auth: Principal, code: string | null): string | null {
   if (code === null) {
     if (auth.allowedCenters)
-      throw new ValidationFailed([{ path: '/codalmacen', message: 'is required for a token limited to centers' }])
+      throw new ValidationFailed([
+        { path: '/codalmacen', message: 'is required for a token limited to centers' },
+      ])
     return null
   }
   assertCenter(auth, code)

@@ -19,7 +19,11 @@ export async function getPatient(
  * For other services (appointments checks patient_id, comms resolves the recipient). Scoped by
  * company only: an appointment may be booked at any center, whatever the patient's home center.
  */
-export async function getPatientContact(ctx: Ctx, store: PatientStore, input: { id: string }): Promise<PatientContact> {
+export async function getPatientContact(
+  ctx: Ctx,
+  store: PatientStore,
+  input: { id: string },
+): Promise<PatientContact> {
   const patient = await store.findById(ctx.auth.companyId, input.id)
   if (!patient) throw new NotFound('No such patient')
   return contactOf(patient)

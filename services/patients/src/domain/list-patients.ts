@@ -1,4 +1,11 @@
-import { ValidationFailed, decodeCursor, encodeCursor, isUuid, visibleCenters, type Ctx } from '@clinic/platform'
+import {
+  ValidationFailed,
+  decodeCursor,
+  encodeCursor,
+  isUuid,
+  visibleCenters,
+  type Ctx,
+} from '@clinic/platform'
 import type { Patient, PatientSort } from '../schemas/patient'
 import type { ListCursor, PatientStore } from './patient-store'
 
@@ -24,13 +31,15 @@ export function cursorOf(sort: PatientSort, p: Patient): string {
 }
 
 export function parseCursor(sort: PatientSort, cursor: string): ListCursor {
-  const bad = () => new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next for this sort' }])
+  const bad = () =>
+    new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next for this sort' }])
   const values = decodeCursor(cursor, sort === 'last_name' ? 4 : 3)
   if (!values.every((v) => typeof v === 'string')) throw bad()
   const v = values as string[]
   if (!isUuid(v[v.length - 1]!)) throw bad()
   if (sort === 'last_name' && v[0] === 'l') return { sort, last_name: v[1]!, first_name: v[2]!, id: v[3]! }
-  if (sort === '-created_at' && v[0] === 'c' && !Number.isNaN(Date.parse(v[1]!))) return { sort, created_at: v[1]!, id: v[2]! }
+  if (sort === '-created_at' && v[0] === 'c' && !Number.isNaN(Date.parse(v[1]!)))
+    return { sort, created_at: v[1]!, id: v[2]! }
   throw bad()
 }
 

@@ -69,7 +69,12 @@ export function normalizeAddress(a: AddressInput | null | undefined): PatientAdd
 
 export function normalizeGuardian(g: GuardianInput | null | undefined): PatientGuardian | null {
   if (!g) return null
-  return { name: g.name, relationship: g.relationship ?? null, email: g.email ?? null, phone: g.phone ?? null }
+  return {
+    name: g.name,
+    relationship: g.relationship ?? null,
+    email: g.email ?? null,
+    phone: g.phone ?? null,
+  }
 }
 
 /** A create body with defaults applied; `codalmacen` is decided by the caller (body, else query). */

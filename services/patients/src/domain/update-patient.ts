@@ -11,7 +11,15 @@ import { patientUpdated } from '../events/patient-events'
 import type { Patient, PatientFields, UpdatePatientInput } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
 import type { PatientStore } from './patient-store'
-import { FIELD_NAMES, applyPatch, changedFields, guardianSatisfied, ifMatchAllows, patientFieldErrors, pickFields } from './rules'
+import {
+  FIELD_NAMES,
+  applyPatch,
+  changedFields,
+  guardianSatisfied,
+  ifMatchAllows,
+  patientFieldErrors,
+  pickFields,
+} from './rules'
 
 export interface UpdatePatient {
   id: string
@@ -35,7 +43,8 @@ export async function updatePatient(ctx: Ctx, store: PatientStore, input: Update
   const result = await store.transaction(ctx.auth.companyId, async (tx) => {
     const current = await tx.findById(input.id, { forUpdate: true })
     if (!current || !centerVisible(visible, current.codalmacen)) throw new NotFound('No such patient')
-    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version)) throw new VersionMismatch()
+    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
+      throw new VersionMismatch()
     const before = pickFields(current, FIELD_NAMES) as PatientFields
     const after = applyPatch(before, input.patch)
     if (!guardianSatisfied(after)) throw new GuardianRequired()

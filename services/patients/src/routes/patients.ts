@@ -15,7 +15,11 @@ const ListPatientsQuery = Type.Object(
   {
     ...ListQuery,
     q: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, description: 'part of the first or last name (any case), or an exact national id' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'part of the first or last name (any case), or an exact national id',
+      }),
     ),
     sort: Type.Union(
       SORTS.map((s) => Type.Literal(s)),
@@ -27,11 +31,17 @@ const ListPatientsQuery = Type.Object(
 const ETag = { etag: Type.String({ description: 'the version, quoted: "3"' }) }
 const PostHeaders = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'the same key and body within 24 h replay the first answer' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'the same key and body within 24 h replay the first answer',
+    }),
   ),
 })
 const PatchHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({ description: 'ETag of the version you read ("3", W/"3" or *); stale is 412' })),
+  'if-match': Type.Optional(
+    Type.String({ description: 'ETag of the version you read ("3", W/"3" or *); stale is 412' }),
+  ),
 })
 
 export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> = async (app, { store }) => {
@@ -52,7 +62,11 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         description:
           'Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.',
         querystring: ListPatientsQuery,
-        response: { 200: listOf(Patient), 400: problem('Invalid query or unknown_center'), 403: problem('center_forbidden') },
+        response: {
+          200: listOf(Patient),
+          400: problem('Invalid query or unknown_center'),
+          403: problem('center_forbidden'),
+        },
       },
     },
     async (req) => listPatients(req.ctx, store, req.query),
@@ -91,7 +105,10 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
       })
       if (result.replayed) reply.header('idempotent-replayed', 'true')
       if (result.location) reply.header('location', result.location)
-      return reply.code(result.status as 201).header('etag', etagOf(result.body.version)).send(result.body)
+      return reply
+        .code(result.status as 201)
+        .header('etag', etagOf(result.body.version))
+        .send(result.body)
     },
   )
 
@@ -102,14 +119,17 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         tags,
         operationId: 'getPatient',
         summary: 'Read one patient',
-        description: '`ETag` is the version. A patient outside `codalmacen` or the token\'s centers is 404.',
+        description: "`ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.",
         params: IdParams,
         querystring: CenterQuery,
         response: { 200: { ...Patient, headers: ETag }, 404: problem('not_found') },
       },
     },
     async (req, reply) => {
-      const patient = await getPatient(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen })
+      const patient = await getPatient(req.ctx, store, {
+        id: req.params.id,
+        queryCenter: req.query.codalmacen,
+      })
       return reply.header('etag', etagOf(patient.version)).send(patient)
     },
   )

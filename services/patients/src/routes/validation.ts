@@ -1,4 +1,11 @@
-import { Problem, ValidationFailed, fieldErrors, toAppError, type AppError, type FieldError } from '@clinic/platform'
+import {
+  Problem,
+  ValidationFailed,
+  fieldErrors,
+  toAppError,
+  type AppError,
+  type FieldError,
+} from '@clinic/platform'
 import type { TSchema } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { BCP47, COUNTRY, E164, NATIONAL_ID, NOT_BLANK, READ_ONLY_FIELDS } from '../schemas/patient'
@@ -24,21 +31,34 @@ const PATTERN_MESSAGES: Record<string, string> = {
  * (id, version, timestamps, company) is named as read-only rather than as unknown.
  */
 export function requestError(req: FastifyRequest, extra: (body: unknown) => FieldError[]): AppError | null {
-  const err = req.validationError as (Error & { validation?: AjvError[]; validationContext?: string }) | undefined
+  const err = req.validationError as
+    (Error & { validation?: AjvError[]; validationContext?: string }) | undefined
   if (!err) return null
   if (err.validationContext !== 'body' || !err.validation) return toAppError(err)
   const ajv = err.validation.map((e) => {
     if (e.keyword === 'enum')
-      return { ...e, params: { ...e.params, allowedValues: (e.params.allowedValues as unknown[]).map((v) => (v === null ? 'null' : v)) } }
-    if (e.keyword === 'pattern') return { ...e, message: PATTERN_MESSAGES[String(e.params.pattern)] ?? e.message }
+      return {
+        ...e,
+        params: {
+          ...e.params,
+          allowedValues: (e.params.allowedValues as unknown[]).map((v) => (v === null ? 'null' : v)),
+        },
+      }
+    if (e.keyword === 'pattern')
+      return { ...e, message: PATTERN_MESSAGES[String(e.params.pattern)] ?? e.message }
     if (e.keyword === 'minLength' && e.params.limit === 1) return { ...e, message: 'must not be empty' }
     return e
   })
   const readOnly = new Set<string>(READ_ONLY_FIELDS.map((f) => `/${f}`))
   const errors = [...fieldErrors(ajv), ...extra(req.body)]
-    .map((e) => (readOnly.has(e.path) && e.message === 'is not an allowed field' ? { ...e, message: 'is read-only' } : e))
+    .map((e) =>
+      readOnly.has(e.path) && e.message === 'is not an allowed field' ? { ...e, message: 'is read-only' } : e,
+    )
     // One message per field (an empty name breaks both minLength and the blank pattern).
     .filter((e, i, all) => all.findIndex((o) => o.path === e.path) === i)
   const onlyReadOnly = errors.every((e) => e.message === 'is read-only')
-  return new ValidationFailed(errors, onlyReadOnly ? 'Read-only fields cannot be changed' : 'The body is not valid')
+  return new ValidationFailed(
+    errors,
+    onlyReadOnly ? 'Read-only fields cannot be changed' : 'The body is not valid',
+  )
 }

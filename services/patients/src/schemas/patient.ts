@@ -66,7 +66,9 @@ const writable = {
   last_name: text(100),
   birth_date: Type.String({ format: 'date', description: 'YYYY-MM-DD, not in the future' }),
   sex: nullable(SexValue),
-  national_id: nullable(Type.String({ minLength: 1, maxLength: 32, pattern: NATIONAL_ID, description: 'unique in the company' })),
+  national_id: nullable(
+    Type.String({ minLength: 1, maxLength: 32, pattern: NATIONAL_ID, description: 'unique in the company' }),
+  ),
   email: nullable(Email),
   phone: nullable(Phone),
   address: nullable(AddressInput),
@@ -150,7 +152,15 @@ export const PatientContact = Type.Object({
 export type PatientContact = Static<typeof PatientContact>
 
 /** Fields a client can never write; named as read-only in a 400 rather than as unknown. */
-export const READ_ONLY_FIELDS = ['id', 'version', 'created_at', 'updated_at', 'idempresa', 'idEmpresa', 'company_id'] as const
+export const READ_ONLY_FIELDS = [
+  'id',
+  'version',
+  'created_at',
+  'updated_at',
+  'idempresa',
+  'idEmpresa',
+  'company_id',
+] as const
 
 export const SORTS = ['last_name', '-created_at'] as const
 export type PatientSort = (typeof SORTS)[number]

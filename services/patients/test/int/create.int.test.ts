@@ -32,7 +32,14 @@ describe('POST /patients', () => {
     const body = res.json()
     expect(body).toMatchObject({
       ...fullPatient,
-      address: { line1: 'Calle Falsa 123', line2: null, city: 'Villaejemplo', postal_code: '00001', region: null, country: 'ES' },
+      address: {
+        line1: 'Calle Falsa 123',
+        line2: null,
+        city: 'Villaejemplo',
+        postal_code: '00001',
+        region: null,
+        country: 'ES',
+      },
       guardian: { name: 'Tutor Ejemplo', relationship: 'father', email: null, phone: '+34600000002' },
       version: 1,
     })
@@ -51,7 +58,11 @@ describe('POST /patients', () => {
 
   test('defaults: language es, no guardian required, nullable fields null, no center', async () => {
     const c = newCompany(h.app)
-    const res = await c.post('/patients', { first_name: 'Testa', last_name: 'Minima', birth_date: '1990-01-01' })
+    const res = await c.post('/patients', {
+      first_name: 'Testa',
+      last_name: 'Minima',
+      birth_date: '1990-01-01',
+    })
     expect(res.statusCode).toBe(201)
     expect(res.json()).toMatchObject({
       codalmacen: null,
@@ -132,14 +143,25 @@ describe('POST /patients', () => {
 
   test('string length limits', async () => {
     const c = newCompany(h.app)
-    const res = await c.post('/patients', makePatient({ first_name: 'x'.repeat(101), notes: 'n'.repeat(4001) }))
+    const res = await c.post(
+      '/patients',
+      makePatient({ first_name: 'x'.repeat(101), notes: 'n'.repeat(4001) }),
+    )
     expect(res.statusCode).toBe(400)
-    expect(res.json().errors.map((e: { path: string }) => e.path).sort()).toEqual(['/first_name', '/notes'])
+    expect(
+      res
+        .json()
+        .errors.map((e: { path: string }) => e.path)
+        .sort(),
+    ).toEqual(['/first_name', '/notes'])
   })
 
   test('read-only fields in a create body are named as read-only', async () => {
     const c = newCompany(h.app)
-    const res = await c.post('/patients', makePatient({ id: '01900000-0000-7000-8000-000000000000', idEmpresa: 99, version: 3 }))
+    const res = await c.post(
+      '/patients',
+      makePatient({ id: '01900000-0000-7000-8000-000000000000', idEmpresa: 99, version: 3 }),
+    )
     expect(res.statusCode).toBe(400)
     expect(res.json().errors).toEqual(
       expect.arrayContaining([
@@ -165,7 +187,10 @@ describe('POST /patients', () => {
     const c = newCompany(h.app)
     const res = await c.post(
       '/patients',
-      makePatient({ requires_legal_guardian: true, guardian: { name: 'Tutor Ejemplo', email: 'tutor@example.test' } }),
+      makePatient({
+        requires_legal_guardian: true,
+        guardian: { name: 'Tutor Ejemplo', email: 'tutor@example.test' },
+      }),
     )
     expect(res.statusCode).toBe(201)
   })
@@ -193,9 +218,13 @@ describe('POST /patients', () => {
 describe('centers on create', () => {
   test('body codalmacen wins over the query; the query applies when the body has none', async () => {
     const c = newCompany(h.app)
-    expect((await c.post('/patients?codalmacen=ALM1', makePatient({ codalmacen: 'ALM2' }))).json().codalmacen).toBe('ALM2')
+    expect(
+      (await c.post('/patients?codalmacen=ALM1', makePatient({ codalmacen: 'ALM2' }))).json().codalmacen,
+    ).toBe('ALM2')
     expect((await c.post('/patients?codalmacen=ALM1', makePatient())).json().codalmacen).toBe('ALM1')
-    expect((await c.post('/patients?codalmacen=ALM1', makePatient({ codalmacen: null }))).json().codalmacen).toBeNull()
+    expect(
+      (await c.post('/patients?codalmacen=ALM1', makePatient({ codalmacen: null }))).json().codalmacen,
+    ).toBeNull()
   })
 
   test('400 unknown_center for a code that is not a center of the company (body or query)', async () => {
@@ -216,7 +245,9 @@ describe('centers on create', () => {
     expect(forbidden.json().code).toBe('center_forbidden')
     const none = await c.post('/patients', makePatient())
     expect(none.statusCode).toBe(400)
-    expect(none.json().errors).toEqual([{ path: '/codalmacen', message: 'is required for a token limited to centers' }])
+    expect(none.json().errors).toEqual([
+      { path: '/codalmacen', message: 'is required for a token limited to centers' },
+    ])
     expect((await c.post('/patients?codalmacen=ALM1', makePatient())).statusCode).toBe(201)
   })
 })
@@ -236,7 +267,11 @@ describe('Idempotency-Key', () => {
     expect(again.headers.etag).toBe('"1"')
     expect(again.json()).toEqual(first.json())
 
-    const conflict = await c.post('/patients', { ...body, first_name: 'Otra' }, { 'idempotency-key': 'create-1' })
+    const conflict = await c.post(
+      '/patients',
+      { ...body, first_name: 'Otra' },
+      { 'idempotency-key': 'create-1' },
+    )
     expect(conflict.statusCode).toBe(409)
     expect(conflict.json().code).toBe('idempotency_conflict')
 
@@ -263,7 +298,9 @@ describe('Idempotency-Key', () => {
   test('concurrent requests with one key create one patient', async () => {
     const c = newCompany(h.app)
     const body = makePatient()
-    const answers = await Promise.all([1, 2, 3].map(() => c.post('/patients', body, { 'idempotency-key': 'race' })))
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => c.post('/patients', body, { 'idempotency-key': 'race' })),
+    )
     expect(answers.map((a) => a.statusCode)).toEqual([201, 201, 201])
     expect(new Set(answers.map((a) => a.json().id)).size).toBe(1)
     expect(await h.owner('patients').where({ idempresa: c.principal.companyId })).toHaveLength(1)
@@ -324,7 +361,11 @@ describe('transport', () => {
 
   test('401 when the assertion was signed for another path or method', async () => {
     const p = testPrincipal()
-    const other = await h.app.inject({ method: 'GET', url: '/patients', headers: gatewayHeaders(p, 'GET', '/patients/x') })
+    const other = await h.app.inject({
+      method: 'GET',
+      url: '/patients',
+      headers: gatewayHeaders(p, 'GET', '/patients/x'),
+    })
     expect(other.statusCode).toBe(401)
     const post = await h.app.inject({
       method: 'POST',
@@ -341,7 +382,10 @@ describe('transport', () => {
       method: 'POST',
       url: '/patients',
       payload: 'first_name=Testa',
-      headers: { ...gatewayHeaders(c.principal, 'POST', '/patients'), 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        ...gatewayHeaders(c.principal, 'POST', '/patients'),
+        'content-type': 'application/x-www-form-urlencoded',
+      },
     })
     expect(text.statusCode).toBe(415)
     const broken = await h.app.inject({

@@ -6,7 +6,16 @@ beforeAll(async () => {
 })
 afterAll(() => h.close())
 
-type Page = { data: Array<{ id: string; last_name: string; first_name: string; created_at: string; codalmacen: string | null }>; meta: { total: number; offset: number; limit: number; next: string | null } }
+type Page = {
+  data: Array<{
+    id: string
+    last_name: string
+    first_name: string
+    created_at: string
+    codalmacen: string | null
+  }>
+  meta: { total: number; offset: number; limit: number; next: string | null }
+}
 const page = async (c: Client, url: string): Promise<Page> => {
   const res = await c.get(url)
   if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`)
@@ -84,15 +93,19 @@ describe('GET /patients', () => {
     expect(beyond.meta.total).toBe(5)
   })
 
-  test.each(['last_name', '-created_at'])('cursor paging (sort %s) visits every row once, in order, ties broken by id', async (sort) => {
-    const c = newCompany(h.app)
-    // Same names everywhere: the id tie-breaker alone orders them.
-    for (let i = 0; i < 7; i++) await createPatient(c, { first_name: 'Igual', last_name: i < 4 ? 'Mismo' : 'Otro' })
-    const all = (await page(c, `/patients?sort=${sort}&limit=100`)).data.map((r) => r.id)
-    expect(all).toHaveLength(7)
-    expect(await walk(c, `/patients?sort=${sort}&limit=3`)).toEqual(all)
-    expect(await walk(c, `/patients?sort=${sort}&limit=1`)).toEqual(all)
-  })
+  test.each(['last_name', '-created_at'])(
+    'cursor paging (sort %s) visits every row once, in order, ties broken by id',
+    async (sort) => {
+      const c = newCompany(h.app)
+      // Same names everywhere: the id tie-breaker alone orders them.
+      for (let i = 0; i < 7; i++)
+        await createPatient(c, { first_name: 'Igual', last_name: i < 4 ? 'Mismo' : 'Otro' })
+      const all = (await page(c, `/patients?sort=${sort}&limit=100`)).data.map((r) => r.id)
+      expect(all).toHaveLength(7)
+      expect(await walk(c, `/patients?sort=${sort}&limit=3`)).toEqual(all)
+      expect(await walk(c, `/patients?sort=${sort}&limit=1`)).toEqual(all)
+    },
+  )
 
   test('a cursor continues after an offset page, and keeps its place when rows are added before it', async () => {
     const c = newCompany(h.app)
@@ -140,10 +153,19 @@ describe('GET /patients', () => {
 
   test('q: part of a name in any case or order, or an exact national id; total counts the matches', async () => {
     const c = newCompany(h.app)
-    const ana = await createPatient(c, { first_name: 'Ana María', last_name: 'García López', national_id: '11111111H' })
-    const juan = await createPatient(c, { first_name: 'Juan', last_name: 'Garcíaz', national_id: '22222222J' })
+    const ana = await createPatient(c, {
+      first_name: 'Ana María',
+      last_name: 'García López',
+      national_id: '11111111H',
+    })
+    const juan = await createPatient(c, {
+      first_name: 'Juan',
+      last_name: 'Garcíaz',
+      national_id: '22222222J',
+    })
     await createPatient(c, { first_name: 'Pedro', last_name: 'Ruiz' })
-    const ids = async (q: string) => (await page(c, `/patients?q=${encodeURIComponent(q)}`)).data.map((r) => r.id).sort()
+    const ids = async (q: string) =>
+      (await page(c, `/patients?q=${encodeURIComponent(q)}`)).data.map((r) => r.id).sort()
     expect(await ids('garcía')).toEqual([ana.id, juan.id].sort())
     expect(await ids('ARÍA')).toEqual([ana.id])
     expect(await ids('maría garcía')).toEqual([ana.id])
@@ -154,7 +176,10 @@ describe('GET /patients', () => {
     expect(await ids('%')).toEqual([]) // LIKE wildcards are literal
     expect(await ids('_')).toEqual([])
     expect((await page(c, '/patients?q=garc')).meta.total).toBe(2)
-    expect((await page(c, '/patients?q=garc&limit=1')).meta).toMatchObject({ total: 2, next: expect.any(String) })
+    expect((await page(c, '/patients?q=garc&limit=1')).meta).toMatchObject({
+      total: 2,
+      next: expect.any(String),
+    })
   })
 
   test('q does not reach other companies', async () => {
@@ -200,7 +225,11 @@ describe('centers and meta.total', () => {
 
   test('a token limited to two centers sees both', async () => {
     const company = newCompany(h.app, { companyCenters: ['ALM1', 'ALM2', 'ALM3'] })
-    const both = newCompany(h.app, { companyId: company.principal.companyId, companyCenters: ['ALM1', 'ALM2', 'ALM3'], allowedCenters: ['ALM1', 'ALM2'] })
+    const both = newCompany(h.app, {
+      companyId: company.principal.companyId,
+      companyCenters: ['ALM1', 'ALM2', 'ALM3'],
+      allowedCenters: ['ALM1', 'ALM2'],
+    })
     await createPatient(company, { codalmacen: 'ALM1' })
     await createPatient(company, { codalmacen: 'ALM2' })
     await createPatient(company, { codalmacen: 'ALM3' })
@@ -232,9 +261,26 @@ describe('centers and meta.total', () => {
     expect(await exactCount(id, 'ALM2')).toBe(1)
     expect(await exactCount(id, null)).toBe(1)
     // Refused writes roll the counter back with them.
-    await c.post('/patients', { first_name: 'X', last_name: 'Y', birth_date: '1990-01-01', requires_legal_guardian: true })
-    await c.post('/patients', { first_name: 'X', last_name: 'Y', birth_date: '1990-01-01', codalmacen: 'ALM1', national_id: 'C1' })
-    await c.post('/patients', { first_name: 'X', last_name: 'Y', birth_date: '1990-01-01', codalmacen: 'ALM1', national_id: 'C1' })
+    await c.post('/patients', {
+      first_name: 'X',
+      last_name: 'Y',
+      birth_date: '1990-01-01',
+      requires_legal_guardian: true,
+    })
+    await c.post('/patients', {
+      first_name: 'X',
+      last_name: 'Y',
+      birth_date: '1990-01-01',
+      codalmacen: 'ALM1',
+      national_id: 'C1',
+    })
+    await c.post('/patients', {
+      first_name: 'X',
+      last_name: 'Y',
+      birth_date: '1990-01-01',
+      codalmacen: 'ALM1',
+      national_id: 'C1',
+    })
     await check()
   })
 
@@ -244,7 +290,9 @@ describe('centers and meta.total', () => {
     const created = await Promise.all(
       Array.from({ length: 12 }, (_, i) => createPatient(c, { codalmacen: i % 2 ? 'ALM1' : 'ALM2' })),
     )
-    await Promise.all(created.map((p, i) => c.patch(`/patients/${p.id}`, { codalmacen: i % 3 ? 'ALM2' : null })))
+    await Promise.all(
+      created.map((p, i) => c.patch(`/patients/${p.id}`, { codalmacen: i % 3 ? 'ALM2' : null })),
+    )
     expect((await page(c, '/patients')).meta.total).toBe(12)
     for (const center of ['ALM1', 'ALM2'])
       expect((await page(c, `/patients?codalmacen=${center}`)).meta.total).toBe(await exactCount(id, center))

@@ -8,7 +8,7 @@ beforeAll(async () => {
 afterAll(() => h.close())
 
 describe('GET /patients/{id}', () => {
-  test('404 for another company\'s id and for an unknown id; 400 for a malformed id', async () => {
+  test("404 for another company's id and for an unknown id; 400 for a malformed id", async () => {
     const a = newCompany(h.app)
     const b = newCompany(h.app)
     const p = await createPatient(a)
@@ -54,7 +54,13 @@ describe('PATCH /patients/{id}', () => {
     const res = await c.patch(`/patients/${p.id}`, { email: 'new@example.test', phone: null })
     expect(res.statusCode).toBe(200)
     const body = res.json()
-    expect(body).toMatchObject({ email: 'new@example.test', phone: null, notes: 'keep', first_name: p.first_name, version: 2 })
+    expect(body).toMatchObject({
+      email: 'new@example.test',
+      phone: null,
+      notes: 'keep',
+      first_name: p.first_name,
+      version: 2,
+    })
     expect(res.headers.etag).toBe('"2"')
     expect(Date.parse(body.updated_at)).toBeGreaterThanOrEqual(Date.parse(p.created_at as string))
     expect(body.updated_at).not.toBe(p.updated_at)
@@ -74,11 +80,23 @@ describe('PATCH /patients/{id}', () => {
       national_id: 'Y0000000Z',
       email: 'nueva@example.test',
       phone: '+441234567890',
-      address: { line1: 'Rue Exemple 1', line2: 'Piso 2', city: 'Ejemplo', postal_code: '99999', region: 'Norte', country: 'FR' },
+      address: {
+        line1: 'Rue Exemple 1',
+        line2: 'Piso 2',
+        city: 'Ejemplo',
+        postal_code: '99999',
+        region: 'Norte',
+        country: 'FR',
+      },
       preferred_channel: 'email',
       language: 'en-GB',
       requires_legal_guardian: true,
-      guardian: { name: 'Tutora', relationship: 'mother', email: 'tutora@example.test', phone: '+34600000004' },
+      guardian: {
+        name: 'Tutora',
+        relationship: 'mother',
+        email: 'tutora@example.test',
+        phone: '+34600000004',
+      },
       notes: 'changed',
     }
     const res = await c.patch(`/patients/${p.id}`, patch)
@@ -89,18 +107,27 @@ describe('PATCH /patients/{id}', () => {
   test('a PATCH that changes nothing keeps version and updated_at and emits no event', async () => {
     const c = newCompany(h.app)
     const p = await createPatient(c, { email: 'same@example.test', address: { city: 'Igual' } })
-    const res = await c.patch(`/patients/${p.id}`, { email: 'same@example.test', address: { city: 'Igual', line1: null } })
+    const res = await c.patch(`/patients/${p.id}`, {
+      email: 'same@example.test',
+      address: { city: 'Igual', line1: null },
+    })
     expect(res.statusCode).toBe(200)
     expect(res.json().version).toBe(1)
     expect(res.json().updated_at).toBe(p.updated_at)
     expect((await c.patch(`/patients/${p.id}`, {})).json().version).toBe(1)
-    expect((await outboxOf(h.owner, c.principal.companyId, p.id)).map((r) => r.type)).toEqual(['patient.created'])
+    expect((await outboxOf(h.owner, c.principal.companyId, p.id)).map((r) => r.type)).toEqual([
+      'patient.created',
+    ])
   })
 
   test('patient.updated carries the names of the changed fields, never values of notes', async () => {
     const c = newCompany(h.app)
     const p = await createPatient(c, { codalmacen: 'ALM1' })
-    await c.patch(`/patients/${p.id}`, { notes: 'secret clinical remark', email: 'x@example.test', first_name: p.first_name })
+    await c.patch(`/patients/${p.id}`, {
+      notes: 'secret clinical remark',
+      email: 'x@example.test',
+      first_name: p.first_name,
+    })
     await c.patch(`/patients/${p.id}`, { codalmacen: 'ALM2' })
     const rows = await outboxOf(h.owner, c.principal.companyId, p.id)
     expect(rows.map((r) => r.type)).toEqual(['patient.created', 'patient.updated', 'patient.updated'])
@@ -153,9 +180,12 @@ describe('PATCH /patients/{id}', () => {
       email: 'nope',
     })
     expect(res.statusCode).toBe(400)
-    expect(res.json().errors.map((e: { path: string }) => e.path).sort()).toEqual(
-      ['/birth_date', '/email', '/first_name', '/language', '/requires_legal_guardian'].sort(),
-    )
+    expect(
+      res
+        .json()
+        .errors.map((e: { path: string }) => e.path)
+        .sort(),
+    ).toEqual(['/birth_date', '/email', '/first_name', '/language', '/requires_legal_guardian'].sort())
   })
 
   test('If-Match: matching "N", W/"N" and * pass; stale is 412 version_mismatch and changes nothing', async () => {
@@ -182,13 +212,21 @@ describe('PATCH /patients/{id}', () => {
     const turnOn = await c.patch(url, { requires_legal_guardian: true })
     expect(turnOn.statusCode).toBe(422)
     expect(turnOn.json().code).toBe('guardian_required')
-    const ok = await c.patch(url, { requires_legal_guardian: true, guardian: { name: 'Tutor', phone: '+34600000005' } })
+    const ok = await c.patch(url, {
+      requires_legal_guardian: true,
+      guardian: { name: 'Tutor', phone: '+34600000005' },
+    })
     expect(ok.statusCode).toBe(200)
     const clear = await c.patch(url, { guardian: null })
     expect(clear.statusCode).toBe(422)
     const noContact = await c.patch(url, { guardian: { name: 'Tutor' } })
     expect(noContact.statusCode).toBe(422)
-    expect((await c.get(url)).json().guardian).toEqual({ name: 'Tutor', relationship: null, email: null, phone: '+34600000005' })
+    expect((await c.get(url)).json().guardian).toEqual({
+      name: 'Tutor',
+      relationship: null,
+      email: null,
+      phone: '+34600000005',
+    })
   })
 
   test('address and guardian are replaced as a whole; null clears them', async () => {
@@ -199,7 +237,14 @@ describe('PATCH /patients/{id}', () => {
     })
     const url = `/patients/${p.id}`
     const res = await c.patch(url, { address: { city: 'Dos' }, guardian: { name: 'Otro' } })
-    expect(res.json().address).toEqual({ line1: null, line2: null, city: 'Dos', postal_code: null, region: null, country: null })
+    expect(res.json().address).toEqual({
+      line1: null,
+      line2: null,
+      city: 'Dos',
+      postal_code: null,
+      region: null,
+      country: null,
+    })
     expect(res.json().guardian).toEqual({ name: 'Otro', relationship: null, email: null, phone: null })
     const cleared = await c.patch(url, { address: null, guardian: null })
     expect(cleared.json()).toMatchObject({ address: null, guardian: null })
@@ -216,7 +261,7 @@ describe('PATCH /patients/{id}', () => {
     expect((await c.patch(`/patients/${p.id}`, { national_id: null })).statusCode).toBe(200)
   })
 
-  test('404 for another company\'s id, and nothing changes', async () => {
+  test("404 for another company's id, and nothing changes", async () => {
     const a = newCompany(h.app)
     const b = newCompany(h.app)
     const p = await createPatient(a)
@@ -225,7 +270,7 @@ describe('PATCH /patients/{id}', () => {
     expect((await a.get(`/patients/${p.id}`)).json()).toMatchObject({ notes: null, version: 1 })
   })
 
-  test('centers: limited tokens cannot patch other centers\' patients nor move patients out', async () => {
+  test("centers: limited tokens cannot patch other centers' patients nor move patients out", async () => {
     const company = newCompany(h.app)
     const limited = newCompany(h.app, { companyId: company.principal.companyId, allowedCenters: ['ALM1'] })
     const mine = await createPatient(company, { codalmacen: 'ALM1' })
@@ -236,7 +281,9 @@ describe('PATCH /patients/{id}', () => {
     expect(move.json().code).toBe('center_forbidden')
     expect((await limited.patch(`/patients/${mine.id}`, { codalmacen: null })).statusCode).toBe(400)
     expect((await limited.patch(`/patients/${mine.id}`, { notes: 'ok' })).statusCode).toBe(200)
-    expect((await company.patch(`/patients/${mine.id}`, { codalmacen: 'NOPE' })).json().code).toBe('unknown_center')
+    expect((await company.patch(`/patients/${mine.id}`, { codalmacen: 'NOPE' })).json().code).toBe(
+      'unknown_center',
+    )
     expect((await company.patch(`/patients/${mine.id}?codalmacen=ALM2`, { notes: 'y' })).statusCode).toBe(404)
   })
 
@@ -248,7 +295,10 @@ describe('PATCH /patients/{id}', () => {
       method: 'PATCH',
       url,
       payload: JSON.stringify({ notes: 'merge' }),
-      headers: { ...gatewayHeaders(c.principal, 'PATCH', url), 'content-type': 'application/merge-patch+json' },
+      headers: {
+        ...gatewayHeaders(c.principal, 'PATCH', url),
+        'content-type': 'application/merge-patch+json',
+      },
     })
     expect(res.statusCode).toBe(200)
     expect(res.json().notes).toBe('merge')
@@ -295,7 +345,7 @@ describe('GET /internal/patients/{id}', () => {
     expect(res.json()).toEqual(event!.payload.data)
   })
 
-  test('404 for another company\'s id; 401 without an assertion for that exact path', async () => {
+  test("404 for another company's id; 401 without an assertion for that exact path", async () => {
     const a = newCompany(h.app)
     const b = newCompany(h.app)
     const p = await createPatient(a)

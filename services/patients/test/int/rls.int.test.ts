@@ -12,7 +12,11 @@ describe('row-level security', () => {
   test('without app.idempresa the service role sees no patient, counter or idempotency key', async () => {
     const c = newCompany(h.app)
     await createPatient(c)
-    await c.post('/patients', { first_name: 'K', last_name: 'K', birth_date: '1990-01-01' }, { 'idempotency-key': 'rls' })
+    await c.post(
+      '/patients',
+      { first_name: 'K', last_name: 'K', birth_date: '1990-01-01' },
+      { 'idempotency-key': 'rls' },
+    )
     expect(await h.owner('patients').where({ idempresa: c.principal.companyId })).toHaveLength(2)
     expect(await h.knex('patients').where({ idempresa: c.principal.companyId })).toHaveLength(0)
     expect(await h.knex('patients')).toHaveLength(0)
@@ -90,14 +94,27 @@ describe('repository company scoping', () => {
     const repo = new PatientsRepository(h.owner)
     expect(await repo.findById(b.principal.companyId, p.id)).toBeNull()
     expect((await repo.findById(a.principal.companyId, p.id))?.id).toBe(p.id)
-    const listed = await repo.list(b.principal.companyId, { centers: null, sort: 'last_name', offset: 0, limit: 100 })
+    const listed = await repo.list(b.principal.companyId, {
+      centers: null,
+      sort: 'last_name',
+      offset: 0,
+      limit: 100,
+    })
     expect(listed.rows.map((r) => r.id)).not.toContain(p.id)
     expect(listed.total).toBe(1)
-    const searched = await repo.list(b.principal.companyId, { centers: ['ALM1'], q: p.last_name as string, sort: 'last_name', offset: 0, limit: 100 })
+    const searched = await repo.list(b.principal.companyId, {
+      centers: ['ALM1'],
+      q: p.last_name as string,
+      sort: 'last_name',
+      offset: 0,
+      limit: 100,
+    })
     expect(searched).toEqual({ rows: [], total: 0 })
     const inTx = await repo.transaction(b.principal.companyId, (tx) => tx.findById(p.id, { forUpdate: true }))
     expect(inTx).toBeNull()
-    await expect(repo.transaction(b.principal.companyId, (tx) => tx.update(p.id, { notes: 'x' }))).rejects.toThrow()
+    await expect(
+      repo.transaction(b.principal.companyId, (tx) => tx.update(p.id, { notes: 'x' })),
+    ).rejects.toThrow()
     expect((await repo.findById(a.principal.companyId, p.id))?.notes).toBeNull()
   })
 })

@@ -52,8 +52,12 @@ describe('cursors', () => {
     }
     expect(bad('-created_at', cursorOf('last_name', patient))).toBe(400)
     expect(bad('last_name', cursorOf('-created_at', patient))).toBe(400)
-    expect(bad('last_name', Buffer.from(JSON.stringify(['l', 'a', 'b', "x' or 1=1"])).toString('base64url'))).toBe(400)
-    expect(bad('-created_at', Buffer.from(JSON.stringify(['c', 'yesterday', patient.id])).toString('base64url'))).toBe(400)
+    expect(
+      bad('last_name', Buffer.from(JSON.stringify(['l', 'a', 'b', "x' or 1=1"])).toString('base64url')),
+    ).toBe(400)
+    expect(
+      bad('-created_at', Buffer.from(JSON.stringify(['c', 'yesterday', patient.id])).toString('base64url')),
+    ).toBe(400)
     expect(bad('last_name', 'not base64 json')).toBe(400)
   })
   test('q is trimmed and its spaces collapsed; blank is no filter', () => {
@@ -85,11 +89,27 @@ describe('centers on writes', () => {
 })
 
 describe('event payloads', () => {
-  const ctx: Ctx = { auth: testPrincipal({ companyId: 7 }), log: pino({ level: 'silent' }), requestId: 'req-1' }
+  const ctx: Ctx = {
+    auth: testPrincipal({ companyId: 7 }),
+    log: pino({ level: 'silent' }),
+    requestId: 'req-1',
+  }
   test('the contact projection has what comms needs and never notes, national id, birth date or address', () => {
     const c = contactOf(patient)
     expect(Object.keys(c).sort()).toEqual(
-      ['codalmacen', 'email', 'first_name', 'guardian', 'id', 'language', 'last_name', 'phone', 'preferred_channel', 'requires_legal_guardian', 'version'].sort(),
+      [
+        'codalmacen',
+        'email',
+        'first_name',
+        'guardian',
+        'id',
+        'language',
+        'last_name',
+        'phone',
+        'preferred_channel',
+        'requires_legal_guardian',
+        'version',
+      ].sort(),
     )
     expect(c.guardian).toEqual(patient.guardian)
   })
@@ -108,6 +128,7 @@ describe('event payloads', () => {
     const updated = patientUpdated(ctx, { ...patient, codalmacen: null }, ['email'])
     expect(updated.data.changes).toEqual(['email'])
     expect(updated).not.toHaveProperty('codalmacen')
-    for (const e of [created, updated]) expect(JSON.stringify(e)).not.toMatch(/clinical free text|00000000T|1980-01-01|Calle 1/)
+    for (const e of [created, updated])
+      expect(JSON.stringify(e)).not.toMatch(/clinical free text|00000000T|1980-01-01|Calle 1/)
   })
 })

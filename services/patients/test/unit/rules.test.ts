@@ -12,10 +12,14 @@ import {
   patientFieldErrors,
 } from '../../src/domain/rules'
 
-const base: PatientFields = fieldsFromCreate({ first_name: 'Testa', last_name: 'Ficticia', birth_date: '1980-01-01' }, null)
+const base: PatientFields = fieldsFromCreate(
+  { first_name: 'Testa', last_name: 'Ficticia', birth_date: '1980-01-01' },
+  null,
+)
 
 describe('guardian rule', () => {
-  const g = (guardian: PatientFields['guardian'], requires = true) => guardianSatisfied({ requires_legal_guardian: requires, guardian })
+  const g = (guardian: PatientFields['guardian'], requires = true) =>
+    guardianSatisfied({ requires_legal_guardian: requires, guardian })
   test('not required: anything goes', () => {
     expect(g(null, false)).toBe(true)
     expect(g({ name: 'T', relationship: null, email: null, phone: null }, false)).toBe(true)
@@ -41,7 +45,9 @@ describe('birth_date rules', () => {
     expect(latestToday(now)).toBe('2026-11-22')
     expect(latestToday(new Date('2026-11-22T10:00:00Z'))).toBe('2026-11-23')
     expect(patientFieldErrors({ birth_date: '2026-11-22' }, now)).toEqual([])
-    expect(patientFieldErrors({ birth_date: '2026-11-23' }, now)).toEqual([{ path: '/birth_date', message: 'must not be in the future' }])
+    expect(patientFieldErrors({ birth_date: '2026-11-23' }, now)).toEqual([
+      { path: '/birth_date', message: 'must not be in the future' },
+    ])
     expect(patientFieldErrors({ birth_date: '1899-12-31' }, now)).toEqual([
       { path: '/birth_date', message: 'must be on or after 1900-01-01' },
     ])
@@ -56,10 +62,23 @@ describe('birth_date rules', () => {
 
 describe('create defaults and normalization', () => {
   test('defaults', () => {
-    expect(base).toMatchObject({ language: 'es', requires_legal_guardian: false, guardian: null, address: null, codalmacen: null })
+    expect(base).toMatchObject({
+      language: 'es',
+      requires_legal_guardian: false,
+      guardian: null,
+      address: null,
+      codalmacen: null,
+    })
   })
   test('addresses carry all six keys; an empty one is no address', () => {
-    expect(normalizeAddress({ city: 'X' })).toEqual({ line1: null, line2: null, city: 'X', postal_code: null, region: null, country: null })
+    expect(normalizeAddress({ city: 'X' })).toEqual({
+      line1: null,
+      line2: null,
+      city: 'X',
+      postal_code: null,
+      region: null,
+      country: null,
+    })
     expect(normalizeAddress({})).toBeNull()
     expect(normalizeAddress({ city: null })).toBeNull()
   })
@@ -80,7 +99,10 @@ describe('PATCH merge', () => {
     const next = applyPatch(current, { address: { city: 'D' }, guardian: { name: 'H' } })
     expect(next.address).toEqual(normalizeAddress({ city: 'D' }))
     expect(next.guardian).toEqual({ name: 'H', relationship: null, email: null, phone: null })
-    expect(applyPatch(current, { guardian: null, address: null })).toMatchObject({ guardian: null, address: null })
+    expect(applyPatch(current, { guardian: null, address: null })).toMatchObject({
+      guardian: null,
+      address: null,
+    })
   })
   test('unknown keys never reach the result', () => {
     const next = applyPatch(current, { idempresa: 5 } as never)
@@ -94,12 +116,12 @@ describe('change detection', () => {
     expect(changedFields(base, same)).toEqual([])
     const withAddress = applyPatch(base, { address: { city: 'X' } })
     expect(changedFields(base, withAddress)).toEqual(['address'])
-    expect(changedFields(withAddress, applyPatch(withAddress, { address: { city: 'X', line1: null } }))).toEqual([])
-    expect(changedFields(base, applyPatch(base, { notes: 'n', codalmacen: 'ALM1', language: 'en' }))).toEqual([
-      'codalmacen',
-      'language',
-      'notes',
-    ])
+    expect(
+      changedFields(withAddress, applyPatch(withAddress, { address: { city: 'X', line1: null } })),
+    ).toEqual([])
+    expect(changedFields(base, applyPatch(base, { notes: 'n', codalmacen: 'ALM1', language: 'en' }))).toEqual(
+      ['codalmacen', 'language', 'notes'],
+    )
   })
 })
 
