@@ -59,7 +59,13 @@ export async function migrate(url: string, schema: string, migrations: Migration
         getMigration: async (m: Migration) => ({ up: m.up, down: m.down ?? (async () => undefined) }),
       },
     }) as Promise<[number, string[]]>
+  // knex creates its own tables check-then-create: two first runs at once collide there, or leave two
+  // rows in knex_migrations_lock, after which every run reports MigrationLocked. One run per schema.
+  const lock = new pg.Client({ connectionString: url, application_name: `${schema}-migrate` })
+  lock.on('error', () => undefined) // a lost lock connection fails the queries below instead
   try {
+    await lock.connect()
+    await lock.query('SELECT pg_advisory_lock(hashtext($1))', [`clinic-migrate:${schema}`])
     await knex.raw(`CREATE SCHEMA IF NOT EXISTS ${assertIdent(schema)}`).catch((err) => {
       if (!isUniqueViolation(err)) throw err // two replicas creating it at once
     })
@@ -69,15 +75,12 @@ export async function migrate(url: string, schema: string, migrations: Migration
         const [, applied] = await latest()
         return applied
       } catch (err) {
-        const locked = err instanceof Error && err.name === 'MigrationLocked'
-        // knex creates its own tables check-then-create, so concurrent first runs can collide there
-        // (42P07, or 23505 on the catalog); the next attempt finds the tables.
-        const raced = attempt < 3 && ((err as { code?: string }).code === '42P07' || isUniqueViolation(err))
-        if (!(locked || raced) || attempt > 300) throw err
+        if (!(err instanceof Error && err.name === 'MigrationLocked') || attempt > 300) throw err
         await new Promise((r) => setTimeout(r, 100))
       }
     }
   } finally {
+    await lock.end().catch(() => undefined) // releases the advisory lock
     await knex.destroy()
   }
 }
