@@ -7,7 +7,8 @@ import { runAdmin } from '../../src/cli/admin'
 import { identityRepository, type IdentityRepository } from '../../src/db/identity-repository'
 import { SCHEMA, migrations } from '../../src/db/migrations'
 
-type Stream = NodeJS.WriteStream
+type Out = Parameters<typeof runAdmin>[2]
+type Err = Parameters<typeof runAdmin>[3]
 class Sink {
   text = ''
   write(chunk: string) {
@@ -29,7 +30,7 @@ afterAll(() => knex.destroy())
 async function admin(...argv: string[]) {
   const out = new Sink()
   const err = new Sink()
-  await runAdmin(argv, repo, out as unknown as Stream, err as unknown as Stream)
+  await runAdmin(argv, repo, out as unknown as Out, err as unknown as Err)
   return { out: out.text, err: err.text }
 }
 async function usageError(...argv: string[]): Promise<string> {

@@ -2,19 +2,20 @@ import { createHash } from 'node:crypto'
 import { runAdmin } from '../../src/cli/admin'
 import { FakeIdentityRepository, Sink } from './fake-identity-repository'
 
-type Stream = NodeJS.WriteStream
+type Out = Parameters<typeof runAdmin>[2]
+type Err = Parameters<typeof runAdmin>[3]
 
 async function admin(repo: FakeIdentityRepository, ...argv: string[]) {
   const out = new Sink()
   const err = new Sink()
-  await runAdmin(argv, repo, out as unknown as Stream, err as unknown as Stream)
+  await runAdmin(argv, repo, out as unknown as Out, err as unknown as Err)
   return { out: out.text, err: err.text }
 }
 
 /** The CLI maps a UsageError to exit code 2 with the usage text; anything else is a crash (exit 1). */
 async function usageError(repo: FakeIdentityRepository, ...argv: string[]): Promise<string> {
   const out = new Sink()
-  const caught = await runAdmin(argv, repo, out as unknown as Stream, new Sink() as unknown as Stream).then(
+  const caught = await runAdmin(argv, repo, out as unknown as Out, new Sink() as unknown as Err).then(
     () => null,
     (e: Error) => e,
   )

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import type { Knex } from 'knex'
+import { Amqp, createDb, createLogger, migrate } from '@clinic/platform'
+import { freshCompanyId, uniqueName } from '@clinic/platform/testing'
+import { AccessLog } from '../../src/access-log'
+import { buildApp, type Upstreams } from '../../src/app'
+import { Authenticator } from '../../src/auth/authenticator'
+import { newToken } from '../../src/auth/tokens'
+import { identityRepository } from '../../src/db/identity-repository'
+import { SCHEMA, migrations } from '../../src/db/migrations'
+
+export const VERSION = '991231.42'
+export const SECRET = () => process.env.INTERNAL_AUTH_SECRET!
+export const logger = createLogger({ service: 'gateway-test', level: 'silent' })
+
+export interface Received {
+  method: string
+  url: string
+  headers: Record<string, string | string[] | undefined>
+}
+
+/**
+ * A stand-in for one service: echoes what it received as JSON, answers POST with 201 and a
+ * service-relative Location, serves a small OpenAPI document and a switchable readiness.
+ */
+export class FakeUpstream {
+  received: Received[] = []
+  ready = true
+  url = ''
+  private app: FastifyInstance
+
+  constructor(
+    readonly name: string,
+    readonly openapi: Record<string, unknown> = { openapi: '3.1.0', paths: {} },
+  ) {
+    this.app = Fastify()
+    this.app.get('/health/ready', async (_req, reply) => reply.code(this.ready ? 200 : 503).send({ status: this.ready ? 'ok' : 'unavailable' }))
+    this.app.get('/openapi.json', async () => this.openapi)
+    this.app.all('/*', async (req, reply) => {
+      const r: Received = { method: req.method, url: req.url, headers: { ...req.headers } }
+      this.received.push(r)
+      if (req.method === 'POST') {
+        const id = randomUUID()
+        return reply.code(201).header('location', `/${req.url.split('/')[1]!.split('?')[0]}/${id}`).send({ id, ...r })
+      }
+      return reply.header('etag', '"1"').send(r)
+    })
+  }
+
+  async start() {
+    await this.app.listen({ port: 0, host: '127.0.0.1' })
+    this.url = `http://127.0.0.1:${(this.app.server.address() as AddressInfo).port}`
+    return this
+  }
+
+  close() {
+    return this.app.close()
+  }
+}
+
+/** A URL on which nothing listens (a port that was just freed). */
+export async function deadUrl(): Promise<string> {
+  const s = Fastify()
+  await s.listen({ port: 0, host: '127.0.0.1' })
+  const port = (s.server.address() as AddressInfo).port
+  await s.close()
+  return `http://127.0.0.1:${port}`
+}
+
+/** The gateway's database, broker connection and migrations, shared by one test file. */
+export async function infra() {
+  await migrate(process.env.DATABASE_URL!, SCHEMA, migrations)
+  const knex = createDb(process.env.DATABASE_URL!, { schema: SCHEMA, poolMax: 5 })
+  const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'gateway-test' })
+  await amqp.start()
+  return { knex, amqp, close: async () => Promise.all([amqp.close(), knex.destroy()]) }
+}
+
+export interface GatewayOptions {
+  knex: Knex
+  amqp: Amqp
+  upstreams: Upstreams
+  rateLimitPerMinute?: number
+  corsOrigins?: string[]
+  redis?: Redis
+}
+
+export async function gateway(o: GatewayOptions) {
+  const accessLog = new AccessLog(o.knex, logger, { flushMs: 60_000 })
+  const app = await buildApp({
+    logger,
+    knex: o.knex,
+    amqp: o.amqp,
+    version: VERSION,
+    assertionSecret: SECRET(),
+    authenticator: new Authenticator(identityRepository(o.knex), { ttlMs: 5000 }),
+    accessLog,
+    upstreams: o.upstreams,
+    rateLimitPerMinute: o.rateLimitPerMinute ?? 1000,
+    corsOrigins: o.corsOrigins ?? [],
+    trustProxy: false,
+    redis: o.redis,
+  })
+  await app.ready()
+  return { app, accessLog, close: async () => (await app.close(), await accessLog.close()) }
+}
+
+/** A company with centers ALM1 and ALM2, one user and a token (optionally limited or revoked). */
+export async function tenant(knex: Knex, opts: { centers?: string[]; revoked?: boolean } = {}) {
+  const repo = identityRepository(knex)
+  const companyId = freshCompanyId()
+  const username = uniqueName('user')
+  await repo.createCompany(companyId, `Clinica ${companyId}`)
+  await repo.createCenter(companyId, 'ALM1', 'Centro 1')
+  await repo.createCenter(companyId, 'ALM2', 'Centro 2')
+  const userId = await repo.createUser(companyId, username)
+  const { token, lookup, hash } = newToken()
+  const tokenId = await repo.createToken({
+    companyId,
+    userId,
+    name: null,
+    lookup,
+    hash,
+    centers: opts.centers ?? null,
+    expiresAt: null,
+  })
+  if (opts.revoked) await repo.revokeToken(tokenId)
+  return { companyId, username, userId, token, tokenId, headers: { 'x-service-token': token } }
+}

@@ -1,0 +1,342 @@
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { Knex } from 'knex'
+import { ASSERTION_HEADER, verifyAssertion, type CloudEvent } from '@clinic/platform'
+import { FakeUpstream, SECRET, VERSION, deadUrl, gateway, infra, tenant, type Received } from './harness'
+
+const PATIENT = '0190c5a0-1234-7abc-8def-0123456789ab'
+
+let env: Awaited<ReturnType<typeof infra>>
+let knex: Knex
+let upstream: FakeUpstream
+let gw: Awaited<ReturnType<typeof gateway>>
+
+beforeAll(async () => {
+  env = await infra()
+  knex = env.knex
+  upstream = await new FakeUpstream('echo').start()
+  gw = await gateway({
+    knex,
+    amqp: env.amqp,
+    // audit points at nothing: the 503 path.
+    upstreams: { patients: upstream.url, appointments: upstream.url, comms: upstream.url, audit: await deadUrl() },
+    corsOrigins: ['https://portal.example'],
+  })
+})
+afterAll(async () => {
+  await gw?.close()
+  await upstream?.close()
+  await env?.close()
+})
+
+const inject = (o: InjectOptions) => gw.app.inject(o)
+const json = (res: LightMyRequestResponse) => res.json() as Record<string, unknown>
+const echoed = (res: LightMyRequestResponse) => res.json() as Received
+const problem = (res: LightMyRequestResponse) => {
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+  return json(res)
+}
+
+describe('forwarding to the services', () => {
+  it('sends a signed assertion for the rewritten path and none of the client credentials or tenant hints', async () => {
+    const t = await tenant(knex, { centers: ['ALM1'] })
+    const forged = 'v1.forged.assertion'
+    const res = await inject({
+      method: 'GET',
+      url: `/api/3/patients/${PATIENT}?codalmacen=ALM1&q=x`,
+      headers: {
+        ...t.headers,
+        cookie: 'session=abc',
+        'x-idempresa': '999',
+        idempresa: '999',
+        'x-tenant-id': '999',
+        'x-clinic-company': '999',
+        [ASSERTION_HEADER]: forged,
+        'x-request-id': 'client-req-1',
+        accept: 'application/json',
+      },
+    })
+    expect(res.statusCode).toBe(200)
+    const got = echoed(res)
+    expect(got.method).toBe('GET')
+    expect(got.url).toBe(`/patients/${PATIENT}?codalmacen=ALM1&q=x`)
+    for (const h of ['x-service-token', 'authorization', 'cookie', 'x-idempresa', 'idempresa', 'x-tenant-id', 'x-clinic-company'])
+      expect(got.headers).not.toHaveProperty(h)
+    expect(JSON.stringify(got.headers)).not.toContain(t.token)
+    expect(got.headers[ASSERTION_HEADER]).not.toBe(forged)
+    expect(got.headers.accept).toBe('application/json')
+    expect(got.headers['x-request-id']).toBe('client-req-1')
+
+    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: `/patients/${PATIENT}` })
+    expect(verified).toEqual({
+      ok: true,
+      claims: expect.objectContaining({
+        companyId: t.companyId,
+        userId: t.userId,
+        username: t.username,
+        tokenId: t.tokenId,
+        companyCenters: ['ALM1', 'ALM2'],
+        allowedCenters: ['ALM1'],
+        requestId: 'client-req-1',
+        method: 'GET',
+        path: `/patients/${PATIENT}`,
+      }),
+    })
+    // Bound to this request: not valid for another path, nor under another secret.
+    expect(verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/patients' }).ok).toBe(false)
+    expect(res.headers['x-request-id']).toBe('client-req-1')
+  })
+
+  it('strips Authorization too when the client uses Basic, under the /api base', async () => {
+    const t = await tenant(knex)
+    const res = await inject({
+      method: 'GET',
+      url: '/api/appointments',
+      headers: { authorization: `Basic ${Buffer.from(`${t.username.toUpperCase()}:${t.token}`).toString('base64')}` },
+    })
+    expect(res.statusCode).toBe(200)
+    const got = echoed(res)
+    expect(got.url).toBe('/appointments')
+    expect(got.headers).not.toHaveProperty('authorization')
+    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/appointments' })
+    expect(v.ok && v.claims.companyId).toBe(t.companyId)
+  })
+
+  it('rewrites a service-relative Location onto the base the client used', async () => {
+    const t = await tenant(knex)
+    for (const base of ['/api', '/api/3']) {
+      const res = await inject({
+        method: 'POST',
+        url: `${base}/patients`,
+        headers: { ...t.headers, 'content-type': 'application/json' },
+        payload: { first_name: 'Test' },
+      })
+      expect(res.statusCode).toBe(201)
+      const { id } = json(res) as { id: string }
+      expect(res.headers.location).toBe(`${base}/patients/${id}`)
+      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, SECRET(), { method: 'POST', path: '/patients' })
+      expect(v.ok).toBe(true)
+    }
+  })
+
+  it('never reaches a service without a valid token', async () => {
+    const before = upstream.received.length
+    const revoked = await tenant(knex, { revoked: true })
+    for (const headers of [{}, { 'x-service-token': 'csk_nope' }, revoked.headers, { authorization: 'Bearer x' }]) {
+      const res = await inject({ method: 'GET', url: '/api/3/patients', headers })
+      expect(res.statusCode).toBe(401)
+      expect(res.headers['www-authenticate']).toBe('Basic realm="clinic"')
+      expect(problem(res)).toMatchObject({ status: 401, code: 'unauthenticated' })
+    }
+    expect(upstream.received.length).toBe(before)
+  })
+})
+
+describe('X-service-Version on every answer', () => {
+  let t: Awaited<ReturnType<typeof tenant>>
+  beforeAll(async () => (t = await tenant(knex)))
+
+  it.each([
+    ['200 proxied', () => ({ method: 'GET' as const, url: '/api/3/patients', headers: t.headers }), 200, null],
+    ['401 no token', () => ({ method: 'GET' as const, url: '/api/3/patients' }), 401, 'unauthenticated'],
+    ['404 unknown route', () => ({ method: 'GET' as const, url: '/api/3/nothing-here', headers: t.headers }), 404, 'not_found'],
+    [
+      '413 big body',
+      () => ({
+        method: 'POST' as const,
+        url: '/api/3/patients',
+        headers: { ...t.headers, 'content-type': 'application/json' },
+        payload: JSON.stringify({ notes: 'x'.repeat(70 * 1024) }),
+      }),
+      413,
+      'payload_too_large',
+    ],
+    [
+      '415 not JSON',
+      () => ({ method: 'POST' as const, url: '/api/3/patients', headers: { ...t.headers, 'content-type': 'text/plain' }, payload: 'hello' }),
+      415,
+      'unsupported_media_type',
+    ],
+    ['501 planned area', () => ({ method: 'GET' as const, url: '/api/3/documents', headers: t.headers }), 501, 'not_implemented'],
+    ['503 service down', () => ({ method: 'GET' as const, url: '/api/3/audit/events', headers: t.headers }), 503, 'upstream_unavailable'],
+  ])('%s', async (_name, request, status, code) => {
+    const before = upstream.received.length
+    const res = await inject(request())
+    expect(res.statusCode).toBe(status)
+    expect(res.headers['x-service-version']).toBe(VERSION)
+    expect(res.headers['x-request-id']).toBeTruthy()
+    if (code) expect(problem(res)).toMatchObject({ status, code, request_id: res.headers['x-request-id'] })
+    if (status !== 200) expect(upstream.received.length).toBe(before)
+    if (status === 503) expect(Number(res.headers['retry-after'])).toBeGreaterThan(0)
+  })
+})
+
+describe('planned areas', () => {
+  it.each([
+    ['/api/documents', 'documents'],
+    ['/api/3/documents/abc', 'documents'],
+    ['/api/consents', 'consents'],
+    ['/api/3/consents/x/y', 'consents'],
+    ['/api/clinical/exams', 'clinical (ophthalmology)'],
+  ])('%s is 401 without a token and 501 naming %s with one', async (url, area) => {
+    const t = await tenant(knex)
+    const anon = await inject({ method: 'GET', url })
+    expect(anon.statusCode).toBe(401)
+    expect(problem(anon).code).toBe('unauthenticated')
+    const res = await inject({ method: 'POST', url, headers: t.headers })
+    expect(res.statusCode).toBe(501)
+    expect(problem(res)).toMatchObject({ code: 'not_implemented', detail: `The ${area} area is planned for a later release` })
+  })
+})
+
+describe('codalmacen', () => {
+  it('is checked against the company and the token before anything is forwarded', async () => {
+    const t = await tenant(knex, { centers: ['ALM1'] })
+    const before = upstream.received.length
+    const get = (qs: string) => inject({ method: 'GET', url: `/api/3/patients?${qs}`, headers: t.headers })
+
+    const unknown = await get('codalmacen=ZZZ')
+    expect(unknown.statusCode).toBe(400)
+    expect(problem(unknown).code).toBe('unknown_center')
+
+    const forbidden = await get('codalmacen=ALM2')
+    expect(forbidden.statusCode).toBe(403)
+    expect(problem(forbidden).code).toBe('center_forbidden')
+
+    for (const qs of ['codalmacen=ALM1&codalmacen=ALM2', 'codalmacen=ALM1&codalmacen=ALM1', 'codalmacen=bad%20code', 'codalmacen=ELEVENCHARS', 'codalmacen=']) {
+      const bad = await get(qs)
+      expect(bad.statusCode).toBe(400)
+      expect(problem(bad)).toMatchObject({ code: 'validation_failed', errors: [expect.objectContaining({ path: '/codalmacen' })] })
+    }
+    expect(upstream.received.length).toBe(before)
+
+    const ok = await get('codalmacen=ALM1')
+    expect(ok.statusCode).toBe(200)
+    expect(echoed(ok).url).toBe('/patients?codalmacen=ALM1')
+  })
+
+  it('accepts any center of the company for an unrestricted token, and only its own company centers', async () => {
+    const t = await tenant(knex)
+    const other = await tenant(knex)
+    await knex('centers').insert({ idempresa: other.companyId, code: 'ONLYTHERE', name: 'x' })
+    expect((await inject({ method: 'GET', url: '/api/patients?codalmacen=ALM2', headers: t.headers })).statusCode).toBe(200)
+    const res = await inject({ method: 'GET', url: '/api/patients?codalmacen=ONLYTHERE', headers: t.headers })
+    expect(res.statusCode).toBe(400)
+    expect(problem(res).code).toBe('unknown_center')
+  })
+})
+
+describe('access events', () => {
+  const events = async (companyId: number) =>
+    (await knex('outbox').where({ idempresa: companyId, type: 'http.request' }).orderBy('id')).map((r) => r.payload as CloudEvent<'http.request'>)
+
+  it('records each request in the outbox with actor, path without query, status, ip and resource', async () => {
+    const t = await tenant(knex)
+    const ok = await inject({
+      method: 'GET',
+      url: `/api/3/patients/${PATIENT}?codalmacen=ALM2&q=secret-name`,
+      headers: { ...t.headers, 'x-forwarded-for': '203.0.113.9' },
+    })
+    const missing = await inject({ method: 'GET', url: '/api/3/nothing', headers: t.headers })
+    await gw.accessLog.flush()
+    const [e1, e2, ...rest] = await events(t.companyId)
+    expect(rest).toHaveLength(0)
+    expect(e1).toMatchObject({
+      type: 'http.request',
+      source: 'clinic/gateway',
+      idempresa: t.companyId,
+      codalmacen: 'ALM2',
+      subject: PATIENT,
+      actorid: t.userId,
+      actorname: t.username,
+      actortokenid: t.tokenId,
+      requestid: ok.headers['x-request-id'],
+      data: {
+        method: 'GET',
+        path: `/api/3/patients/${PATIENT}`,
+        status: 200,
+        ip: '127.0.0.1', // trustProxy is off: X-Forwarded-For from the client is not believed
+        resource_type: 'patient',
+        resource_id: PATIENT,
+      },
+    })
+    expect(typeof e1!.data.duration_ms).toBe('number')
+    expect(JSON.stringify(e1)).not.toContain('secret-name')
+    expect(e2).toMatchObject({
+      requestid: missing.headers['x-request-id'],
+      data: { method: 'GET', path: '/api/3/nothing', status: 404, resource_type: null, resource_id: null },
+    })
+  })
+
+  it("records a revoked token's 401 under its company, without an actor", async () => {
+    const t = await tenant(knex, { revoked: true })
+    const res = await inject({ method: 'POST', url: '/api/patients', headers: { ...t.headers, 'content-type': 'application/json' }, payload: {} })
+    expect(res.statusCode).toBe(401)
+    await gw.accessLog.flush()
+    const [e, ...rest] = await events(t.companyId)
+    expect(rest).toHaveLength(0)
+    expect(e).toMatchObject({
+      idempresa: t.companyId,
+      requestid: res.headers['x-request-id'],
+      data: { method: 'POST', path: '/api/patients', status: 401, ip: '127.0.0.1', resource_type: 'patient', resource_id: null },
+    })
+    expect(e).not.toHaveProperty('actorname')
+    expect(e).not.toHaveProperty('actorid')
+  })
+
+  it('leaves public routes and preflights out', async () => {
+    const rid = `public-${Date.now().toString(36)}`
+    await inject({ method: 'GET', url: '/api/openapi.json', headers: { 'x-request-id': rid } })
+    await inject({ method: 'GET', url: '/api/3/health', headers: { 'x-request-id': rid } })
+    await inject({
+      method: 'OPTIONS',
+      url: '/api/patients',
+      headers: { 'x-request-id': rid, origin: 'https://portal.example', 'access-control-request-method': 'GET' },
+    })
+    // A request that is recorded, as a control: the query below does find rows by request id.
+    const control = await inject({ method: 'GET', url: '/api/patients', headers: { 'x-request-id': `${rid}-control` } })
+    expect(control.statusCode).toBe(401)
+    await gw.accessLog.flush()
+    const rows = await knex('outbox').where({ type: 'http.request' }).whereRaw("payload->>'requestid' like ?", [`${rid}%`])
+    expect(rows.map((r) => (r.payload as CloudEvent).requestid)).toEqual([`${rid}-control`])
+  })
+})
+
+describe('CORS', () => {
+  it('answers a preflight from an allowed origin without a token', async () => {
+    const res = await inject({
+      method: 'OPTIONS',
+      url: '/api/3/patients',
+      headers: {
+        origin: 'https://portal.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'x-service-token,content-type,idempotency-key',
+      },
+    })
+    expect(res.statusCode).toBe(204)
+    expect(res.headers['access-control-allow-origin']).toBe('https://portal.example')
+    expect(String(res.headers['access-control-allow-methods'])).toContain('POST')
+    expect(String(res.headers['access-control-allow-headers']).toLowerCase()).toContain('x-service-token')
+    expect(res.headers['x-service-version']).toBe(VERSION)
+  })
+
+  it('does not allow other origins', async () => {
+    const res = await inject({
+      method: 'OPTIONS',
+      url: '/api/3/patients',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+    })
+    expect(res.headers['access-control-allow-origin']).toBeUndefined()
+  })
+
+  it('exposes the version, ETag, Location and request id headers to browser code', async () => {
+    const t = await tenant(knex)
+    const res = await inject({ method: 'GET', url: '/api/patients', headers: { ...t.headers, origin: 'https://portal.example' } })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['access-control-allow-origin']).toBe('https://portal.example')
+    const exposed = String(res.headers['access-control-expose-headers'])
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+    expect(exposed).toEqual(expect.arrayContaining(['x-service-version', 'etag', 'location', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'retry-after']))
+    expect(res.headers.etag).toBe('"1"')
+  })
+})

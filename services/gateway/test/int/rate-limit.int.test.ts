@@ -1,0 +1,74 @@
+import { Redis } from 'ioredis'
+import type { LightMyRequestResponse } from 'fastify'
+import { FakeUpstream, VERSION, gateway, infra, tenant } from './harness'
+
+let env: Awaited<ReturnType<typeof infra>>
+let upstream: FakeUpstream
+let redis: Redis[] = []
+let a: Awaited<ReturnType<typeof gateway>>
+let b: Awaited<ReturnType<typeof gateway>>
+
+beforeAll(async () => {
+  env = await infra()
+  upstream = await new FakeUpstream('echo').start()
+  const upstreams = { patients: upstream.url, appointments: upstream.url, comms: upstream.url, audit: upstream.url }
+  // Two gateway replicas, each with its own Redis connection to the same store.
+  redis = [new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 }), new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 })]
+  a = await gateway({ knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerMinute: 4, redis: redis[0] })
+  b = await gateway({ knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerMinute: 4, redis: redis[1] })
+})
+afterAll(async () => {
+  await a?.close()
+  await b?.close()
+  redis.forEach((r) => r.disconnect())
+  await upstream?.close()
+  await env?.close()
+})
+
+const get = (gw: typeof a, headers: Record<string, string>) => gw.app.inject({ method: 'GET', url: '/api/3/patients', headers })
+
+function expectLimited(res: LightMyRequestResponse) {
+  expect(res.statusCode).toBe(429)
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+  expect(res.json()).toMatchObject({ status: 429, code: 'rate_limited' })
+  const retryAfter = Number(res.headers['retry-after'])
+  expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true)
+  expect(res.headers['ratelimit-limit']).toBe('4')
+  expect(res.headers['ratelimit-remaining']).toBe('0')
+  expect(res.headers['x-service-version']).toBe(VERSION)
+}
+
+describe('rate limit shared by gateway replicas', () => {
+  it('counts one budget per token across both instances', async () => {
+    const t = await tenant(env.knex)
+    const before = upstream.received.length
+    const passed: LightMyRequestResponse[] = []
+    for (const gw of [a, b, a, b]) passed.push(await get(gw, t.headers))
+    expect(passed.map((r) => r.statusCode)).toEqual([200, 200, 200, 200])
+    expect(passed.map((r) => r.headers['ratelimit-limit'])).toEqual(['4', '4', '4', '4'])
+    expect(passed.map((r) => r.headers['ratelimit-remaining'])).toEqual(['3', '2', '1', '0'])
+    expect(upstream.received.length).toBe(before + 4)
+
+    expectLimited(await get(a, t.headers))
+    expectLimited(await get(b, t.headers))
+    expect(upstream.received.length).toBe(before + 4)
+  })
+
+  it('gives every token its own budget', async () => {
+    const t1 = await tenant(env.knex)
+    const t2 = await tenant(env.knex)
+    for (let i = 0; i < 4; i++) expect((await get(i % 2 ? a : b, t1.headers)).statusCode).toBe(200)
+    expectLimited(await get(a, t1.headers))
+    const other = await get(b, t2.headers)
+    expect(other.statusCode).toBe(200)
+    expect(other.headers['ratelimit-remaining']).toBe('3')
+  })
+
+  it('answers 401, never 429, to requests without a valid token, and they use no token\'s budget', async () => {
+    const t = await tenant(env.knex)
+    for (let i = 0; i < 6; i++) expect((await get(a, { 'x-service-token': 'csk_wrong' })).statusCode).toBe(401)
+    const res = await get(b, t.headers)
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['ratelimit-remaining']).toBe('3')
+  })
+})
