@@ -89,14 +89,12 @@ beforeAll(async () => {
       const body = req.body as { name: string }
       // A careless line logging the whole body: redaction must still keep patient data out.
       req.ctx.log.info({ body, patient: { first_name: body.name } }, 'creating a thing')
-      return reply
-        .code(201)
-        .send({
-          name: body.name,
-          company_id: req.ctx.auth.companyId,
-          request_id: req.ctx.requestId,
-          secret_column: 'x',
-        })
+      return reply.code(201).send({
+        name: body.name,
+        company_id: req.ctx.auth.companyId,
+        request_id: req.ctx.requestId,
+        secret_column: 'x',
+      })
     },
   )
   app.get('/boom', { schema: { tags: ['things'], summary: 'Fail', operationId: 'boom' } }, async () => {
