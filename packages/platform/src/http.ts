@@ -1,3 +1,5 @@
+import Ajv from 'ajv'
+import addFormats from 'ajv-formats'
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
@@ -41,10 +43,6 @@ export function fastifyOptions(logger: Logger) {
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
-    ajv: {
-      // Unknown fields are an error, never silently dropped; every bad field is reported.
-      customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true },
-    },
   } satisfies FastifyServerOptions & { loggerInstance: Logger }
 }
 
@@ -128,7 +126,23 @@ export interface HttpPluginOptions {
 
 const readinessTimeoutMs = 2000
 
+/**
+ * Two validators: query strings and path params arrive as text and are coerced ("25" -> 25);
+ * JSON bodies are taken as sent, so `"true"` or `null` for a boolean is an error, not a guess.
+ * Both refuse unknown fields (never silently dropped) and report every bad field at once.
+ */
+function validatorCompiler() {
+  // allowUnionTypes: nullable fields are `type: [T, 'null']`, one clear error per field.
+  const common = { removeAdditional: false, allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false } as const
+  const make = (coerceTypes: false | 'array') => addFormats(new Ajv({ ...common, coerceTypes }))
+  const body = make(false)
+  const text = make('array')
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? body : text).compile(schema)
+}
+
 async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
+  app.setValidatorCompiler(validatorCompiler())
   app.decorateRequest('ctx', null as unknown as Ctx)
   // JSON only: anything else is 415, as in the gateway.
   app.removeContentTypeParser('text/plain')

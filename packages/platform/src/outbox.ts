@@ -4,11 +4,16 @@ import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
 import type { CloudEvent } from './events'
 
-/** Writes events in the caller's transaction: they exist exactly when the change commits. */
+/**
+ * Writes events in the caller's transaction: they exist exactly when the change commits.
+ * One statement whatever the batch size (arrays through unnest, not one binding per value).
+ */
 export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
-  await trx('outbox').insert(
-    events.map((e) => ({ event_id: e.id, idempresa: e.idempresa, type: e.type, payload: JSON.stringify(e) })),
+  await trx.raw(
+    `INSERT INTO outbox (event_id, idempresa, type, payload)
+     SELECT * FROM unnest(?::uuid[], ?::integer[], ?::text[], ?::jsonb[])`,
+    [events.map((e) => e.id), events.map((e) => e.idempresa), events.map((e) => e.type), events.map((e) => JSON.stringify(e))],
   )
 }
 

@@ -18,12 +18,7 @@ export interface Deps {
 
 /** The patients service: list, create, read and patch patients, plus the internal contact lookup. */
 export async function buildApp(deps: Deps) {
-  const options = fastifyOptions(deps.logger)
-  const app = Fastify({
-    ...options,
-    // Nullable fields are `type: [T, "null"]` (one clear error per field); Ajv asks to allow that.
-    ajv: { customOptions: { ...options.ajv.customOptions, allowUnionTypes: true } },
-  }).withTypeProvider<TypeBoxTypeProvider>()
+  const app = Fastify(fastifyOptions(deps.logger)).withTypeProvider<TypeBoxTypeProvider>()
   await app.register(http, {
     service: 'patients',
     version: deps.version,

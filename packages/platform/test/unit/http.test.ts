@@ -97,6 +97,15 @@ beforeAll(async () => {
       })
     },
   )
+  app.get(
+    '/things',
+    {
+      schema: {
+        querystring: Type.Object({ limit: Type.Integer({ maximum: 100 }) }, { additionalProperties: false }),
+      },
+    },
+    async (req) => ({ limit: (req.query as { limit: number }).limit }),
+  )
   app.get('/boom', { schema: { tags: ['things'], summary: 'Fail', operationId: 'boom' } }, async () => {
     throw new Error('relation "patients" does not exist; first_name=Fakefirst')
   })
@@ -197,6 +206,20 @@ describe('platform http plugin', () => {
       ]),
     )
     expect(body.errors).toHaveLength(7)
+  })
+
+  it('takes body values as sent (no coercion) but coerces query strings', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/things',
+      headers: auth('POST', '/things'),
+      payload: { name: 'x', count: '5' },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().errors).toEqual([{ path: '/count', message: 'must be integer' }])
+    const listed = await app.inject({ method: 'GET', url: '/things?limit=5', headers: auth('GET', '/things') })
+    expect(listed.statusCode).toBe(200)
+    expect(listed.json()).toEqual({ limit: 5 })
   })
 
   it('reports a bad union value once, not once per branch', async () => {
