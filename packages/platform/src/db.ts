@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
+import type { Logger } from 'pino'
 
 // Counts come back as strings by default (int8); 53 bits are plenty for row counts.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v))
@@ -13,6 +14,8 @@ export interface DbOptions {
   role?: string
   poolMax?: number
   applicationName?: string
+  /** Where knex reports its warnings (else they would go to the console). */
+  log?: Logger
 }
 
 const ident = /^[a-z_][a-z0-9_]*$/
@@ -37,6 +40,12 @@ export function createDb(url: string, opts: DbOptions): Knex {
       },
     },
     acquireConnectionTimeout: 10_000,
+    log: {
+      warn: (m: unknown) => opts.log?.warn({ knex: String(m) }, 'knex warning'),
+      error: (m: unknown) => opts.log?.error({ knex: String(m) }, 'knex error'),
+      deprecate: (m: unknown) => opts.log?.warn({ knex: String(m) }, 'knex deprecation'),
+      debug: () => undefined,
+    },
   })
 }
 

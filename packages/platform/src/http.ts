@@ -176,7 +176,8 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
       req.log.warn({ cause: result.reason }, 'request without a valid gateway assertion')
       throw new Unauthenticated('Requests must come through the gateway')
     }
-    const { requestId: _rid, method: _m, path: _p, ...auth } = result.claims
+    const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
+    const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
     req.ctx = { auth, log: req.log.child({ company_id: auth.companyId }) as unknown as Logger, requestId: String(req.id) }
   })
 

@@ -6,7 +6,7 @@ import { SCHEMA } from './db/migrations'
 async function main() {
   const config = loadAppointmentsConfig()
   const logger = createLogger({ service: 'appointments', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA })
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, log: logger })
   const amqp = new Amqp({ url: config.AMQP_URL, log: logger, name: 'appointments', queueType: config.AMQP_QUEUE_TYPE as 'classic' })
   void amqp.start()
   const relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: config.DATABASE_URL, amqp, log: logger })

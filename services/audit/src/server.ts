@@ -10,7 +10,7 @@ const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000
 async function main() {
   const config = loadAuditConfig()
   const logger = createLogger({ service: 'audit', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE })
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE, log: logger })
   const amqp = new Amqp({
     url: config.AMQP_URL,
     log: logger,

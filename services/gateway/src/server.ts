@@ -10,7 +10,7 @@ import { SCHEMA } from './db/migrations'
 async function main() {
   const config = loadGatewayConfig()
   const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 20 })
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 20, log: logger })
   const amqp = new Amqp({ url: config.AMQP_URL, log: logger, name: 'gateway', queueType: config.AMQP_QUEUE_TYPE as 'classic' })
   void amqp.start()
   const relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: config.DATABASE_URL, amqp, log: logger, batchSize: 500 })

@@ -15,7 +15,7 @@ async function main() {
   const config = loadPatientsConfig()
   const logger = createLogger({ service: 'patients', level: config.LOG_LEVEL })
   // Requests run as the service role, under row-level security; migrations ran as the owner.
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: APP_ROLE })
+  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: APP_ROLE, log: logger })
   const amqp = new Amqp({
     url: config.AMQP_URL,
     log: logger,
