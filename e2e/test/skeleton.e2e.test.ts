@@ -95,7 +95,7 @@ describe('tenancy', () => {
     for (const url of Object.values(stack().serviceUrls)) {
       const res = await fetch(`${url}/patients`, { headers: { 'x-idempresa': String(a.companyId), 'x-clinic-assertion': 'v1.e30.AAAA' } })
       expect(res.status).toBe(401)
-      expect((await res.json()).code).toBe('unauthenticated')
+      expect(((await res.json()) as { code: string }).code).toBe('unauthenticated')
     }
   })
 })
@@ -157,7 +157,7 @@ describe('HTTP conventions', () => {
       expect(res.headers.get('retry-after')).toBeTruthy()
       const health = await fetch(`${gw.api}/health`)
       expect(health.status).toBe(503)
-      expect((await health.json()).checks.patients).toBe('down')
+      expect(((await health.json()) as { checks: Record<string, string> }).checks.patients).toBe('down')
     } finally {
       await gw.stop()
     }
