@@ -5,7 +5,11 @@ const path = require('node:path')
 const root = __dirname
 const swc = [
   '@swc/jest',
-  { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' }, sourceMaps: 'inline' },
+  {
+    jsc: { target: 'es2022', parser: { syntax: 'typescript' } },
+    module: { type: 'commonjs' },
+    sourceMaps: 'inline',
+  },
 ]
 
 module.exports = function project(dir, overrides = {}) {

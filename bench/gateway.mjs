@@ -3,7 +3,17 @@
 // upstream called directly. Target: well under the 354 us/request measured for express-gateway.
 // Run: npm run bench -- (or node bench/gateway.mjs) after `npm run build`.
 import http from 'node:http'
-import { cpuSeconds, freePort, freshDatabase, load, machine, node, record, startService, waitOk } from './lib.mjs'
+import {
+  cpuSeconds,
+  freePort,
+  freshDatabase,
+  load,
+  machine,
+  node,
+  record,
+  startService,
+  waitOk,
+} from './lib.mjs'
 
 const databaseUrl = await freshDatabase('clinic_bench_gateway')
 const env = { DATABASE_URL: databaseUrl, INTERNAL_AUTH_SECRET: 'bench-secret-0123456789abcdef0123456789' }
@@ -32,9 +42,16 @@ const gw = startService('gateway', {
 await waitOk(`http://127.0.0.1:${gatewayPort}/api/openapi.json`)
 
 const direct = await load({ url: `http://127.0.0.1:${upstreamPort}/patients` })
-await load({ url: `http://127.0.0.1:${gatewayPort}/api/patients`, headers: { 'x-service-token': token }, duration: 3 }) // warm-up
+await load({
+  url: `http://127.0.0.1:${gatewayPort}/api/patients`,
+  headers: { 'x-service-token': token },
+  duration: 3,
+}) // warm-up
 const cpuBefore = cpuSeconds(gw.pid)
-const proxied = await load({ url: `http://127.0.0.1:${gatewayPort}/api/patients`, headers: { 'x-service-token': token } })
+const proxied = await load({
+  url: `http://127.0.0.1:${gatewayPort}/api/patients`,
+  headers: { 'x-service-token': token },
+})
 const cpuUs = ((cpuSeconds(gw.pid) - cpuBefore) / proxied.requests.total) * 1e6
 
 gw.kill('SIGTERM')

@@ -31,14 +31,24 @@ export async function freePort() {
 }
 
 export function node(script, env, args = []) {
-  return execFileSync(process.execPath, [path.join(ROOT, script), ...args], { env: { ...process.env, ...env }, encoding: 'utf8' }).trim()
+  return execFileSync(process.execPath, [path.join(ROOT, script), ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  }).trim()
 }
 
 export function startService(name, env) {
-  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), path.join(ROOT, 'services', name, 'dist', 'server.js')], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+      path.join(ROOT, 'services', name, 'dist', 'server.js'),
+    ],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  )
   return child
 }
 
@@ -47,7 +57,9 @@ export async function waitOk(url, timeoutMs = 30_000) {
   while (Date.now() < end) {
     try {
       if ((await fetch(url)).status < 500) return
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error(`${url} did not come up`)

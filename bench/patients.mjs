@@ -9,7 +9,8 @@ const databaseUrl = await freshDatabase('clinic_bench_patients')
 const env = { DATABASE_URL: databaseUrl, INTERNAL_AUTH_SECRET: 'bench-secret-0123456789abcdef0123456789' }
 for (const s of ['gateway', 'patients']) node(`services/${s}/dist/db/migrate.js`, env)
 node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Big'])
-for (const c of ['C1', 'C2', 'C3', 'C4']) node('scripts/admin.mjs', env, ['center:create', '--company', '1', '--code', c, '--name', c])
+for (const c of ['C1', 'C2', 'C3', 'C4'])
+  node('scripts/admin.mjs', env, ['center:create', '--company', '1', '--code', c, '--name', c])
 node('scripts/admin.mjs', env, ['user:create', '--company', '1', '--username', 'bench'])
 const token = node('scripts/admin.mjs', env, ['token:create', '--username', 'bench'])
 
@@ -46,7 +47,12 @@ const counterMs = await timeQuery('SELECT sum(n) FROM patients.patient_counts WH
 const ports = { gateway: await freePort(), patients: await freePort() }
 const procs = [
   startService('patients', { ...env, PATIENTS_PORT: String(ports.patients) }),
-  startService('gateway', { ...env, GATEWAY_PORT: String(ports.gateway), PATIENTS_URL: `http://127.0.0.1:${ports.patients}`, RATE_LIMIT_PER_MINUTE: '100000000' }),
+  startService('gateway', {
+    ...env,
+    GATEWAY_PORT: String(ports.gateway),
+    PATIENTS_URL: `http://127.0.0.1:${ports.patients}`,
+    RATE_LIMIT_PER_MINUTE: '100000000',
+  }),
 ]
 const api = `http://127.0.0.1:${ports.gateway}/api`
 await waitOk(`${api}/openapi.json`)
@@ -63,8 +69,15 @@ const cases = [
 ]
 const rows = []
 for (const [name, path] of cases) {
-  const r = await load({ url: api + path, headers: { 'x-service-token': token }, connections: 8, duration: 8 })
-  rows.push(`| ${name} | \`${path}\` | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} |`)
+  const r = await load({
+    url: api + path,
+    headers: { 'x-service-token': token },
+    connections: 8,
+    duration: 8,
+  })
+  rows.push(
+    `| ${name} | \`${path}\` | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} |`,
+  )
 }
 for (const p of procs) p.kill('SIGTERM')
 await db.end()

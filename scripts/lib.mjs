@@ -15,7 +15,10 @@ let pnpmCmd
 export function pnpmCommand() {
   if (pnpmCmd) return pnpmCmd
   try {
-    const v = execFileSync('pnpm', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    const v = execFileSync('pnpm', ['--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim()
     if (v === wantedPnpm) return (pnpmCmd = ['pnpm'])
   } catch {
     /* not installed */
@@ -81,7 +84,9 @@ export async function checkDependencies(env = process.env) {
       `PostgreSQL is not reachable at ${redact(db)} (DATABASE_URL). Start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
     )
   if (!(await reachable(amqp, 5672)))
-    problems.push(`RabbitMQ is not reachable at ${redact(amqp)} (AMQP_URL). Start it: rabbitmq-server -detached`)
+    problems.push(
+      `RabbitMQ is not reachable at ${redact(amqp)} (AMQP_URL). Start it: rabbitmq-server -detached`,
+    )
   if (problems.length) {
     for (const p of problems) console.error(p)
     process.exit(1)

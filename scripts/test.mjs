@@ -13,6 +13,7 @@ try {
   pnpm(['exec', 'tsc', '-p', 'tsconfig.test.json'])
   console.log('> linting')
   pnpm(['exec', 'eslint', '.'])
+  pnpm(['exec', 'prettier', '--check', '--log-level', 'warn', '.'])
   console.log('> checking deploy files (no engine needed)')
   run('bash', ['deploy/check.sh'])
   console.log('> jest')

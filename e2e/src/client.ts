@@ -33,7 +33,8 @@ export interface CallOptions {
 export async function call<T = any>(method: string, path: string, o: CallOptions = {}): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...o.headers }
   if (o.token) headers['x-service-token'] = o.token
-  if (o.basic) headers.authorization = `Basic ${Buffer.from(`${o.basic.username}:${o.basic.token}`).toString('base64')}`
+  if (o.basic)
+    headers.authorization = `Basic ${Buffer.from(`${o.basic.username}:${o.basic.token}`).toString('base64')}`
   let body: string | undefined
   if (o.raw !== undefined) {
     body = o.raw
@@ -66,7 +67,17 @@ export async function makeTenant(centers = ['ALM1', 'ALM2']): Promise<Tenant> {
   const companyId = randomInt(100_000, 2_000_000_000)
   const username = `user${companyId}`
   await admin(info, 'company:create', '--id', String(companyId), '--name', `E2E Clinic ${companyId}`)
-  for (const code of centers) await admin(info, 'center:create', '--company', String(companyId), '--code', code, '--name', `Center ${code}`)
+  for (const code of centers)
+    await admin(
+      info,
+      'center:create',
+      '--company',
+      String(companyId),
+      '--code',
+      code,
+      '--name',
+      `Center ${code}`,
+    )
   await admin(info, 'user:create', '--company', String(companyId), '--username', username)
   const token = await admin(info, 'token:create', '--username', username)
   return { companyId, centers, username, token }
@@ -87,16 +98,24 @@ async function freePort(): Promise<number> {
 }
 
 /** An extra gateway on the same services with other settings (low rate limit, dead upstream...). */
-export async function extraGateway(env: Record<string, string>): Promise<{ api: string; stop: () => Promise<void> }> {
+export async function extraGateway(
+  env: Record<string, string>,
+): Promise<{ api: string; stop: () => Promise<void> }> {
   const port = await freePort()
   const child: ChildProcess = startProcess('gateway', { ...stack().env, GATEWAY_PORT: String(port), ...env })
   const api = `http://127.0.0.1:${port}/api`
-  await waitFor(async () => (await fetch(`${api}/health`)).status > 0, { timeoutMs: 20_000, what: 'extra gateway' })
+  await waitFor(async () => (await fetch(`${api}/health`)).status > 0, {
+    timeoutMs: 20_000,
+    what: 'extra gateway',
+  })
   return {
     api,
     stop: async () => {
       child.kill('SIGTERM')
-      await waitFor(() => child.exitCode !== null || child.signalCode !== null, { timeoutMs: 10_000, what: 'gateway exit' })
+      await waitFor(() => child.exitCode !== null || child.signalCode !== null, {
+        timeoutMs: 10_000,
+        what: 'gateway exit',
+      })
     },
   }
 }

@@ -2,7 +2,13 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { createTestDatabase, createTestVhost, deleteTestVhost, dropTestDatabase, waitFor } from '@clinic/platform/testing'
+import {
+  createTestDatabase,
+  createTestVhost,
+  deleteTestVhost,
+  dropTestDatabase,
+  waitFor,
+} from '@clinic/platform/testing'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -43,7 +49,11 @@ export async function dockerAvailable(): Promise<boolean> {
   }
 }
 
-async function infrastructure(): Promise<{ databaseUrl: string; amqpUrl: string; cleanup: StackInfo['cleanup'] }> {
+async function infrastructure(): Promise<{
+  databaseUrl: string
+  amqpUrl: string
+  cleanup: StackInfo['cleanup']
+}> {
   if (await dockerAvailable()) {
     const { GenericContainer, Wait } = await import('testcontainers')
     const pg = await new GenericContainer('postgres:15')
@@ -81,7 +91,9 @@ export function startProcess(name: ServiceName, env: Record<string, string>): Ch
 
 export async function runMigrations(env: Record<string, string>) {
   for (const s of ['gateway', ...SERVICES])
-    await exec(process.execPath, [path.join(ROOT, 'services', s, 'dist', 'db', 'migrate.js')], { env: { ...process.env, ...env } })
+    await exec(process.execPath, [path.join(ROOT, 'services', s, 'dist', 'db', 'migrate.js')], {
+      env: { ...process.env, ...env },
+    })
 }
 
 export async function waitHealthy(url: string, timeoutMs = 30_000) {
@@ -97,8 +109,16 @@ export async function waitHealthy(url: string, timeoutMs = 30_000) {
 /** The whole stack as separate processes, the way `npm start` runs it. */
 export async function startStack(): Promise<StackInfo> {
   const infra = await infrastructure()
-  const ports = { gateway: await freePort(), patients: await freePort(), appointments: await freePort(), comms: await freePort(), audit: await freePort() }
-  const serviceUrls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as StackInfo['serviceUrls']
+  const ports = {
+    gateway: await freePort(),
+    patients: await freePort(),
+    appointments: await freePort(),
+    comms: await freePort(),
+    audit: await freePort(),
+  }
+  const serviceUrls = Object.fromEntries(
+    SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`]),
+  ) as StackInfo['serviceUrls']
   const env: Record<string, string> = {
     DATABASE_URL: infra.databaseUrl,
     AMQP_URL: infra.amqpUrl,
@@ -120,7 +140,14 @@ export async function startStack(): Promise<StackInfo> {
   const procs = [...SERVICES.map((s) => startProcess(s, env)), startProcess('gateway', env)]
   const gatewayUrl = `http://127.0.0.1:${ports.gateway}`
   await waitHealthy(`${gatewayUrl}/api/health`)
-  return { gatewayUrl, api: `${gatewayUrl}/api`, serviceUrls, env, pids: procs.map((p) => p.pid!), cleanup: infra.cleanup }
+  return {
+    gatewayUrl,
+    api: `${gatewayUrl}/api`,
+    serviceUrls,
+    env,
+    pids: procs.map((p) => p.pid!),
+    cleanup: infra.cleanup,
+  }
 }
 
 export async function stopStack(info: StackInfo) {
@@ -131,7 +158,10 @@ export async function stopStack(info: StackInfo) {
       /* already gone */
     }
   }
-  await waitFor(() => info.pids.every((pid) => !alive(pid)), { timeoutMs: 15_000, what: 'services to stop' }).catch(() => {
+  await waitFor(() => info.pids.every((pid) => !alive(pid)), {
+    timeoutMs: 15_000,
+    what: 'services to stop',
+  }).catch(() => {
     for (const pid of info.pids) if (alive(pid)) process.kill(pid, 'SIGKILL')
   })
   const { databaseUrl, amqpUrl, containers } = info.cleanup

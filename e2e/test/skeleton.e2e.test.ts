@@ -8,7 +8,12 @@ const VERSION = /^\d{6}\.\d{2}$/
 function expectProblem(res: { status: number; headers: Headers; body: any }, status: number, code: string) {
   expect(res.status).toBe(status)
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/)
-  expect(res.body).toMatchObject({ status, code, type: expect.stringContaining(code), title: expect.any(String) })
+  expect(res.body).toMatchObject({
+    status,
+    code,
+    type: expect.stringContaining(code),
+    title: expect.any(String),
+  })
   expect(res.body.request_id).toBe(res.headers.get('x-request-id'))
   expect(res.headers.get('x-service-version')).toMatch(VERSION)
 }
@@ -32,9 +37,19 @@ describe('authentication', () => {
   })
 
   it('accepts HTTP Basic username:token only for the token owner', async () => {
-    expect((await call('GET', '/patients', { basic: { username: a.username, token: a.token } })).status).toBe(200)
-    expectProblem(await call('GET', '/patients', { basic: { username: b.username, token: a.token } }), 401, 'unauthenticated')
-    expectProblem(await call('GET', '/patients', { headers: { authorization: `Bearer ${a.token}` } }), 401, 'unauthenticated')
+    expect((await call('GET', '/patients', { basic: { username: a.username, token: a.token } })).status).toBe(
+      200,
+    )
+    expectProblem(
+      await call('GET', '/patients', { basic: { username: b.username, token: a.token } }),
+      401,
+      'unauthenticated',
+    )
+    expectProblem(
+      await call('GET', '/patients', { headers: { authorization: `Bearer ${a.token}` } }),
+      401,
+      'unauthenticated',
+    )
   })
 
   it('refuses unknown, malformed, revoked and expired tokens', async () => {
@@ -43,16 +58,27 @@ describe('authentication', () => {
 
     const expiring = await tokenFor(a, '--expires', '1m', '--name', 'to-expire')
     expect((await call('GET', '/patients', { token: expiring })).status).toBe(200)
-    await sql(`UPDATE identity.api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'to-expire' AND idempresa = $1`, [a.companyId])
-    await waitFor(async () => (await call('GET', '/patients', { token: expiring })).status === 401, { timeoutMs: 10_000, what: 'expiry' })
+    await sql(
+      `UPDATE identity.api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'to-expire' AND idempresa = $1`,
+      [a.companyId],
+    )
+    await waitFor(async () => (await call('GET', '/patients', { token: expiring })).status === 401, {
+      timeoutMs: 10_000,
+      what: 'expiry',
+    })
   })
 
   it('stops a revoked token within the token cache time', async () => {
     const token = await tokenFor(a, '--name', 'to-revoke')
     expect((await call('GET', '/patients', { token })).status).toBe(200)
-    const rows = await sql(`SELECT id FROM identity.api_tokens WHERE name = 'to-revoke' AND idempresa = $1`, [a.companyId])
+    const rows = await sql(`SELECT id FROM identity.api_tokens WHERE name = 'to-revoke' AND idempresa = $1`, [
+      a.companyId,
+    ])
     await admin(stack(), 'token:revoke', '--id', rows[0].id)
-    await waitFor(async () => (await call('GET', '/patients', { token })).status === 401, { timeoutMs: 10_000, what: 'revocation' })
+    await waitFor(async () => (await call('GET', '/patients', { token })).status === 401, {
+      timeoutMs: 10_000,
+      what: 'revocation',
+    })
   })
 
   it('answers on both bases /api and /api/3', async () => {
@@ -75,7 +101,10 @@ describe('tenancy', () => {
       'x-clinic-assertion': 'v1.forged.forged',
       'x-company-id': String(b.companyId),
     }
-    const list = await call('GET', `/patients?idEmpresa=${b.companyId}`, { token: a.token, headers: spoofHeaders })
+    const list = await call('GET', `/patients?idEmpresa=${b.companyId}`, {
+      token: a.token,
+      headers: spoofHeaders,
+    })
     // Unknown query parameters are refused or ignored, never obeyed.
     if (list.status === 200) expect(list.body.data.map((p: any) => p.id)).not.toContain(created.body.id)
     else expectProblem(list, 400, 'validation_failed')
@@ -93,7 +122,9 @@ describe('tenancy', () => {
 
   it('refuses calls made straight to a service, even with a forged assertion', async () => {
     for (const url of Object.values(stack().serviceUrls)) {
-      const res = await fetch(`${url}/patients`, { headers: { 'x-idempresa': String(a.companyId), 'x-clinic-assertion': 'v1.e30.AAAA' } })
+      const res = await fetch(`${url}/patients`, {
+        headers: { 'x-idempresa': String(a.companyId), 'x-clinic-assertion': 'v1.e30.AAAA' },
+      })
       expect(res.status).toBe(401)
       expect(((await res.json()) as { code: string }).code).toBe('unauthenticated')
     }
@@ -111,15 +142,33 @@ describe('HTTP conventions', () => {
     }
     const big = JSON.stringify({ first_name: 'x'.repeat(70 * 1024) })
     expectProblem(await call('POST', '/patients', { token: a.token, raw: big }), 413, 'payload_too_large')
-    expectProblem(await call('POST', '/patients', { token: a.token, raw: 'name=x', contentType: 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type')
-    expectProblem(await call('POST', '/patients', { token: a.token, raw: '{not json', contentType: 'application/json' }), 400, 'validation_failed')
+    expectProblem(
+      await call('POST', '/patients', {
+        token: a.token,
+        raw: 'name=x',
+        contentType: 'application/x-www-form-urlencoded',
+      }),
+      415,
+      'unsupported_media_type',
+    )
+    expectProblem(
+      await call('POST', '/patients', { token: a.token, raw: '{not json', contentType: 'application/json' }),
+      400,
+      'validation_failed',
+    )
     expectProblem(await call('GET', '/patients?limit=1000', { token: a.token }), 400, 'validation_failed')
   })
 
   it('keeps a sane client X-Request-Id and replaces an insane one', async () => {
-    const kept = await call('GET', '/patients', { token: a.token, headers: { 'x-request-id': 'client-req-123' } })
+    const kept = await call('GET', '/patients', {
+      token: a.token,
+      headers: { 'x-request-id': 'client-req-123' },
+    })
     expect(kept.headers.get('x-request-id')).toBe('client-req-123')
-    const replaced = await call('GET', '/patients', { token: a.token, headers: { 'x-request-id': 'bad id with spaces' } })
+    const replaced = await call('GET', '/patients', {
+      token: a.token,
+      headers: { 'x-request-id': 'bad id with spaces' },
+    })
     expect(replaced.headers.get('x-request-id')).not.toBe('bad id with spaces')
   })
 

@@ -69,7 +69,9 @@ export class Amqp {
   }
 
   private async connectOnce() {
-    const conn = await amqplib.connect(this.opts.url, { clientProperties: { connection_name: this.opts.name } })
+    const conn = await amqplib.connect(this.opts.url, {
+      clientProperties: { connection_name: this.opts.name },
+    })
     conn.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP connection error'))
     conn.on('close', () => {
       if (this.conn !== conn) return
@@ -98,7 +100,9 @@ export class Amqp {
 
   /** Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms. */
   async publish(events: CloudEvent[]): Promise<void> {
-    await this.publishRaw(events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })))
+    await this.publishRaw(
+      events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })),
+    )
   }
 
   /** The same for events already serialised (the outbox relay sends the stored JSON as is). */

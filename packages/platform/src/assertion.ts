@@ -49,7 +49,8 @@ export function verifyAssertion(
   if (version !== VERSION || !payload || !signature) return { ok: false, reason: 'malformed' }
   const given = Buffer.from(signature, 'base64url')
   const wanted = mac(secret, `${version}.${payload}`)
-  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return { ok: false, reason: 'signature' }
+  if (given.length !== wanted.length || !timingSafeEqual(given, wanted))
+    return { ok: false, reason: 'signature' }
   let claims: AssertionClaims & { exp: number }
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))

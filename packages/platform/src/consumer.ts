@@ -50,7 +50,11 @@ export async function startConsumer(o: ConsumerOptions): Promise<Consumer> {
     const log = o.log.child({ event_id: event.id, event_type: event.type, request_id: event.requestid })
     try {
       await o.knex.transaction(async (trx) => {
-        const fresh = await trx('processed_events').insert({ event_id: event.id }).onConflict('event_id').ignore().returning('event_id')
+        const fresh = await trx('processed_events')
+          .insert({ event_id: event.id })
+          .onConflict('event_id')
+          .ignore()
+          .returning('event_id')
         if (!fresh.length) {
           log.debug('duplicate event ignored')
           return

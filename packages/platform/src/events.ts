@@ -33,9 +33,17 @@ export const eventTypes = {
   'appointment.created': Type.Object({ id: Type.String(), patient_id: Type.String(), status: Type.String() }),
   'appointment.updated': Type.Object({ id: Type.String(), patient_id: Type.String(), changes: Changes }),
   'appointment.checked_in': Type.Object({ id: Type.String(), patient_id: Type.String() }),
-  'comms.message.queued': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
+  'comms.message.queued': Type.Object({
+    id: Type.String(),
+    patient_id: Type.String(),
+    channel: Type.String(),
+  }),
   'comms.message.sent': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
-  'comms.message.failed': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
+  'comms.message.failed': Type.Object({
+    id: Type.String(),
+    patient_id: Type.String(),
+    channel: Type.String(),
+  }),
   'http.request': Type.Object({
     method: Type.String(),
     path: Type.String(),

@@ -2,7 +2,14 @@ import Ajv from 'ajv'
 import addFormats from 'ajv-formats'
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
-import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify'
 import type { Logger } from 'pino'
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { ASSERTION_HEADER, verifyAssertion } from './assertion'
@@ -58,13 +65,16 @@ export function fieldErrors(validation: AjvError[]): FieldError[] {
   const out: FieldError[] = []
   for (const e of validation) {
     const base = e.instancePath
-    if (e.keyword === 'required') out.push({ path: `${base}/${String(e.params.missingProperty)}`, message: 'is required' })
+    if (e.keyword === 'required')
+      out.push({ path: `${base}/${String(e.params.missingProperty)}`, message: 'is required' })
     else if (e.keyword === 'additionalProperties')
       out.push({ path: `${base}/${String(e.params.additionalProperty)}`, message: 'is not an allowed field' })
-    else if (e.keyword === 'format') out.push({ path: base, message: `must be a valid ${formatName(String(e.params.format))}` })
+    else if (e.keyword === 'format')
+      out.push({ path: base, message: `must be a valid ${formatName(String(e.params.format))}` })
     else if (e.keyword === 'enum')
       out.push({ path: base, message: `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}` })
-    else if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue // the branch errors say more
+    else if (e.keyword === 'anyOf' || e.keyword === 'oneOf')
+      continue // the branch errors say more
     else out.push({ path: base, message: e.message ?? 'is not valid' })
   }
   // Ajv repeats an error per failed union branch; keep one per path and message.
@@ -73,8 +83,9 @@ export function fieldErrors(validation: AjvError[]): FieldError[] {
 
 function formatName(format: string): string {
   return (
-    { date: 'date (YYYY-MM-DD)', 'date-time': 'RFC 3339 date-time', email: 'email address', uuid: 'UUID' }[format] ??
-    format
+    { date: 'date (YYYY-MM-DD)', 'date-time': 'RFC 3339 date-time', email: 'email address', uuid: 'UUID' }[
+      format
+    ] ?? format
   )
 }
 
@@ -94,7 +105,10 @@ export function toAppError(err: FastifyError | Error): AppError {
       return new UnsupportedMediaType()
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ValidationFailed([{ path: '', message: 'body must be valid JSON' }], 'The body is not valid JSON')
+      return new ValidationFailed(
+        [{ path: '', message: 'body must be valid JSON' }],
+        'The body is not valid JSON',
+      )
   }
   if (fe.statusCode === 404) return new NotFound()
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500)
@@ -133,7 +147,13 @@ const readinessTimeoutMs = 2000
  */
 function validatorCompiler() {
   // allowUnionTypes: nullable fields are `type: [T, 'null']`, one clear error per field.
-  const common = { removeAdditional: false, allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false } as const
+  const common = {
+    removeAdditional: false,
+    allErrors: true,
+    useDefaults: true,
+    allowUnionTypes: true,
+    strict: false,
+  } as const
   const make = (coerceTypes: false | 'array') => addFormats(new Ajv({ ...common, coerceTypes }))
   const body = make(false)
   const text = make('array')
@@ -168,17 +188,25 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
 
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public || opts.assertionSecret === null) return
-    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, opts.assertionSecret, {
-      method: req.method,
-      path: req.url.split('?')[0]!,
-    })
+    const result = verifyAssertion(
+      req.headers[ASSERTION_HEADER] as string | undefined,
+      opts.assertionSecret,
+      {
+        method: req.method,
+        path: req.url.split('?')[0]!,
+      },
+    )
     if (!result.ok) {
       req.log.warn({ cause: result.reason }, 'request without a valid gateway assertion')
       throw new Unauthenticated('Requests must come through the gateway')
     }
     const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
     const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
-    req.ctx = { auth, log: req.log.child({ company_id: auth.companyId }) as unknown as Logger, requestId: String(req.id) }
+    req.ctx = {
+      auth,
+      log: req.log.child({ company_id: auth.companyId }) as unknown as Logger,
+      requestId: String(req.id),
+    }
   })
 
   app.addHook('onSend', async (req, reply) => {
@@ -210,7 +238,9 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
         try {
           await Promise.race([
             check(),
-            new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), readinessTimeoutMs).unref()),
+            new Promise((_, reject) =>
+              setTimeout(() => reject(new Error('timeout')), readinessTimeoutMs).unref(),
+            ),
           ])
           checks[name] = 'ok'
         } catch (err) {

@@ -14,7 +14,9 @@ const KEY = /^[\x21-\x7e]{1,255}$/
 const WINDOW_HOURS = 24
 
 export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body)}`).digest('hex')
+  return createHash('sha256')
+    .update(`${method} ${path}\n${canonicalJson(body)}`)
+    .digest('hex')
 }
 
 /** JSON with sorted keys, so equal bodies hash equally whatever their key order. */
@@ -55,7 +57,12 @@ export async function withIdempotency<B>(
     if (!inserted.length) {
       const prior = await trx('idempotency_keys').where({ idempresa: key.companyId, key: key.key }).first()
       if (!prior || prior.request_hash !== key.hash) throw new IdempotencyConflict()
-      return { status: prior.status, body: prior.body as B, location: prior.location ?? undefined, replayed: true }
+      return {
+        status: prior.status,
+        body: prior.body as B,
+        location: prior.location ?? undefined,
+        replayed: true,
+      }
     }
     const result = await create(trx)
     await trx('idempotency_keys')

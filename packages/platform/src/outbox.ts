@@ -13,7 +13,12 @@ export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[])
   await trx.raw(
     `INSERT INTO outbox (event_id, idempresa, type, payload)
      SELECT * FROM unnest(?::uuid[], ?::integer[], ?::text[], ?::jsonb[])`,
-    [events.map((e) => e.id), events.map((e) => e.idempresa), events.map((e) => e.type), events.map((e) => JSON.stringify(e))],
+    [
+      events.map((e) => e.id),
+      events.map((e) => e.idempresa),
+      events.map((e) => e.type),
+      events.map((e) => JSON.stringify(e)),
+    ],
   )
 }
 
@@ -59,7 +64,10 @@ export class OutboxRelay {
 
   private async listen() {
     if (this.stopped) return
-    const client = new pg.Client({ connectionString: this.o.databaseUrl, application_name: `${this.o.schema}-relay` })
+    const client = new pg.Client({
+      connectionString: this.o.databaseUrl,
+      application_name: `${this.o.schema}-relay`,
+    })
     client.on('notification', () => this.wake())
     client.on('error', (err) => {
       this.o.log.warn({ err: err.message }, 'outbox listener lost; the poll covers until it is back')
@@ -107,8 +115,12 @@ export class OutboxRelay {
           [this.batchSize],
         )) as { rows: Array<{ id: number; event_id: string; type: string; payload: string }> }
         if (!rows.length) return 0
-        await this.o.amqp.publishRaw(rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })))
-        await trx.raw('UPDATE outbox SET published_at = now() WHERE id = ANY(?::bigint[])', [rows.map((r) => r.id)])
+        await this.o.amqp.publishRaw(
+          rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })),
+        )
+        await trx.raw('UPDATE outbox SET published_at = now() WHERE id = ANY(?::bigint[])', [
+          rows.map((r) => r.id),
+        ])
         return rows.length
       })
       total += sent
@@ -122,7 +134,11 @@ export class OutboxRelay {
     if (Date.now() - this.lastCleanup < 3_600_000) return
     this.lastCleanup = Date.now()
     const hours = this.o.retainHours ?? 72
-    await this.o.knex('outbox').whereNotNull('published_at').where('published_at', '<', this.o.knex.raw(`now() - interval '${hours} hours'`)).delete()
+    await this.o
+      .knex('outbox')
+      .whereNotNull('published_at')
+      .where('published_at', '<', this.o.knex.raw(`now() - interval '${hours} hours'`))
+      .delete()
   }
 
   async pending(): Promise<number> {

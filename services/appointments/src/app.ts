@@ -24,7 +24,12 @@ export async function buildApp(deps: Deps) {
     assertionSecret: deps.assertionSecret,
     readiness: [
       { name: 'database', check: () => deps.knex.raw('select 1') },
-      { name: 'broker', check: async () => { if (!deps.amqp.connected) throw new Error('disconnected') } },
+      {
+        name: 'broker',
+        check: async () => {
+          if (!deps.amqp.connected) throw new Error('disconnected')
+        },
+      },
     ],
   })
   return app

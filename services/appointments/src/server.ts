@@ -1,4 +1,12 @@
-import { Amqp, OutboxRelay, createDb, createLogger, exitOnConfigError, onShutdown, readVersion } from '@clinic/platform'
+import {
+  Amqp,
+  OutboxRelay,
+  createDb,
+  createLogger,
+  exitOnConfigError,
+  onShutdown,
+  readVersion,
+} from '@clinic/platform'
 import { buildApp } from './app'
 import { loadAppointmentsConfig } from './config'
 import { SCHEMA } from './db/migrations'
@@ -7,11 +15,22 @@ async function main() {
   const config = loadAppointmentsConfig()
   const logger = createLogger({ service: 'appointments', level: config.LOG_LEVEL })
   const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, log: logger })
-  const amqp = new Amqp({ url: config.AMQP_URL, log: logger, name: 'appointments', queueType: config.AMQP_QUEUE_TYPE as 'classic' })
+  const amqp = new Amqp({
+    url: config.AMQP_URL,
+    log: logger,
+    name: 'appointments',
+    queueType: config.AMQP_QUEUE_TYPE as 'classic',
+  })
   void amqp.start()
   const relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: config.DATABASE_URL, amqp, log: logger })
   await relay.start()
-  const app = await buildApp({ logger, knex, amqp, version: readVersion(), assertionSecret: config.INTERNAL_AUTH_SECRET })
+  const app = await buildApp({
+    logger,
+    knex,
+    amqp,
+    version: readVersion(),
+    assertionSecret: config.INTERNAL_AUTH_SECRET,
+  })
   await app.listen({ port: config.APPOINTMENTS_PORT, host: config.HOST })
   onShutdown(logger, [() => app.close(), () => relay.stop(), () => amqp.close(), () => knex.destroy()])
 }

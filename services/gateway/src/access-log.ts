@@ -91,7 +91,10 @@ export class AccessLog {
           await this.knex.transaction((trx) => enqueueEvents(trx, batch))
         } catch (err) {
           this.buffer.unshift(...batch)
-          this.log.warn({ err: (err as Error).message, pending: this.buffer.length }, 'access log write failed; will retry')
+          this.log.warn(
+            { err: (err as Error).message, pending: this.buffer.length },
+            'access log write failed; will retry',
+          )
           return
         }
       }

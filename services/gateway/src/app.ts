@@ -90,8 +90,24 @@ export async function buildApp(deps: Deps) {
   await app.register(cors, {
     origin: deps.corsOrigins.length ? deps.corsOrigins : false,
     methods: ['GET', 'POST', 'PATCH', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'X-service-Token', 'Authorization', 'If-Match', 'Idempotency-Key', 'X-Request-Id'],
-    exposedHeaders: [VERSION_HEADER, 'ETag', 'Location', 'X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
+    allowedHeaders: [
+      'Content-Type',
+      'X-service-Token',
+      'Authorization',
+      'If-Match',
+      'Idempotency-Key',
+      'X-Request-Id',
+    ],
+    exposedHeaders: [
+      VERSION_HEADER,
+      'ETag',
+      'Location',
+      'X-Request-Id',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'Retry-After',
+    ],
     maxAge: 600,
   })
   await app.register(http, {
@@ -100,7 +116,12 @@ export async function buildApp(deps: Deps) {
     assertionSecret: null,
     readiness: [
       { name: 'database', check: () => deps.knex.raw('select 1') },
-      { name: 'broker', check: async () => { if (!deps.amqp.connected) throw new Error('disconnected') } },
+      {
+        name: 'broker',
+        check: async () => {
+          if (!deps.amqp.connected) throw new Error('disconnected')
+        },
+      },
     ],
   })
 
@@ -144,7 +165,9 @@ export async function buildApp(deps: Deps) {
     const code = (req.query as Record<string, unknown> | undefined)?.codalmacen
     if (!auth || code === undefined) return
     if (typeof code !== 'string' || !/^[A-Za-z0-9_-]{1,10}$/.test(code))
-      throw new ValidationFailed([{ path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' }])
+      throw new ValidationFailed([
+        { path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' },
+      ])
     if (!auth.companyCenters.includes(code)) throw new UnknownCenter()
     if (auth.allowedCenters && !auth.allowedCenters.includes(code)) throw new CenterForbidden()
   })
@@ -183,9 +206,16 @@ export async function buildApp(deps: Deps) {
         rewritePrefix: `/${family}`,
         httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
         internalRewriteLocationHeader: false,
-        undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 30_000 },
+        undici: {
+          connections: 128,
+          pipelining: 1,
+          keepAliveTimeout: 30_000,
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+        },
         replyOptions: {
-          rewriteRequestHeaders: (req, headers) => forwardHeaders(req as FastifyRequest, headers, base, deps.assertionSecret),
+          rewriteRequestHeaders: (req, headers) =>
+            forwardHeaders(req as FastifyRequest, headers, base, deps.assertionSecret),
           rewriteHeaders: (headers) => {
             const location = headers.location
             if (typeof location === 'string' && location.startsWith('/')) headers.location = base + location
@@ -193,7 +223,10 @@ export async function buildApp(deps: Deps) {
           },
           onError: (reply, { error }) => {
             reply.request.log.warn({ err: error.message, upstream: service }, 'upstream unavailable')
-            void sendProblem(reply as FastifyReply, new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`))
+            void sendProblem(
+              reply as FastifyReply,
+              new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`),
+            )
           },
         },
       })
@@ -215,7 +248,10 @@ function forwardHeaders(
   }
   const principal = req.principal!
   const path = req.url.slice(base.length).split('?')[0]!
-  out[ASSERTION_HEADER] = signAssertion({ ...principal, requestId: String(req.id), method: req.method, path }, secret)
+  out[ASSERTION_HEADER] = signAssertion(
+    { ...principal, requestId: String(req.id), method: req.method, path },
+    secret,
+  )
   out['x-request-id'] = String(req.id)
   out['x-forwarded-for'] = req.ip
   return out

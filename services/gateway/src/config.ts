@@ -1,7 +1,13 @@
 import { loadConfig, v } from '@clinic/platform'
 
-const db = { DATABASE_URL: v.url({ default: 'postgres://postgres@127.0.0.1:5432/clinic', protocols: ['postgres:', 'postgresql:'] }) }
-const upstream = (port: number) => v.url({ default: `http://127.0.0.1:${port}`, protocols: ['http:', 'https:'] })
+const db = {
+  DATABASE_URL: v.url({
+    default: 'postgres://postgres@127.0.0.1:5432/clinic',
+    protocols: ['postgres:', 'postgresql:'],
+  }),
+}
+const upstream = (port: number) =>
+  v.url({ default: `http://127.0.0.1:${port}`, protocols: ['http:', 'https:'] })
 
 export const configSpec = {
   ...db,
@@ -22,7 +28,10 @@ export const configSpec = {
   TOKEN_CACHE_TTL_MS: v.int({ default: '5000', min: 0, max: 60_000 }),
   /** Behind a load balancer: take the client ip from X-Forwarded-For. */
   TRUST_PROXY: v.bool({ default: 'false' }),
-  LOG_LEVEL: v.string({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
+  LOG_LEVEL: v.string({
+    default: 'info',
+    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+  }),
 }
 
 export const loadGatewayConfig = (env = process.env) => loadConfig(configSpec, env)

@@ -10,7 +10,8 @@ export const TEST_DEFAULTS = {
   AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
 }
 
-export const uniqueName = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`
+export const uniqueName = (prefix: string) =>
+  `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`
 
 function withDatabase(url: string, name: string): string {
   const u = new URL(url)
@@ -29,7 +30,9 @@ async function adminQuery(baseUrl: string, sql: string) {
 }
 
 /** Creates an empty database for one test run; returns its URL. */
-export async function createTestDatabase(baseUrl = process.env.TEST_DATABASE_URL ?? TEST_DEFAULTS.DATABASE_URL) {
+export async function createTestDatabase(
+  baseUrl = process.env.TEST_DATABASE_URL ?? TEST_DEFAULTS.DATABASE_URL,
+) {
   const name = uniqueName('clinic_test')
   await adminQuery(baseUrl, `CREATE DATABASE ${name}`)
   return withDatabase(baseUrl, name)
@@ -51,7 +54,11 @@ export async function createTestVhost(baseUrl = process.env.TEST_AMQP_URL ?? TES
   const mgmt = process.env.RABBITMQ_MANAGEMENT_URL
   if (mgmt) {
     await mgmtCall(mgmt, 'PUT', `/api/vhosts/${vhost}`, {})
-    await mgmtCall(mgmt, 'PUT', `/api/permissions/${vhost}/${user}`, { configure: '.*', write: '.*', read: '.*' })
+    await mgmtCall(mgmt, 'PUT', `/api/permissions/${vhost}/${user}`, {
+      configure: '.*',
+      write: '.*',
+      read: '.*',
+    })
   } else {
     await exec('rabbitmqctl', ['add_vhost', vhost])
     await exec('rabbitmqctl', ['set_permissions', '-p', vhost, user, '.*', '.*', '.*'])
@@ -71,7 +78,9 @@ export async function deleteTestVhost(amqpUrl: string) {
 
 async function mgmtCall(base: string, method: string, path: string, body?: unknown) {
   const u = new URL(base)
-  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')
+  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString(
+    'base64',
+  )
   u.username = ''
   u.password = ''
   const res = await fetch(new URL(path, u), {
@@ -97,7 +106,9 @@ export async function waitFor<T>(
       lastErr = err
     }
     if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`,
+      )
     await new Promise((r) => setTimeout(r, intervalMs))
   }
 }

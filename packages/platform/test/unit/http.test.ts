@@ -217,7 +217,11 @@ describe('platform http plugin', () => {
     })
     expect(res.statusCode).toBe(400)
     expect(res.json().errors).toEqual([{ path: '/count', message: 'must be integer' }])
-    const listed = await app.inject({ method: 'GET', url: '/things?limit=5', headers: auth('GET', '/things') })
+    const listed = await app.inject({
+      method: 'GET',
+      url: '/things?limit=5',
+      headers: auth('GET', '/things'),
+    })
     expect(listed.statusCode).toBe(200)
     expect(listed.json()).toEqual({ limit: 5 })
   })

@@ -27,7 +27,10 @@ export class Authenticator {
     private readonly opts: { ttlMs: number; maxEntries?: number; onError?: (err: unknown) => void },
   ) {}
 
-  async authenticate(headers: Record<string, string | string[] | undefined>, now = Date.now()): Promise<AuthResult> {
+  async authenticate(
+    headers: Record<string, string | string[] | undefined>,
+    now = Date.now(),
+  ): Promise<AuthResult> {
     const creds = credentialsFrom(headers)
     if (!creds) return { ok: false, reason: 'no credentials' }
     if (!isTokenShaped(creds.token)) return { ok: false, reason: 'malformed token' }
@@ -36,7 +39,8 @@ export class Authenticator {
     if (!record) return { ok: false, reason: 'unknown token' }
     const companyId = record.idempresa
     if (record.revoked_at) return { ok: false, reason: 'revoked token', companyId }
-    if (record.expires_at && record.expires_at.getTime() <= now) return { ok: false, reason: 'expired token', companyId }
+    if (record.expires_at && record.expires_at.getTime() <= now)
+      return { ok: false, reason: 'expired token', companyId }
     if (creds.username !== undefined && creds.username.toLowerCase() !== record.username.toLowerCase())
       return { ok: false, reason: 'username does not own the token', companyId }
     this.touch(record, now)
@@ -48,7 +52,9 @@ export class Authenticator {
         username: record.username,
         tokenId: record.id,
         companyCenters: record.company_centers,
-        allowedCenters: record.centers ? record.centers.filter((c) => record.company_centers.includes(c)) : null,
+        allowedCenters: record.centers
+          ? record.centers.filter((c) => record.company_centers.includes(c))
+          : null,
       },
     }
   }

@@ -47,7 +47,9 @@ export function parseExpiry(spec: string, now = new Date()): Date {
   const at = new Date(spec)
   // `new Date('2027-02-30')` is 2 March: a day that does not exist is refused, not rolled over.
   const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(spec)
-  const realDay = day !== null && new Date(Date.UTC(+day[1]!, +day[2]! - 1, +day[3]!)).toISOString().startsWith(day[0])
-  if (Number.isNaN(at.getTime()) || !realDay) throw new Error(`--expires must be like 90d, 12h, 30m or a date, not "${spec}"`)
+  const realDay =
+    day !== null && new Date(Date.UTC(+day[1]!, +day[2]! - 1, +day[3]!)).toISOString().startsWith(day[0])
+  if (Number.isNaN(at.getTime()) || !realDay)
+    throw new Error(`--expires must be like 90d, 12h, 30m or a date, not "${spec}"`)
   return at
 }

@@ -26,11 +26,17 @@ const need = (v: Record<string, string | undefined>, name: string): string => {
   return value
 }
 const positiveInt = (s: string, name: string): number => {
-  if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > 2_147_483_647) throw new UsageError(`--${name} must be a positive integer`)
+  if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > 2_147_483_647)
+    throw new UsageError(`--${name} must be a positive integer`)
   return Number(s)
 }
 
-export async function runAdmin(argv: string[], repo: IdentityRepository, out = process.stdout, err = process.stderr): Promise<void> {
+export async function runAdmin(
+  argv: string[],
+  repo: IdentityRepository,
+  out = process.stdout,
+  err = process.stderr,
+): Promise<void> {
   const [command, ...rest] = argv
   const { values } = parseArgs({
     args: rest,
@@ -57,10 +63,12 @@ export async function runAdmin(argv: string[], repo: IdentityRepository, out = p
     case 'center:create': {
       const company = positiveInt(need(values, 'company'), 'company')
       const code = need(values, 'code')
-      if (!/^[A-Za-z0-9_-]{1,10}$/.test(code)) throw new UsageError('--code must be 1-10 letters, digits, _ or -')
+      if (!/^[A-Za-z0-9_-]{1,10}$/.test(code))
+        throw new UsageError('--code must be 1-10 letters, digits, _ or -')
       await repo.createCenter(company, code, need(values, 'name')).catch((e) => {
         if (isUniqueViolation(e)) throw new UsageError(`center ${code} already exists in company ${company}`)
-        if ((e as { code?: string }).code === '23503') throw new UsageError(`company ${company} does not exist`)
+        if ((e as { code?: string }).code === '23503')
+          throw new UsageError(`company ${company} does not exist`)
         throw e
       })
       err.write(`center ${code} created in company ${company}\n`)
@@ -69,10 +77,12 @@ export async function runAdmin(argv: string[], repo: IdentityRepository, out = p
     case 'user:create': {
       const company = positiveInt(need(values, 'company'), 'company')
       const username = need(values, 'username')
-      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username)) throw new UsageError('--username must be 1-64 of letters, digits, . _ @ -')
+      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username))
+        throw new UsageError('--username must be 1-64 of letters, digits, . _ @ -')
       const id = await repo.createUser(company, username).catch((e) => {
         if (isUniqueViolation(e)) throw new UsageError(`username ${username} is taken`)
-        if ((e as { code?: string }).code === '23503') throw new UsageError(`company ${company} does not exist`)
+        if ((e as { code?: string }).code === '23503')
+          throw new UsageError(`company ${company} does not exist`)
         throw e
       })
       err.write(`user ${username} (${id}) created in company ${company}\n`)
@@ -84,10 +94,16 @@ export async function runAdmin(argv: string[], repo: IdentityRepository, out = p
       if (!user) throw new UsageError(`no user ${username}`)
       let centers: string[] | null = null
       if (values.centers !== undefined) {
-        centers = values.centers.split(',').map((c) => c.trim()).filter(Boolean)
+        centers = values.centers
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean)
         const known = await repo.centerCodes(user.idempresa)
         const unknown = centers.filter((c) => !known.includes(c))
-        if (!centers.length || unknown.length) throw new UsageError(`--centers: not centers of company ${user.idempresa}: ${unknown.join(', ') || '(none given)'}`)
+        if (!centers.length || unknown.length)
+          throw new UsageError(
+            `--centers: not centers of company ${user.idempresa}: ${unknown.join(', ') || '(none given)'}`,
+          )
       }
       let expiresAt: Date | null = null
       if (values.expires !== undefined) {
@@ -98,16 +114,28 @@ export async function runAdmin(argv: string[], repo: IdentityRepository, out = p
         }
       }
       const { token, lookup, hash } = newToken()
-      const id = await repo.createToken({ companyId: user.idempresa, userId: user.id, name: values.name ?? null, lookup, hash, centers, expiresAt })
+      const id = await repo.createToken({
+        companyId: user.idempresa,
+        userId: user.id,
+        name: values.name ?? null,
+        lookup,
+        hash,
+        centers,
+        expiresAt,
+      })
       out.write(`${token}\n`)
-      err.write(`token ${id} for ${user.username} (company ${user.idempresa}${centers ? `, centers ${centers.join(',')}` : ''}${expiresAt ? `, expires ${expiresAt.toISOString()}` : ''}); it is shown only once\n`)
+      err.write(
+        `token ${id} for ${user.username} (company ${user.idempresa}${centers ? `, centers ${centers.join(',')}` : ''}${expiresAt ? `, expires ${expiresAt.toISOString()}` : ''}); it is shown only once\n`,
+      )
       return
     }
     case 'token:revoke': {
       const id = need(values, 'id')
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--id must be a token id (UUID)')
       if (!(await repo.revokeToken(id))) throw new UsageError(`no token ${id}`)
-      err.write(`token ${id} revoked (gateways stop accepting it within their token cache time, 5 s by default)\n`)
+      err.write(
+        `token ${id} revoked (gateways stop accepting it within their token cache time, 5 s by default)\n`,
+      )
       return
     }
     default:

@@ -48,12 +48,18 @@ export function identityRepository(knex: Knex) {
       return id
     },
 
-    async userByName(username: string): Promise<{ idempresa: number; id: string; username: string } | undefined> {
-      return knex('users').whereRaw('lower(username) = lower(?)', [username]).first('idempresa', 'id', 'username')
+    async userByName(
+      username: string,
+    ): Promise<{ idempresa: number; id: string; username: string } | undefined> {
+      return knex('users')
+        .whereRaw('lower(username) = lower(?)', [username])
+        .first('idempresa', 'id', 'username')
     },
 
     async centerCodes(companyId: number): Promise<string[]> {
-      return (await knex('centers').where({ idempresa: companyId }).orderBy('code').select('code')).map((r) => r.code)
+      return (await knex('centers').where({ idempresa: companyId }).orderBy('code').select('code')).map(
+        (r) => r.code,
+      )
     },
 
     async createToken(t: {
@@ -81,7 +87,9 @@ export function identityRepository(knex: Knex) {
 
     /** Returns false when there is no such token. Revoking twice keeps the first time. */
     async revokeToken(id: string): Promise<boolean> {
-      const n = await knex('api_tokens').where({ id }).update({ revoked_at: knex.raw('coalesce(revoked_at, now())') })
+      const n = await knex('api_tokens')
+        .where({ id })
+        .update({ revoked_at: knex.raw('coalesce(revoked_at, now())') })
       return n > 0
     },
   }

@@ -21,7 +21,8 @@ export function mergeOpenApi(version: string, docs: Partial<Record<keyof Upstrea
   const paths: Record<string, unknown> = {}
   const schemas: Record<string, unknown> = {}
   for (const doc of Object.values(docs)) {
-    for (const [path, item] of Object.entries(doc?.paths ?? {})) if (!path.startsWith('/internal')) paths[path] = item
+    for (const [path, item] of Object.entries(doc?.paths ?? {}))
+      if (!path.startsWith('/internal')) paths[path] = item
     Object.assign(schemas, doc?.components?.schemas ?? {})
   }
   return {
@@ -60,7 +61,10 @@ export async function docsRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     await Promise.all(
       names.map(async (name) => {
         try {
-          const res = await request(`${deps.upstreams[name]}/openapi.json`, { headersTimeout: 2000, bodyTimeout: 2000 })
+          const res = await request(`${deps.upstreams[name]}/openapi.json`, {
+            headersTimeout: 2000,
+            bodyTimeout: 2000,
+          })
           if (res.statusCode === 200) docs[name] = (await res.body.json()) as OpenApi
           else await res.body.dump()
         } catch {

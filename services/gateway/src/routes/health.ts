@@ -20,7 +20,10 @@ export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps 
   const handler = async (_req: unknown, reply: import('fastify').FastifyReply) => {
     const names = Object.keys(deps.upstreams) as Array<keyof Upstreams>
     const [database, ...services] = await Promise.all([
-      deps.knex.raw('select 1').then(() => 'ok' as const, () => 'down' as const),
+      deps.knex.raw('select 1').then(
+        () => 'ok' as const,
+        () => 'down' as const,
+      ),
       ...names.map((n) => ready(deps.upstreams[n])),
     ])
     const checks: Record<string, string> = { database, broker: deps.amqp.connected ? 'ok' : 'down' }
@@ -28,5 +31,6 @@ export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     const ok = Object.values(checks).every((s) => s === 'ok')
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', version: deps.version, checks })
   }
-  for (const base of ['/api', '/api/3']) app.get(`${base}/health`, { config: { public: true }, schema: { hide: true } }, handler)
+  for (const base of ['/api', '/api/3'])
+    app.get(`${base}/health`, { config: { public: true }, schema: { hide: true } }, handler)
 }

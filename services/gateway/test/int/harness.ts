@@ -37,14 +37,19 @@ export class FakeUpstream {
     readonly openapi: Record<string, unknown> = { openapi: '3.1.0', paths: {} },
   ) {
     this.app = Fastify()
-    this.app.get('/health/ready', async (_req, reply) => reply.code(this.ready ? 200 : 503).send({ status: this.ready ? 'ok' : 'unavailable' }))
+    this.app.get('/health/ready', async (_req, reply) =>
+      reply.code(this.ready ? 200 : 503).send({ status: this.ready ? 'ok' : 'unavailable' }),
+    )
     this.app.get('/openapi.json', async () => this.openapi)
     this.app.all('/*', async (req, reply) => {
       const r: Received = { method: req.method, url: req.url, headers: { ...req.headers } }
       this.received.push(r)
       if (req.method === 'POST') {
         const id = randomUUID()
-        return reply.code(201).header('location', `/${req.url.split('/')[1]!.split('?')[0]}/${id}`).send({ id, ...r })
+        return reply
+          .code(201)
+          .header('location', `/${req.url.split('/')[1]!.split('?')[0]}/${id}`)
+          .send({ id, ...r })
       }
       return reply.header('etag', '"1"').send(r)
     })

@@ -17,18 +17,41 @@ beforeAll(async () => {
     patients: await new FakeUpstream(
       'patients',
       doc(
-        { '/patients': { get: { operationId: 'listPatients' } }, '/internal/patients/{id}/contact': { get: { operationId: 'contact' } } },
+        {
+          '/patients': { get: { operationId: 'listPatients' } },
+          '/internal/patients/{id}/contact': { get: { operationId: 'contact' } },
+        },
         { Patient: { type: 'object' } },
       ),
     ).start(),
-    appointments: await new FakeUpstream('appointments', doc({ '/appointments': { post: { operationId: 'book' } } }, { Appointment: { type: 'object' } })).start(),
-    comms: await new FakeUpstream('comms', doc({ '/comms/messages': { get: { operationId: 'listMessages' } }, '/internal/send': { post: {} } }, {})).start(),
-    audit: await new FakeUpstream('audit', doc({ '/audit/events': { get: { operationId: 'listAuditEvents' } } }, { AuditEvent: { type: 'object' } })).start(),
+    appointments: await new FakeUpstream(
+      'appointments',
+      doc({ '/appointments': { post: { operationId: 'book' } } }, { Appointment: { type: 'object' } }),
+    ).start(),
+    comms: await new FakeUpstream(
+      'comms',
+      doc(
+        { '/comms/messages': { get: { operationId: 'listMessages' } }, '/internal/send': { post: {} } },
+        {},
+      ),
+    ).start(),
+    audit: await new FakeUpstream(
+      'audit',
+      doc(
+        { '/audit/events': { get: { operationId: 'listAuditEvents' } } },
+        { AuditEvent: { type: 'object' } },
+      ),
+    ).start(),
   }
   gw = await gateway({
     knex: env.knex,
     amqp: env.amqp,
-    upstreams: { patients: up.patients.url, appointments: up.appointments.url, comms: up.comms.url, audit: up.audit.url },
+    upstreams: {
+      patients: up.patients.url,
+      appointments: up.appointments.url,
+      comms: up.comms.url,
+      audit: up.audit.url,
+    },
   })
 })
 afterAll(async () => {
@@ -48,7 +71,14 @@ describe('/api/health', () => {
       expect(res.json()).toEqual({
         status: 'ok',
         version: VERSION,
-        checks: { database: 'ok', broker: 'ok', patients: 'ok', appointments: 'ok', comms: 'ok', audit: 'ok' },
+        checks: {
+          database: 'ok',
+          broker: 'ok',
+          patients: 'ok',
+          appointments: 'ok',
+          comms: 'ok',
+          audit: 'ok',
+        },
       })
     }
   })
@@ -61,7 +91,14 @@ describe('/api/health', () => {
     expect(res.json()).toEqual({
       status: 'degraded',
       version: VERSION,
-      checks: { database: 'ok', broker: 'ok', patients: 'ok', appointments: 'ok', comms: 'down', audit: 'ok' },
+      checks: {
+        database: 'ok',
+        broker: 'ok',
+        patients: 'ok',
+        appointments: 'ok',
+        comms: 'down',
+        audit: 'ok',
+      },
     })
     up.comms.ready = true
     expect((await gw.app.inject({ method: 'GET', url: '/api/health' })).statusCode).toBe(200)
@@ -74,10 +111,20 @@ describe('/api/openapi.json', () => {
       const res = await gw.app.inject({ method: 'GET', url })
       expect(res.statusCode).toBe(200)
       expect(res.headers['x-service-version']).toBe(VERSION)
-      const merged = res.json() as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: Record<string, Record<string, unknown>> }
+      const merged = res.json() as {
+        openapi: string
+        info: { version: string }
+        paths: Record<string, unknown>
+        components: Record<string, Record<string, unknown>>
+      }
       expect(merged.openapi).toBe('3.1.0')
       expect(merged.info.version).toBe(VERSION)
-      expect(Object.keys(merged.paths).sort()).toEqual(['/appointments', '/audit/events', '/comms/messages', '/patients'])
+      expect(Object.keys(merged.paths).sort()).toEqual([
+        '/appointments',
+        '/audit/events',
+        '/comms/messages',
+        '/patients',
+      ])
       expect(merged.paths['/patients']).toEqual({ get: { operationId: 'listPatients' } })
       expect(Object.keys(merged.components.schemas!).sort()).toEqual(['Appointment', 'AuditEvent', 'Patient'])
       expect(Object.keys(merged.components.securitySchemes!).sort()).toEqual(['basic', 'serviceToken'])
@@ -87,7 +134,12 @@ describe('/api/openapi.json', () => {
   it('serves the same document to the interactive reference under /api/docs', async () => {
     const res = await gw.app.inject({ method: 'GET', url: '/api/docs/json' })
     expect(res.statusCode).toBe(200)
-    expect(Object.keys((res.json() as { paths: object }).paths).sort()).toEqual(['/appointments', '/audit/events', '/comms/messages', '/patients'])
+    expect(Object.keys((res.json() as { paths: object }).paths).sort()).toEqual([
+      '/appointments',
+      '/audit/events',
+      '/comms/messages',
+      '/patients',
+    ])
     const page = await gw.app.inject({ method: 'GET', url: '/api/docs' })
     expect([200, 302]).toContain(page.statusCode)
   })

@@ -56,7 +56,17 @@ async function company() {
 describe('identity repository and admin CLI on PostgreSQL', () => {
   it('creates a company, centers, a user and a token the repository finds by lookup', async () => {
     const c = await company()
-    const { out, err } = await admin('token:create', '--username', c.username, '--centers', 'ALM1', '--expires', '12h', '--name', 'ci')
+    const { out, err } = await admin(
+      'token:create',
+      '--username',
+      c.username,
+      '--centers',
+      'ALM1',
+      '--expires',
+      '12h',
+      '--name',
+      'ci',
+    )
     const token = out.trim()
     expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
     const row = await knex('api_tokens').where({ idempresa: c.id }).first()
@@ -75,7 +85,11 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     })
     expect(record!.expires_at!.getTime() - Date.now()).toBeGreaterThan(11.9 * 3_600_000)
     expect(await repo.centerCodes(c.id)).toEqual(['ALM1', 'ALM2'])
-    expect(await repo.userByName(c.username.toUpperCase())).toEqual({ idempresa: c.id, id: record!.user_id, username: c.username })
+    expect(await repo.userByName(c.username.toUpperCase())).toEqual({
+      idempresa: c.id,
+      id: record!.user_id,
+      username: c.username,
+    })
   })
 
   it('stores the token only as its SHA-256 hash', async () => {
@@ -86,34 +100,36 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     expect(row.token_hash.toString('utf8')).not.toBe(token)
     expect(row.token_hash).toEqual(createHash('sha256').update(token).digest())
     expect(row.lookup).toBe(token.slice(0, 16))
-    const { rows } = await knex.raw('SELECT count(*) AS n FROM api_tokens t WHERE t.idempresa = ? AND row_to_json(t)::text LIKE ?', [
-      c.id,
-      `%${token.slice(16)}%`,
-    ])
+    const { rows } = await knex.raw(
+      'SELECT count(*) AS n FROM api_tokens t WHERE t.idempresa = ? AND row_to_json(t)::text LIKE ?',
+      [c.id, `%${token.slice(16)}%`],
+    )
     expect(rows[0].n).toBe(0)
   })
 
   it('reports duplicates and unknown references as usage errors', async () => {
     const c = await company()
-    expect(await usageError('company:create', '--id', String(c.id), '--name', 'Again')).toBe(`company ${c.id} already exists`)
-    expect(await usageError('center:create', '--company', String(c.id), '--code', 'ALM1', '--name', 'Again')).toBe(
-      `center ALM1 already exists in company ${c.id}`,
+    expect(await usageError('company:create', '--id', String(c.id), '--name', 'Again')).toBe(
+      `company ${c.id} already exists`,
     )
-    expect(await usageError('user:create', '--company', String(c.id), '--username', c.username.toUpperCase())).toBe(
-      `username ${c.username.toUpperCase()} is taken`,
-    )
+    expect(
+      await usageError('center:create', '--company', String(c.id), '--code', 'ALM1', '--name', 'Again'),
+    ).toBe(`center ALM1 already exists in company ${c.id}`)
+    expect(
+      await usageError('user:create', '--company', String(c.id), '--username', c.username.toUpperCase()),
+    ).toBe(`username ${c.username.toUpperCase()} is taken`)
     // Usernames are one namespace across companies.
     const other = await company()
     expect(await usageError('user:create', '--company', String(other.id), '--username', c.username)).toBe(
       `username ${c.username} is taken`,
     )
     const missing = freshCompanyId()
-    expect(await usageError('center:create', '--company', String(missing), '--code', 'X', '--name', 'X')).toBe(
-      `company ${missing} does not exist`,
-    )
-    expect(await usageError('user:create', '--company', String(missing), '--username', uniqueName('bob'))).toBe(
-      `company ${missing} does not exist`,
-    )
+    expect(
+      await usageError('center:create', '--company', String(missing), '--code', 'X', '--name', 'X'),
+    ).toBe(`company ${missing} does not exist`)
+    expect(
+      await usageError('user:create', '--company', String(missing), '--username', uniqueName('bob')),
+    ).toBe(`company ${missing} does not exist`)
     expect(await usageError('token:create', '--username', uniqueName('ghost'))).toMatch(/^no user ghost_/)
     expect(await usageError('token:create', '--username', c.username, '--centers', 'ALM1,NOPE')).toBe(
       `--centers: not centers of company ${c.id}: NOPE`,
@@ -144,13 +160,26 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     const r = await auth.authenticate({ 'x-service-token': token })
     expect(r).toMatchObject({
       ok: true,
-      principal: { companyId: c.id, username: c.username, tokenId: id, companyCenters: ['ALM1', 'ALM2'], allowedCenters: ['ALM2'] },
+      principal: {
+        companyId: c.id,
+        username: c.username,
+        tokenId: id,
+        companyCenters: ['ALM1', 'ALM2'],
+        allowedCenters: ['ALM2'],
+      },
     })
-    const used = await waitFor(async () => (await knex('api_tokens').where({ id }).first('last_used_at')).last_used_at as Date | null, {
-      what: 'last_used_at',
-    })
+    const used = await waitFor(
+      async () => (await knex('api_tokens').where({ id }).first('last_used_at')).last_used_at as Date | null,
+      {
+        what: 'last_used_at',
+      },
+    )
     expect(Math.abs(used.getTime() - Date.now())).toBeLessThan(60_000)
     await admin('token:revoke', '--id', id)
-    expect(await auth.authenticate({ 'x-service-token': token })).toEqual({ ok: false, reason: 'revoked token', companyId: c.id })
+    expect(await auth.authenticate({ 'x-service-token': token })).toEqual({
+      ok: false,
+      reason: 'revoked token',
+      companyId: c.id,
+    })
   })
 })

@@ -18,7 +18,12 @@ beforeAll(async () => {
     knex,
     amqp: env.amqp,
     // audit points at nothing: the 503 path.
-    upstreams: { patients: upstream.url, appointments: upstream.url, comms: upstream.url, audit: await deadUrl() },
+    upstreams: {
+      patients: upstream.url,
+      appointments: upstream.url,
+      comms: upstream.url,
+      audit: await deadUrl(),
+    },
     corsOrigins: ['https://portal.example'],
   })
 })
@@ -59,14 +64,25 @@ describe('forwarding to the services', () => {
     const got = echoed(res)
     expect(got.method).toBe('GET')
     expect(got.url).toBe(`/patients/${PATIENT}?codalmacen=ALM1&q=x`)
-    for (const h of ['x-service-token', 'authorization', 'cookie', 'x-idempresa', 'idempresa', 'x-tenant-id', 'x-clinic-company'])
+    for (const h of [
+      'x-service-token',
+      'authorization',
+      'cookie',
+      'x-idempresa',
+      'idempresa',
+      'x-tenant-id',
+      'x-clinic-company',
+    ])
       expect(got.headers).not.toHaveProperty(h)
     expect(JSON.stringify(got.headers)).not.toContain(t.token)
     expect(got.headers[ASSERTION_HEADER]).not.toBe(forged)
     expect(got.headers.accept).toBe('application/json')
     expect(got.headers['x-request-id']).toBe('client-req-1')
 
-    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: `/patients/${PATIENT}` })
+    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+      method: 'GET',
+      path: `/patients/${PATIENT}`,
+    })
     expect(verified).toEqual({
       ok: true,
       claims: expect.objectContaining({
@@ -82,7 +98,10 @@ describe('forwarding to the services', () => {
       }),
     })
     // Bound to this request: not valid for another path, nor under another secret.
-    expect(verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/patients' }).ok).toBe(false)
+    expect(
+      verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/patients' })
+        .ok,
+    ).toBe(false)
     expect(res.headers['x-request-id']).toBe('client-req-1')
   })
 
@@ -91,13 +110,18 @@ describe('forwarding to the services', () => {
     const res = await inject({
       method: 'GET',
       url: '/api/appointments',
-      headers: { authorization: `Basic ${Buffer.from(`${t.username.toUpperCase()}:${t.token}`).toString('base64')}` },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${t.username.toUpperCase()}:${t.token}`).toString('base64')}`,
+      },
     })
     expect(res.statusCode).toBe(200)
     const got = echoed(res)
     expect(got.url).toBe('/appointments')
     expect(got.headers).not.toHaveProperty('authorization')
-    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/appointments' })
+    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+      method: 'GET',
+      path: '/appointments',
+    })
     expect(v.ok && v.claims.companyId).toBe(t.companyId)
   })
 
@@ -113,7 +137,10 @@ describe('forwarding to the services', () => {
       expect(res.statusCode).toBe(201)
       const { id } = json(res) as { id: string }
       expect(res.headers.location).toBe(`${base}/patients/${id}`)
-      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, SECRET(), { method: 'POST', path: '/patients' })
+      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, SECRET(), {
+        method: 'POST',
+        path: '/patients',
+      })
       expect(v.ok).toBe(true)
     }
   })
@@ -121,7 +148,12 @@ describe('forwarding to the services', () => {
   it('never reaches a service without a valid token', async () => {
     const before = upstream.received.length
     const revoked = await tenant(knex, { revoked: true })
-    for (const headers of [{}, { 'x-service-token': 'csk_nope' }, revoked.headers, { authorization: 'Bearer x' }]) {
+    for (const headers of [
+      {},
+      { 'x-service-token': 'csk_nope' },
+      revoked.headers,
+      { authorization: 'Bearer x' },
+    ]) {
       const res = await inject({ method: 'GET', url: '/api/3/patients', headers })
       expect(res.statusCode).toBe(401)
       expect(res.headers['www-authenticate']).toBe('Basic realm="clinic"')
@@ -136,9 +168,19 @@ describe('X-service-Version on every answer', () => {
   beforeAll(async () => (t = await tenant(knex)))
 
   it.each([
-    ['200 proxied', () => ({ method: 'GET' as const, url: '/api/3/patients', headers: t.headers }), 200, null],
+    [
+      '200 proxied',
+      () => ({ method: 'GET' as const, url: '/api/3/patients', headers: t.headers }),
+      200,
+      null,
+    ],
     ['401 no token', () => ({ method: 'GET' as const, url: '/api/3/patients' }), 401, 'unauthenticated'],
-    ['404 unknown route', () => ({ method: 'GET' as const, url: '/api/3/nothing-here', headers: t.headers }), 404, 'not_found'],
+    [
+      '404 unknown route',
+      () => ({ method: 'GET' as const, url: '/api/3/nothing-here', headers: t.headers }),
+      404,
+      'not_found',
+    ],
     [
       '413 big body',
       () => ({
@@ -152,12 +194,27 @@ describe('X-service-Version on every answer', () => {
     ],
     [
       '415 not JSON',
-      () => ({ method: 'POST' as const, url: '/api/3/patients', headers: { ...t.headers, 'content-type': 'text/plain' }, payload: 'hello' }),
+      () => ({
+        method: 'POST' as const,
+        url: '/api/3/patients',
+        headers: { ...t.headers, 'content-type': 'text/plain' },
+        payload: 'hello',
+      }),
       415,
       'unsupported_media_type',
     ],
-    ['501 planned area', () => ({ method: 'GET' as const, url: '/api/3/documents', headers: t.headers }), 501, 'not_implemented'],
-    ['503 service down', () => ({ method: 'GET' as const, url: '/api/3/audit/events', headers: t.headers }), 503, 'upstream_unavailable'],
+    [
+      '501 planned area',
+      () => ({ method: 'GET' as const, url: '/api/3/documents', headers: t.headers }),
+      501,
+      'not_implemented',
+    ],
+    [
+      '503 service down',
+      () => ({ method: 'GET' as const, url: '/api/3/audit/events', headers: t.headers }),
+      503,
+      'upstream_unavailable',
+    ],
   ])('%s', async (_name, request, status, code) => {
     const before = upstream.received.length
     const res = await inject(request())
@@ -184,7 +241,10 @@ describe('planned areas', () => {
     expect(problem(anon).code).toBe('unauthenticated')
     const res = await inject({ method: 'POST', url, headers: t.headers })
     expect(res.statusCode).toBe(501)
-    expect(problem(res)).toMatchObject({ code: 'not_implemented', detail: `The ${area} area is planned for a later release` })
+    expect(problem(res)).toMatchObject({
+      code: 'not_implemented',
+      detail: `The ${area} area is planned for a later release`,
+    })
   })
 })
 
@@ -202,10 +262,19 @@ describe('codalmacen', () => {
     expect(forbidden.statusCode).toBe(403)
     expect(problem(forbidden).code).toBe('center_forbidden')
 
-    for (const qs of ['codalmacen=ALM1&codalmacen=ALM2', 'codalmacen=ALM1&codalmacen=ALM1', 'codalmacen=bad%20code', 'codalmacen=ELEVENCHARS', 'codalmacen=']) {
+    for (const qs of [
+      'codalmacen=ALM1&codalmacen=ALM2',
+      'codalmacen=ALM1&codalmacen=ALM1',
+      'codalmacen=bad%20code',
+      'codalmacen=ELEVENCHARS',
+      'codalmacen=',
+    ]) {
       const bad = await get(qs)
       expect(bad.statusCode).toBe(400)
-      expect(problem(bad)).toMatchObject({ code: 'validation_failed', errors: [expect.objectContaining({ path: '/codalmacen' })] })
+      expect(problem(bad)).toMatchObject({
+        code: 'validation_failed',
+        errors: [expect.objectContaining({ path: '/codalmacen' })],
+      })
     }
     expect(upstream.received.length).toBe(before)
 
@@ -218,7 +287,9 @@ describe('codalmacen', () => {
     const t = await tenant(knex)
     const other = await tenant(knex)
     await knex('centers').insert({ idempresa: other.companyId, code: 'ONLYTHERE', name: 'x' })
-    expect((await inject({ method: 'GET', url: '/api/patients?codalmacen=ALM2', headers: t.headers })).statusCode).toBe(200)
+    expect(
+      (await inject({ method: 'GET', url: '/api/patients?codalmacen=ALM2', headers: t.headers })).statusCode,
+    ).toBe(200)
     const res = await inject({ method: 'GET', url: '/api/patients?codalmacen=ONLYTHERE', headers: t.headers })
     expect(res.statusCode).toBe(400)
     expect(problem(res).code).toBe('unknown_center')
@@ -227,7 +298,9 @@ describe('codalmacen', () => {
 
 describe('access events', () => {
   const events = async (companyId: number) =>
-    (await knex('outbox').where({ idempresa: companyId, type: 'http.request' }).orderBy('id')).map((r) => r.payload as CloudEvent<'http.request'>)
+    (await knex('outbox').where({ idempresa: companyId, type: 'http.request' }).orderBy('id')).map(
+      (r) => r.payload as CloudEvent<'http.request'>,
+    )
 
   it('records each request in the outbox with actor, path without query, status, ip and resource', async () => {
     const t = await tenant(knex)
@@ -269,7 +342,12 @@ describe('access events', () => {
 
   it("records a revoked token's 401 under its company, without an actor", async () => {
     const t = await tenant(knex, { revoked: true })
-    const res = await inject({ method: 'POST', url: '/api/patients', headers: { ...t.headers, 'content-type': 'application/json' }, payload: {} })
+    const res = await inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      payload: {},
+    })
     expect(res.statusCode).toBe(401)
     await gw.accessLog.flush()
     const [e, ...rest] = await events(t.companyId)
@@ -277,7 +355,14 @@ describe('access events', () => {
     expect(e).toMatchObject({
       idempresa: t.companyId,
       requestid: res.headers['x-request-id'],
-      data: { method: 'POST', path: '/api/patients', status: 401, ip: '127.0.0.1', resource_type: 'patient', resource_id: null },
+      data: {
+        method: 'POST',
+        path: '/api/patients',
+        status: 401,
+        ip: '127.0.0.1',
+        resource_type: 'patient',
+        resource_id: null,
+      },
     })
     expect(e).not.toHaveProperty('actorname')
     expect(e).not.toHaveProperty('actorid')
@@ -290,13 +375,23 @@ describe('access events', () => {
     await inject({
       method: 'OPTIONS',
       url: '/api/patients',
-      headers: { 'x-request-id': rid, origin: 'https://portal.example', 'access-control-request-method': 'GET' },
+      headers: {
+        'x-request-id': rid,
+        origin: 'https://portal.example',
+        'access-control-request-method': 'GET',
+      },
     })
     // A request that is recorded, as a control: the query below does find rows by request id.
-    const control = await inject({ method: 'GET', url: '/api/patients', headers: { 'x-request-id': `${rid}-control` } })
+    const control = await inject({
+      method: 'GET',
+      url: '/api/patients',
+      headers: { 'x-request-id': `${rid}-control` },
+    })
     expect(control.statusCode).toBe(401)
     await gw.accessLog.flush()
-    const rows = await knex('outbox').where({ type: 'http.request' }).whereRaw("payload->>'requestid' like ?", [`${rid}%`])
+    const rows = await knex('outbox')
+      .where({ type: 'http.request' })
+      .whereRaw("payload->>'requestid' like ?", [`${rid}%`])
     expect(rows.map((r) => (r.payload as CloudEvent).requestid)).toEqual([`${rid}-control`])
   })
 })
@@ -330,13 +425,27 @@ describe('CORS', () => {
 
   it('exposes the version, ETag, Location and request id headers to browser code', async () => {
     const t = await tenant(knex)
-    const res = await inject({ method: 'GET', url: '/api/patients', headers: { ...t.headers, origin: 'https://portal.example' } })
+    const res = await inject({
+      method: 'GET',
+      url: '/api/patients',
+      headers: { ...t.headers, origin: 'https://portal.example' },
+    })
     expect(res.statusCode).toBe(200)
     expect(res.headers['access-control-allow-origin']).toBe('https://portal.example')
     const exposed = String(res.headers['access-control-expose-headers'])
       .split(',')
       .map((h) => h.trim().toLowerCase())
-    expect(exposed).toEqual(expect.arrayContaining(['x-service-version', 'etag', 'location', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'retry-after']))
+    expect(exposed).toEqual(
+      expect.arrayContaining([
+        'x-service-version',
+        'etag',
+        'location',
+        'x-request-id',
+        'ratelimit-limit',
+        'ratelimit-remaining',
+        'retry-after',
+      ]),
+    )
     expect(res.headers.etag).toBe('"1"')
   })
 })

@@ -11,9 +11,17 @@ let b: Awaited<ReturnType<typeof gateway>>
 beforeAll(async () => {
   env = await infra()
   upstream = await new FakeUpstream('echo').start()
-  const upstreams = { patients: upstream.url, appointments: upstream.url, comms: upstream.url, audit: upstream.url }
+  const upstreams = {
+    patients: upstream.url,
+    appointments: upstream.url,
+    comms: upstream.url,
+    audit: upstream.url,
+  }
   // Two gateway replicas, each with its own Redis connection to the same store.
-  redis = [new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 }), new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 })]
+  redis = [
+    new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 }),
+    new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 }),
+  ]
   a = await gateway({ knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerMinute: 4, redis: redis[0] })
   b = await gateway({ knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerMinute: 4, redis: redis[1] })
 })
@@ -25,7 +33,8 @@ afterAll(async () => {
   await env?.close()
 })
 
-const get = (gw: typeof a, headers: Record<string, string>) => gw.app.inject({ method: 'GET', url: '/api/3/patients', headers })
+const get = (gw: typeof a, headers: Record<string, string>) =>
+  gw.app.inject({ method: 'GET', url: '/api/3/patients', headers })
 
 function expectLimited(res: LightMyRequestResponse) {
   expect(res.statusCode).toBe(429)
@@ -64,9 +73,10 @@ describe('rate limit shared by gateway replicas', () => {
     expect(other.headers['ratelimit-remaining']).toBe('3')
   })
 
-  it('answers 401, never 429, to requests without a valid token, and they use no token\'s budget', async () => {
+  it("answers 401, never 429, to requests without a valid token, and they use no token's budget", async () => {
     const t = await tenant(env.knex)
-    for (let i = 0; i < 6; i++) expect((await get(a, { 'x-service-token': 'csk_wrong' })).statusCode).toBe(401)
+    for (let i = 0; i < 6; i++)
+      expect((await get(a, { 'x-service-token': 'csk_wrong' })).statusCode).toBe(401)
     const res = await get(b, t.headers)
     expect(res.statusCode).toBe(200)
     expect(res.headers['ratelimit-remaining']).toBe('3')

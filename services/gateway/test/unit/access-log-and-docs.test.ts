@@ -25,7 +25,10 @@ describe('resourceOf', () => {
   })
 
   it('names the first id on a nested path', () => {
-    expect(resourceOf(`/api/3/patients/${ID}/appointments/${ID2}`)).toEqual({ resource_type: 'patient', resource_id: ID })
+    expect(resourceOf(`/api/3/patients/${ID}/appointments/${ID2}`)).toEqual({
+      resource_type: 'patient',
+      resource_id: ID,
+    })
   })
 })
 

@@ -41,7 +41,9 @@ describe('runAdmin', () => {
       out: '',
       err: 'company 7 created\n',
     })
-    expect(await admin(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro 1')).toEqual({
+    expect(
+      await admin(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro 1'),
+    ).toEqual({
       out: '',
       err: 'center ALM1 created in company 7\n',
     })
@@ -55,12 +57,29 @@ describe('runAdmin', () => {
 
   it('token:create prints the token alone on stdout and stores only its hash', async () => {
     const repo = await seeded()
-    const { out, err } = await admin(repo, 'token:create', '--username', 'Alice', '--centers', 'ALM2, ALM1', '--expires', '90d', '--name', 'ci')
+    const { out, err } = await admin(
+      repo,
+      'token:create',
+      '--username',
+      'Alice',
+      '--centers',
+      'ALM2, ALM1',
+      '--expires',
+      '90d',
+      '--name',
+      'ci',
+    )
     expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
     const token = out.trim()
     expect(repo.tokens).toHaveLength(1)
     const stored = repo.tokens[0]!
-    expect(stored).toMatchObject({ idempresa: 7, user_id: repo.users[0]!.id, name: 'ci', lookup: token.slice(0, 16), centers: ['ALM2', 'ALM1'] })
+    expect(stored).toMatchObject({
+      idempresa: 7,
+      user_id: repo.users[0]!.id,
+      name: 'ci',
+      lookup: token.slice(0, 16),
+      centers: ['ALM2', 'ALM1'],
+    })
     expect(stored.token_hash).toEqual(createHash('sha256').update(token).digest())
     const days = (stored.expires_at!.getTime() - Date.now()) / 86_400_000
     expect(days).toBeGreaterThan(89.9)
@@ -90,29 +109,45 @@ describe('runAdmin', () => {
 
   it.each(['0', 'abc', '1.5', '-3', '2147483648', '7 '])('refuses --id %j', async (id) => {
     const repo = new FakeIdentityRepository()
-    expect(await usageError(repo, 'company:create', `--id=${id}`, '--name', 'X')).toBe('--id must be a positive integer')
-    expect(await usageError(repo, 'user:create', `--company=${id}`, '--username', 'bob')).toBe('--company must be a positive integer')
+    expect(await usageError(repo, 'company:create', `--id=${id}`, '--name', 'X')).toBe(
+      '--id must be a positive integer',
+    )
+    expect(await usageError(repo, 'user:create', `--company=${id}`, '--username', 'bob')).toBe(
+      '--company must be a positive integer',
+    )
     expect(repo.companies.size).toBe(0)
   })
 
   it('refuses duplicates and unknown companies with a clear message', async () => {
     const repo = await seeded()
-    expect(await usageError(repo, 'company:create', '--id', '7', '--name', 'Again')).toBe('company 7 already exists')
-    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Again')).toBe(
-      'center ALM1 already exists in company 7',
+    expect(await usageError(repo, 'company:create', '--id', '7', '--name', 'Again')).toBe(
+      'company 7 already exists',
     )
+    expect(
+      await usageError(repo, 'center:create', '--company', '7', '--code', 'ALM1', '--name', 'Again'),
+    ).toBe('center ALM1 already exists in company 7')
     expect(await usageError(repo, 'center:create', '--company', '99', '--code', 'X', '--name', 'X')).toBe(
       'company 99 does not exist',
     )
-    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'ALICE')).toBe('username ALICE is taken')
-    expect(await usageError(repo, 'user:create', '--company', '99', '--username', 'bob')).toBe('company 99 does not exist')
+    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'ALICE')).toBe(
+      'username ALICE is taken',
+    )
+    expect(await usageError(repo, 'user:create', '--company', '99', '--username', 'bob')).toBe(
+      'company 99 does not exist',
+    )
   })
 
   it('refuses malformed center codes and usernames', async () => {
     const repo = await seeded()
-    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'ELEVENCHARS', '--name', 'X')).toMatch(/^--code must be/)
-    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'A B', '--name', 'X')).toMatch(/^--code must be/)
-    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'bob smith')).toMatch(/^--username must be/)
+    expect(
+      await usageError(repo, 'center:create', '--company', '7', '--code', 'ELEVENCHARS', '--name', 'X'),
+    ).toMatch(/^--code must be/)
+    expect(await usageError(repo, 'center:create', '--company', '7', '--code', 'A B', '--name', 'X')).toMatch(
+      /^--code must be/,
+    )
+    expect(await usageError(repo, 'user:create', '--company', '7', '--username', 'bob smith')).toMatch(
+      /^--username must be/,
+    )
     expect(repo.centers).toHaveLength(2)
     expect(repo.users).toHaveLength(1)
   })
@@ -122,16 +157,18 @@ describe('runAdmin', () => {
     await admin(repo, 'company:create', '--id', '8', '--name', 'Other')
     await admin(repo, 'center:create', '--company', '8', '--code', 'OTHER', '--name', 'Other center')
     expect(await usageError(repo, 'token:create', '--username', 'ghost')).toBe('no user ghost')
-    expect(await usageError(repo, 'token:create', '--username', 'alice', '--centers', 'ALM1,NOPE,OTHER')).toBe(
-      '--centers: not centers of company 7: NOPE, OTHER',
-    )
+    expect(
+      await usageError(repo, 'token:create', '--username', 'alice', '--centers', 'ALM1,NOPE,OTHER'),
+    ).toBe('--centers: not centers of company 7: NOPE, OTHER')
     expect(await usageError(repo, 'token:create', '--username', 'alice', '--centers', ' , ')).toBe(
       '--centers: not centers of company 7: (none given)',
     )
     expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', 'tomorrow')).toMatch(
       /^--expires must be like 90d, 12h, 30m or a date/,
     )
-    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '2027-02-30')).toMatch(/^--expires must be/)
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '2027-02-30')).toMatch(
+      /^--expires must be/,
+    )
     expect(repo.tokens).toHaveLength(0)
   })
 
@@ -154,7 +191,9 @@ describe('runAdmin', () => {
     const repo = new FakeIdentityRepository()
     expect(await usageError(repo, 'company:delete', '--id', '7')).toBe('unknown command company:delete')
     expect(await usageError(repo)).toBe('no command given')
-    await expect(runAdmin(['company:create', '--id', '7', '--name', 'X', '--force'], repo)).rejects.toMatchObject({
+    await expect(
+      runAdmin(['company:create', '--id', '7', '--name', 'X', '--force'], repo),
+    ).rejects.toMatchObject({
       code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION',
     })
     expect(repo.companies.size).toBe(0)

@@ -16,7 +16,11 @@ async function setup(opts: { ttlMs?: number; maxEntries?: number } = {}) {
   await repo.createCenter(7, 'ALM2', 'Centro 2')
   const userId = await repo.createUser(7, 'alice')
   const errors: unknown[] = []
-  const auth = new Authenticator(repo, { ttlMs: opts.ttlMs ?? 5000, maxEntries: opts.maxEntries, onError: (e) => errors.push(e) })
+  const auth = new Authenticator(repo, {
+    ttlMs: opts.ttlMs ?? 5000,
+    maxEntries: opts.maxEntries,
+    onError: (e) => errors.push(e),
+  })
   async function issue(o: { centers?: string[] | null; expiresAt?: Date | null } = {}) {
     const { token, lookup, hash } = newToken()
     const id = await repo.createToken({
@@ -61,14 +65,26 @@ describe('Authenticator', () => {
   it('refuses missing, malformed and unknown tokens without naming a company', async () => {
     const { auth, repo, issue } = await setup()
     expect(await auth.authenticate({}, T0)).toEqual({ ok: false, reason: 'no credentials' })
-    expect(await auth.authenticate({ authorization: 'Bearer x' }, T0)).toEqual({ ok: false, reason: 'no credentials' })
-    expect(await auth.authenticate({ 'x-service-token': 'csk_short' }, T0)).toEqual({ ok: false, reason: 'malformed token' })
+    expect(await auth.authenticate({ authorization: 'Bearer x' }, T0)).toEqual({
+      ok: false,
+      reason: 'no credentials',
+    })
+    expect(await auth.authenticate({ 'x-service-token': 'csk_short' }, T0)).toEqual({
+      ok: false,
+      reason: 'malformed token',
+    })
     expect(repo.lookups).toHaveLength(0) // a malformed token never reaches the database
-    expect(await auth.authenticate({ 'x-service-token': newToken().token }, T0)).toEqual({ ok: false, reason: 'unknown token' })
+    expect(await auth.authenticate({ 'x-service-token': newToken().token }, T0)).toEqual({
+      ok: false,
+      reason: 'unknown token',
+    })
     // Same lookup prefix as a real token, different secret part: the hash decides.
     const { token } = await issue()
     const twin = token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A')
-    expect(await auth.authenticate({ 'x-service-token': twin }, T0)).toEqual({ ok: false, reason: 'unknown token' })
+    expect(await auth.authenticate({ 'x-service-token': twin }, T0)).toEqual({
+      ok: false,
+      reason: 'unknown token',
+    })
     expect((await auth.authenticate({ 'x-service-token': token }, T0)).ok).toBe(true)
   })
 
@@ -76,7 +92,11 @@ describe('Authenticator', () => {
     const { auth, repo, issue } = await setup()
     const { token, id } = await issue()
     await repo.revokeToken(id)
-    expect(await auth.authenticate({ 'x-service-token': token }, T0)).toEqual({ ok: false, reason: 'revoked token', companyId: 7 })
+    expect(await auth.authenticate({ 'x-service-token': token }, T0)).toEqual({
+      ok: false,
+      reason: 'revoked token',
+      companyId: 7,
+    })
   })
 
   it('refuses a token at and after its expiry, naming its company', async () => {
@@ -101,7 +121,10 @@ describe('Authenticator', () => {
       reason: 'username does not own the token',
       companyId: 7,
     })
-    expect(await auth.authenticate(basic('bob', 'not-a-token'), T0)).toEqual({ ok: false, reason: 'malformed token' })
+    expect(await auth.authenticate(basic('bob', 'not-a-token'), T0)).toEqual({
+      ok: false,
+      reason: 'malformed token',
+    })
   })
 
   it('answers from the cache within the ttl and reads again after it', async () => {
@@ -113,7 +136,10 @@ describe('Authenticator', () => {
     // Still cached: the revocation is seen only once the entry expires.
     expect((await auth.authenticate({ 'x-service-token': token }, T0 + 4999)).ok).toBe(true)
     expect(repo.lookups).toHaveLength(1)
-    expect(await auth.authenticate({ 'x-service-token': token }, T0 + 5000)).toMatchObject({ ok: false, reason: 'revoked token' })
+    expect(await auth.authenticate({ 'x-service-token': token }, T0 + 5000)).toMatchObject({
+      ok: false,
+      reason: 'revoked token',
+    })
     expect(repo.lookups).toHaveLength(2)
   })
 

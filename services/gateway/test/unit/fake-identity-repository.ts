@@ -43,7 +43,10 @@ export class FakeIdentityRepository implements IdentityRepository {
         username: this.users.find((u) => u.id === t.user_id)!.username,
         token_hash: t.token_hash,
         centers: t.centers,
-        company_centers: this.centers.filter((c) => c.idempresa === t.idempresa).map((c) => c.code).sort(),
+        company_centers: this.centers
+          .filter((c) => c.idempresa === t.idempresa)
+          .map((c) => c.code)
+          .sort(),
         expires_at: t.expires_at,
         revoked_at: t.revoked_at,
         last_used_at: t.last_used_at,
@@ -58,7 +61,8 @@ export class FakeIdentityRepository implements IdentityRepository {
   }
 
   async createCompany(id: number, name: string): Promise<void> {
-    if (this.companies.has(id)) throw pgError('23505', 'duplicate key value violates unique constraint "companies_pkey"')
+    if (this.companies.has(id))
+      throw pgError('23505', 'duplicate key value violates unique constraint "companies_pkey"')
     this.companies.set(id, name)
   }
 
@@ -84,7 +88,10 @@ export class FakeIdentityRepository implements IdentityRepository {
   }
 
   async centerCodes(companyId: number): Promise<string[]> {
-    return this.centers.filter((c) => c.idempresa === companyId).map((c) => c.code).sort()
+    return this.centers
+      .filter((c) => c.idempresa === companyId)
+      .map((c) => c.code)
+      .sort()
   }
 
   async createToken(t: {

@@ -63,19 +63,26 @@ describe('credentialsFrom', () => {
   })
 
   it('prefers X-service-Token over Authorization', () => {
-    expect(credentialsFrom({ 'x-service-token': token, authorization: basic('alice:csk_other') })).toEqual({ token })
+    expect(credentialsFrom({ 'x-service-token': token, authorization: basic('alice:csk_other') })).toEqual({
+      token,
+    })
   })
 
   it('reads Basic username:token', () => {
     expect(credentialsFrom({ authorization: basic(`alice:${token}`) })).toEqual({ username: 'alice', token })
-    expect(credentialsFrom({ authorization: `basic   ${Buffer.from(`alice:${token}`).toString('base64')}` })).toEqual({
+    expect(
+      credentialsFrom({ authorization: `basic   ${Buffer.from(`alice:${token}`).toString('base64')}` }),
+    ).toEqual({
       username: 'alice',
       token,
     })
   })
 
   it('splits Basic at the first colon, so a token may contain colons', () => {
-    expect(credentialsFrom({ authorization: basic('bob:csk_a:b:c') })).toEqual({ username: 'bob', token: 'csk_a:b:c' })
+    expect(credentialsFrom({ authorization: basic('bob:csk_a:b:c') })).toEqual({
+      username: 'bob',
+      token: 'csk_a:b:c',
+    })
   })
 
   it('refuses Basic that is not base64, has no colon, or has no username', () => {
@@ -108,10 +115,20 @@ describe('parseExpiry', () => {
     expect(parseExpiry('2027-01-31T12:00:00+02:00', now).toISOString()).toBe('2027-01-31T10:00:00.000Z')
   })
 
-  it.each(['', 'soon', '90', '90 d', '90w', '-1d', '1.5h', '2027-13-01', '2027-02-30', '2027-1-1', 'Jan 31 2027', '31/01/2027'])(
-    'refuses %j with a message naming the accepted forms',
-    (spec) => {
-      expect(() => parseExpiry(spec, now)).toThrow(/--expires must be like 90d, 12h, 30m or a date/)
-    },
-  )
+  it.each([
+    '',
+    'soon',
+    '90',
+    '90 d',
+    '90w',
+    '-1d',
+    '1.5h',
+    '2027-13-01',
+    '2027-02-30',
+    '2027-1-1',
+    'Jan 31 2027',
+    '31/01/2027',
+  ])('refuses %j with a message naming the accepted forms', (spec) => {
+    expect(() => parseExpiry(spec, now)).toThrow(/--expires must be like 90d, 12h, 30m or a date/)
+  })
 })
