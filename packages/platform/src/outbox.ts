@@ -6,19 +6,14 @@ import type { CloudEvent } from './events'
 
 /**
  * Writes events in the caller's transaction: they exist exactly when the change commits.
- * One statement whatever the batch size (arrays through unnest, not one binding per value).
+ * One statement and one parameter whatever the batch size (a JSON array, unpacked by PostgreSQL).
  */
 export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
   await trx.raw(
     `INSERT INTO outbox (event_id, idempresa, type, payload)
-     SELECT * FROM unnest(?::uuid[], ?::integer[], ?::text[], ?::jsonb[])`,
-    [
-      events.map((e) => e.id),
-      events.map((e) => e.idempresa),
-      events.map((e) => e.type),
-      events.map((e) => JSON.stringify(e)),
-    ],
+     SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`,
+    [JSON.stringify(events)],
   )
 }
 
