@@ -20,11 +20,11 @@ const seed = async (company, n) => {
   const started = Date.now()
   await db.query(
     `INSERT INTO patients.patients (idempresa, id, codalmacen, first_name, last_name, birth_date, national_id, email)
-     SELECT $1, gen_random_uuid(), 'C' || (1 + i % 4),
+     SELECT $1::integer, gen_random_uuid(), 'C' || (1 + i % 4),
             (ARRAY['María','José','Lucía','Juan','Carmen','Pedro'])[1 + i % 6] || i % 997,
             (ARRAY['García','López','Martínez','Sánchez','Pérez','Gómez'])[1 + i % 6] || i,
-            date '1940-01-01' + (i % 25000), 'N' || $1 || '-' || i, 'p' || i || '@example.test'
-       FROM generate_series(1, $2) i`,
+            date '1940-01-01' + (i % 25000), 'N' || $1::text || '-' || i, 'p' || i || '@example.test'
+       FROM generate_series(1, $2::integer) i`,
     [company, n],
   )
   return (Date.now() - started) / 1000
@@ -64,7 +64,7 @@ const cases = [
   ['first page, one center', '/patients?codalmacen=C2'],
   ['newest first', '/patients?sort=-created_at'],
   ['offset 10,000', '/patients?offset=10000'],
-  ['q, rare name', '/patients?q=Sánchez12345'],
+  ['q, rare name', `/patients?q=${encodeURIComponent('Sánchez12345')}`],
   ['q, national id', '/patients?q=N1-250000'],
 ]
 const rows = []
