@@ -692,8 +692,10 @@ function checkK8s() {
   // (a note, not a failure: declared variables all have defaults or are checked above).
   const supplied = new Set([...[...ctx.configMaps.values()].flatMap((k) => [...k]), ...ctx.secretKeys])
   const declared = new Set(
-    SERVICES.flatMap((s) => {
-      const f = path.join(root, 'services', s, 'src', 'config.ts')
+    [
+      ...SERVICES.map((s) => path.join(root, 'services', s, 'src', 'config.ts')),
+      path.join(root, 'packages', 'platform', 'src', 'service.ts'), // the variables every service shares
+    ].flatMap((f) => {
       return existsSync(f)
         ? [...readFileSync(f, 'utf8').matchAll(/^\s+([A-Z][A-Z0-9_]+):\s*(?:v\.|upstream\()/gm)].map(
             (m) => m[1],

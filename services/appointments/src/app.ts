@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { fastifyOptions, http, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
 
 export interface Deps {
   logger: Logger
@@ -22,15 +22,7 @@ export async function buildApp(deps: Deps) {
     service: 'appointments',
     version: deps.version,
     assertionSecret: deps.assertionSecret,
-    readiness: [
-      { name: 'database', check: () => deps.knex.raw('select 1') },
-      {
-        name: 'broker',
-        check: async () => {
-          if (!deps.amqp.connected) throw new Error('disconnected')
-        },
-      },
-    ],
+    readiness: readinessOf(deps.knex, deps.amqp),
   })
   return app
 }

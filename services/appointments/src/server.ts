@@ -1,42 +1,16 @@
-import {
-  Amqp,
-  OutboxRelay,
-  createDb,
-  createLogger,
-  exitOnConfigError,
-  onShutdown,
-  readVersion,
-} from '@clinic/platform'
+import { connectService, onShutdown, readVersion, runMain } from '@clinic/platform'
 import { buildApp } from './app'
 import { loadAppointmentsConfig } from './config'
 import { SCHEMA } from './db/migrations'
 
-async function main() {
+runMain('appointments', async () => {
   const config = loadAppointmentsConfig()
-  const logger = createLogger({ service: 'appointments', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, log: logger })
-  const amqp = new Amqp({
-    url: config.AMQP_URL,
-    log: logger,
-    name: 'appointments',
-    queueType: config.AMQP_QUEUE_TYPE as 'classic',
-  })
-  void amqp.start()
-  const relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: config.DATABASE_URL, amqp, log: logger })
-  await relay.start()
+  const infra = await connectService({ service: 'appointments', schema: SCHEMA, config, outbox: true })
   const app = await buildApp({
-    logger,
-    knex,
-    amqp,
+    ...infra,
     version: readVersion(),
     assertionSecret: config.INTERNAL_AUTH_SECRET,
   })
   await app.listen({ port: config.APPOINTMENTS_PORT, host: config.HOST })
-  onShutdown(logger, [() => app.close(), () => relay.stop(), () => amqp.close(), () => knex.destroy()])
-}
-
-main().catch((err) => {
-  exitOnConfigError(err)
-  process.stderr.write(`appointments failed to start: ${(err as Error).stack}\n`)
-  process.exit(1)
+  onShutdown(infra.logger, [() => app.close(), () => infra.close()])
 })

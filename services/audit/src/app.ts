@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { fastifyOptions, http, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
 import { auditEventRoutes } from './routes/audit-events'
 
 export interface Deps {
@@ -21,15 +21,7 @@ export async function buildApp(deps: Deps) {
     version: deps.version,
     assertionSecret: deps.assertionSecret,
     description: 'Append-only, hash-chained audit trail of every event and request',
-    readiness: [
-      { name: 'database', check: () => deps.knex.raw('select 1') },
-      {
-        name: 'broker',
-        check: async () => {
-          if (!deps.amqp.connected) throw new Error('disconnected')
-        },
-      },
-    ],
+    readiness: readinessOf(deps.knex, deps.amqp),
   })
   await app.register(auditEventRoutes, { deps })
   return app

@@ -1,4 +1,4 @@
-import { Amqp, createDb, createLogger, exitOnConfigError, onShutdown, readVersion } from '@clinic/platform'
+import { connectService, onShutdown, readVersion, runMain } from '@clinic/platform'
 import { buildApp } from './app'
 import { loadAuditConfig } from './config'
 import { ensurePartitions } from './db/repositories/audit-events'
@@ -7,17 +7,17 @@ import { startAuditConsumer } from './events/consumer'
 
 const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000
 
-async function main() {
+runMain('audit', async () => {
   const config = loadAuditConfig()
-  const logger = createLogger({ service: 'audit', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE, log: logger })
-  const amqp = new Amqp({
-    url: config.AMQP_URL,
-    log: logger,
-    name: 'audit',
-    queueType: config.AMQP_QUEUE_TYPE as 'classic',
+  // The service role may only read and append (see db/migrations).
+  const infra = await connectService({
+    service: 'audit',
+    schema: SCHEMA,
+    role: WRITER_ROLE,
+    config,
+    outbox: false,
   })
-  void amqp.start()
+  const { logger, knex, amqp } = infra
 
   // This month's and next month's partitions exist before any event needs them; checked again
   // periodically so a long-running instance crosses month ends without landing in the default.
@@ -33,9 +33,7 @@ async function main() {
 
   const consumer = await startAuditConsumer({ amqp, knex, log: logger, prefetch: config.AUDIT_PREFETCH })
   const app = await buildApp({
-    logger,
-    knex,
-    amqp,
+    ...infra,
     version: readVersion(),
     assertionSecret: config.INTERNAL_AUTH_SECRET,
   })
@@ -44,13 +42,6 @@ async function main() {
     () => consumer.stop(),
     () => app.close(),
     async () => clearInterval(timer),
-    () => amqp.close(),
-    () => knex.destroy(),
+    () => infra.close(),
   ])
-}
-
-main().catch((err) => {
-  exitOnConfigError(err)
-  process.stderr.write(`audit failed to start: ${(err as Error).stack}\n`)
-  process.exit(1)
 })

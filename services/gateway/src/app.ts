@@ -25,6 +25,7 @@ import {
   signAssertion,
   type Amqp,
   type Principal,
+  readinessOf,
 } from '@clinic/platform'
 import type { AccessLog } from './access-log'
 import type { Authenticator } from './auth/authenticator'
@@ -114,15 +115,7 @@ export async function buildApp(deps: Deps) {
     service: 'gateway',
     version: deps.version,
     assertionSecret: null,
-    readiness: [
-      { name: 'database', check: () => deps.knex.raw('select 1') },
-      {
-        name: 'broker',
-        check: async () => {
-          if (!deps.amqp.connected) throw new Error('disconnected')
-        },
-      },
-    ],
+    readiness: readinessOf(deps.knex, deps.amqp),
   })
 
   app.addHook('onRequest', async (req) => {

@@ -1,21 +1,11 @@
-import { loadConfig, v } from '@clinic/platform'
+import { databaseConfig, loadConfig, sharedConfig, v } from '@clinic/platform'
 
-const db = {
-  DATABASE_URL: v.url({
-    default: 'postgres://postgres@127.0.0.1:5432/clinic',
-    protocols: ['postgres:', 'postgresql:'],
-  }),
-}
 const upstream = (port: number) =>
   v.url({ default: `http://127.0.0.1:${port}`, protocols: ['http:', 'https:'] })
 
 export const configSpec = {
-  ...db,
+  ...sharedConfig,
   GATEWAY_PORT: v.port({ default: '8080' }),
-  HOST: v.string({ default: '127.0.0.1' }),
-  AMQP_URL: v.url({ default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] }),
-  AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
-  INTERNAL_AUTH_SECRET: v.string({ min: 32, secret: true }),
   PATIENTS_URL: upstream(8081),
   APPOINTMENTS_URL: upstream(8082),
   COMMS_URL: upstream(8083),
@@ -28,14 +18,10 @@ export const configSpec = {
   TOKEN_CACHE_TTL_MS: v.int({ default: '5000', min: 0, max: 60_000 }),
   /** Behind a load balancer: take the client ip from X-Forwarded-For. */
   TRUST_PROXY: v.bool({ default: 'false' }),
-  LOG_LEVEL: v.string({
-    default: 'info',
-    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-  }),
 }
 
 export const loadGatewayConfig = (env = process.env) => loadConfig(configSpec, env)
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>
 
 /** The admin CLI only needs the database. */
-export const loadAdminConfig = (env = process.env) => loadConfig(db, env)
+export const loadAdminConfig = (env = process.env) => loadConfig(databaseConfig, env)

@@ -1,13 +1,5 @@
 import { Redis } from 'ioredis'
-import {
-  Amqp,
-  OutboxRelay,
-  createDb,
-  createLogger,
-  exitOnConfigError,
-  onShutdown,
-  readVersion,
-} from '@clinic/platform'
+import { connectService, onShutdown, readVersion, runMain } from '@clinic/platform'
 import { AccessLog } from './access-log'
 import { buildApp } from './app'
 import { Authenticator } from './auth/authenticator'
@@ -15,26 +7,16 @@ import { loadGatewayConfig } from './config'
 import { identityRepository } from './db/identity-repository'
 import { SCHEMA } from './db/migrations'
 
-async function main() {
+runMain('gateway', async () => {
   const config = loadGatewayConfig()
-  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL })
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 20, log: logger })
-  const amqp = new Amqp({
-    url: config.AMQP_URL,
-    log: logger,
-    name: 'gateway',
-    queueType: config.AMQP_QUEUE_TYPE as 'classic',
-  })
-  void amqp.start()
-  const relay = new OutboxRelay({
-    knex,
+  const infra = await connectService({
+    service: 'gateway',
     schema: SCHEMA,
-    databaseUrl: config.DATABASE_URL,
-    amqp,
-    log: logger,
-    batchSize: 500,
+    config,
+    poolMax: 20,
+    outbox: true,
   })
-  await relay.start()
+  const { logger, knex } = infra
   const redis = config.REDIS_URL
     ? new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
     : undefined
@@ -43,9 +25,7 @@ async function main() {
   )
   const accessLog = new AccessLog(knex, logger)
   const app = await buildApp({
-    logger,
-    knex,
-    amqp,
+    ...infra,
     version: readVersion(),
     assertionSecret: config.INTERNAL_AUTH_SECRET,
     authenticator: new Authenticator(identityRepository(knex), {
@@ -68,15 +48,7 @@ async function main() {
   onShutdown(logger, [
     () => app.close(),
     () => accessLog.close(),
-    () => relay.stop(),
-    () => amqp.close(),
     async () => redis?.disconnect(),
-    () => knex.destroy(),
+    () => infra.close(),
   ])
-}
-
-main().catch((err) => {
-  exitOnConfigError(err)
-  process.stderr.write(`gateway failed to start: ${(err as Error).stack}\n`)
-  process.exit(1)
 })

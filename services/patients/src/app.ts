@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { fastifyOptions, http, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
 import { PatientsRepository } from './db/patients-repository'
 import { internalRoutes } from './routes/internal'
 import { patientRoutes } from './routes/patients'
@@ -24,15 +24,7 @@ export async function buildApp(deps: Deps) {
     version: deps.version,
     assertionSecret: deps.assertionSecret,
     description: 'Patients of a company: demographics, contact details and legal guardian.',
-    readiness: [
-      { name: 'database', check: () => deps.knex.raw('select 1') },
-      {
-        name: 'broker',
-        check: async () => {
-          if (!deps.amqp.connected) throw new Error('disconnected')
-        },
-      },
-    ],
+    readiness: readinessOf(deps.knex, deps.amqp),
   })
   const store = new PatientsRepository(deps.knex)
   await app.register(patientRoutes, { store })

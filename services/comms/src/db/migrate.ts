@@ -1,16 +1,4 @@
-import { ensureDatabase, exitOnConfigError, migrate } from '@clinic/platform'
-import { loadCommsConfig } from '../config'
+import { runMigrations } from '@clinic/platform'
 import { SCHEMA, migrations } from './migrations'
 
-async function main() {
-  const config = loadCommsConfig()
-  await ensureDatabase(config.DATABASE_URL)
-  const applied = await migrate(config.DATABASE_URL, SCHEMA, migrations)
-  process.stdout.write(`${SCHEMA}: ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`)
-}
-
-main().catch((err) => {
-  exitOnConfigError(err)
-  process.stderr.write(`${SCHEMA} migrations failed: ${(err as Error).message}\n`)
-  process.exit(1)
-})
+runMigrations(SCHEMA, migrations)
