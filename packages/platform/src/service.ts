@@ -124,3 +124,13 @@ export function runMigrations(schema: string, migrations: Migration[]): void {
     process.exit(1)
   })
 }
+
+/** What every service's buildApp gets; a service adds its own (clients, stores) to it. */
+export interface ServiceDeps {
+  logger: Logger
+  knex: Knex
+  amqp: Amqp
+  version: string
+  /** HMAC secret shared with the gateway. */
+  assertionSecret: string
+}

@@ -1,17 +1,9 @@
 import Fastify from 'fastify'
-import type { Knex } from 'knex'
-import type { Logger } from 'pino'
-import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type ServiceDeps } from '@clinic/platform'
 import { auditEventRoutes } from './routes/audit-events'
 
-export interface Deps {
-  logger: Logger
-  /** Connected as the service role (clinic_audit_writer): read and append only. */
-  knex: Knex
-  amqp: Amqp
-  version: string
-  assertionSecret: string
-}
+/** knex: Connected as the service role (clinic_audit_writer): read and append only. */
+export type Deps = ServiceDeps
 
 /** The audit service's HTTP side: the trail, read-only. Recording is the consumer's (events/). */
 export async function buildApp(deps: Deps) {

@@ -1,15 +1,7 @@
 import Fastify from 'fastify'
-import type { Knex } from 'knex'
-import type { Logger } from 'pino'
-import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type ServiceDeps } from '@clinic/platform'
 
-export interface Deps {
-  logger: Logger
-  knex: Knex
-  amqp: Amqp
-  version: string
-  assertionSecret: string
-}
+export type Deps = ServiceDeps
 
 /**
  * The comms service. Its routes (POST /comms/send, GET /comms/messages/{id}) and delivery are the

@@ -1,20 +1,12 @@
 import Fastify from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { Knex } from 'knex'
-import type { Logger } from 'pino'
-import { fastifyOptions, http, readinessOf, type Amqp } from '@clinic/platform'
+import { fastifyOptions, http, readinessOf, type ServiceDeps } from '@clinic/platform'
 import { PatientsRepository } from './db/patients-repository'
 import { internalRoutes } from './routes/internal'
 import { patientRoutes } from './routes/patients'
 
-export interface Deps {
-  logger: Logger
-  /** Connected as the service role (row-level security applies), search_path = patients. */
-  knex: Knex
-  amqp: Amqp
-  version: string
-  assertionSecret: string
-}
+/** knex: Connected as the service role (row-level security applies), search_path = patients. */
+export type Deps = ServiceDeps
 
 /** The patients service: list, create, read and patch patients, plus the internal contact lookup. */
 export async function buildApp(deps: Deps) {

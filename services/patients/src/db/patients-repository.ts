@@ -8,29 +8,11 @@ import {
 } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { ListFilter, PatientStore, PatientTx } from '../domain/patient-store'
+import { FIELD_NAMES } from '../domain/rules'
 import type { Patient, PatientFields } from '../schemas/patient'
 
 const TABLE = 'patients'
-const COLUMNS = [
-  'id',
-  'codalmacen',
-  'first_name',
-  'last_name',
-  'birth_date',
-  'sex',
-  'national_id',
-  'email',
-  'phone',
-  'address',
-  'preferred_channel',
-  'language',
-  'requires_legal_guardian',
-  'guardian',
-  'notes',
-  'created_at',
-  'updated_at',
-  'version',
-] as const
+const COLUMNS = ['id', ...FIELD_NAMES, 'created_at', 'updated_at', 'version'] as const
 const SELECT: string[] = [...COLUMNS]
 
 type Row = Omit<Patient, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date }
