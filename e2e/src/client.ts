@@ -62,8 +62,10 @@ export interface Tenant {
 }
 
 /** A fresh company with centers, a user and a token made with the admin CLI, as a newcomer would. */
-export async function makeTenant(centers = ['ALM1', 'ALM2']): Promise<Tenant> {
-  const info = stack()
+export async function makeTenant(
+  centers = ['ALM1', 'ALM2'],
+  info: Pick<StackInfo, 'env'> = stack(),
+): Promise<Tenant> {
   const companyId = randomInt(100_000, 2_000_000_000)
   const username = `user${companyId}`
   await admin(info, 'company:create', '--id', String(companyId), '--name', `E2E Clinic ${companyId}`)

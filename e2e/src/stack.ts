@@ -106,8 +106,13 @@ export async function waitHealthy(url: string, timeoutMs = 30_000) {
   )
 }
 
-/** The whole stack as separate processes, the way `npm start` runs it. */
-export async function startStack(): Promise<StackInfo> {
+/**
+ * The whole stack as separate processes, the way `npm start` runs it. `amqpVia` may put something
+ * between the services and the broker (the outage test's cuttable proxy).
+ */
+export async function startStack(
+  o: { amqpVia?: (amqpUrl: string) => Promise<string> } = {},
+): Promise<StackInfo> {
   const infra = await infrastructure()
   const ports = {
     gateway: await freePort(),
@@ -121,7 +126,7 @@ export async function startStack(): Promise<StackInfo> {
   ) as StackInfo['serviceUrls']
   const env: Record<string, string> = {
     DATABASE_URL: infra.databaseUrl,
-    AMQP_URL: infra.amqpUrl,
+    AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
     INTERNAL_AUTH_SECRET: 'e2e-secret-0123456789abcdef0123456789abcdef',
     LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn',
     GATEWAY_PORT: String(ports.gateway),

@@ -1,4 +1,3 @@
-import net from 'node:net'
 import { randomBytes } from 'node:crypto'
 import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
 import type { Knex } from 'knex'
@@ -13,6 +12,7 @@ import {
   type CloudEvent,
   type Migration,
 } from '@clinic/platform'
+import { tcpProxy } from '@clinic/platform/testing'
 
 export const databaseUrl = () => {
   const url = process.env.DATABASE_URL
@@ -127,65 +127,5 @@ export async function rawChannel() {
   return { conn, ch, close: () => conn.close().catch(() => undefined) }
 }
 
-/**
- * A TCP proxy in front of RabbitMQ, to cut the client off the broker without touching the broker
- * (other test runs on the machine share it). `cut()` destroys every open connection and refuses
- * new ones until `restore()`.
- */
-export async function brokerProxy(target = new URL(amqpUrl())) {
-  const sockets = new Set<net.Socket>()
-  let refusing = false
-  let refused = 0
-  let accepted = 0
-  const server = net.createServer((client) => {
-    if (refusing) {
-      refused++
-      client.destroy()
-      return
-    }
-    accepted++
-    const upstream = net.connect(Number(target.port || 5672), target.hostname)
-    sockets.add(client)
-    sockets.add(upstream)
-    const drop = () => {
-      client.destroy()
-      upstream.destroy()
-      sockets.delete(client)
-      sockets.delete(upstream)
-    }
-    client.on('error', drop).on('close', drop)
-    upstream.on('error', drop).on('close', drop)
-    client.pipe(upstream)
-    upstream.pipe(client)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as net.AddressInfo).port
-  const url = new URL(target.toString())
-  url.hostname = '127.0.0.1'
-  url.port = String(port)
-  return {
-    url: url.toString(),
-    get refused() {
-      return refused
-    },
-    get accepted() {
-      return accepted
-    },
-    get open() {
-      return sockets.size
-    },
-    cut() {
-      refusing = true
-      for (const s of sockets) s.destroy()
-      sockets.clear()
-    },
-    restore() {
-      refusing = false
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy()
-        server.close(() => resolve())
-      }),
-  }
-}
+/** A cuttable TCP proxy in front of the run's RabbitMQ (see platform testing's tcpProxy). */
+export const brokerProxy = (target = new URL(amqpUrl())) => tcpProxy(target)
