@@ -273,7 +273,10 @@ export const http = fp(platformHttp, { name: 'clinic-platform-http', fastify: '5
 export function onShutdown(log: Logger, steps: Array<() => Promise<unknown>>) {
   let closing = false
   const stop = async (signal: string) => {
-    if (closing) process.exit(1)
+    if (closing) {
+      log.warn({ signal }, 'second signal: exiting without draining')
+      process.exit(1)
+    }
     closing = true
     log.info({ signal }, 'shutting down')
     for (const step of steps) {
@@ -286,6 +289,6 @@ export function onShutdown(log: Logger, steps: Array<() => Promise<unknown>>) {
     log.info('stopped')
     process.exit(0)
   }
-  process.once('SIGTERM', () => void stop('SIGTERM'))
-  process.once('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
 }
