@@ -268,16 +268,19 @@ export const http = fp(platformHttp, { name: 'clinic-platform-http', fastify: '5
 
 /**
  * SIGTERM/SIGINT: stop taking work, let in-flight requests and messages finish, then close
- * connections in order. A second signal forces the exit.
+ * connections in order. The same signal a second time forces the exit.
  */
 export function onShutdown(log: Logger, steps: Array<() => Promise<unknown>>) {
-  let closing = false
+  let closing: string | null = null
   const stop = async (signal: string) => {
-    if (closing) {
+    // Ctrl-C under `npm start` delivers SIGINT from the terminal and SIGTERM from the runner: one
+    // shutdown. The same signal twice means "now".
+    if (closing === signal) {
       log.warn({ signal }, 'second signal: exiting without draining')
       process.exit(1)
     }
-    closing = true
+    if (closing) return
+    closing = signal
     log.info({ signal }, 'shutting down')
     for (const step of steps) {
       try {
