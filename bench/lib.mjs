@@ -1,3 +1,4 @@
+import os from 'node:os'
 // Shared by the benchmarks: a throwaway database, processes from the build, CPU time per process.
 import { spawn, execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
@@ -85,4 +86,4 @@ export function record(name, markdown) {
 }
 
 export const machine = () =>
-  `node ${process.version}, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores, ${new Date().toISOString().slice(0, 10)}`
+  `node ${process.version}, ${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}`
