@@ -1,0 +1,11 @@
+import { describeServiceContract } from '../../../../test-setup/service-contract'
+import { buildApp } from '../../src/app'
+import { SCHEMA, migrations } from '../../src/db/migrations'
+
+describeServiceContract({
+  service: 'patients',
+  schema: SCHEMA,
+  migrations,
+  buildApp,
+  protectedPath: '/patients',
+})
