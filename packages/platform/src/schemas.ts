@@ -2,6 +2,9 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { ValidationFailed } from './errors'
 import { UUID_PATTERN } from './ids'
 
+/** A center code (codalmacen): 1-10 letters, digits, _ or -. */
+export const CENTER_CODE = /^[A-Za-z0-9_-]{1,10}$/
+
 /** Schemas every service's routes share (DESIGN.md section 3). */
 export const CenterCode = Type.String({
   minLength: 1,

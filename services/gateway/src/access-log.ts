@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { enqueueEvents, makeEvent, type CloudEvent, type Principal } from '@clinic/platform'
+import { enqueueEvents, isUuid, makeEvent, type CloudEvent, type Principal } from '@clinic/platform'
 
 /** Resource families of the API and the resource type their ids name. */
 const RESOURCE_TYPES: Record<string, string> = {
@@ -12,13 +12,12 @@ const RESOURCE_TYPES: Record<string, string> = {
   consents: 'consent',
   clinical: 'clinical',
 }
-const ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
 /** `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' } */
 export function resourceOf(path: string): { resource_type: string | null; resource_id: string | null } {
   const parts = path.replace(/^\/api(\/3|\/v\d+)?\//, '').split('/')
   const type = RESOURCE_TYPES[parts[0] ?? ''] ?? null
-  const id = parts.slice(1).find((p) => ID.test(p)) ?? null
+  const id = parts.slice(1).find(isUuid) ?? null
   return { resource_type: type, resource_id: id }
 }
 

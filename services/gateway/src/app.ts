@@ -18,6 +18,7 @@ import {
   UpstreamUnavailable,
   ValidationFailed,
   BODY_LIMIT,
+  CENTER_CODE,
   VERSION_HEADER,
   fastifyOptions,
   http,
@@ -29,6 +30,7 @@ import {
 } from '@clinic/platform'
 import type { AccessLog } from './access-log'
 import type { Authenticator } from './auth/authenticator'
+import { BASES } from './bases'
 import { docsRoutes } from './routes/docs'
 import { healthRoutes } from './routes/health'
 
@@ -62,8 +64,6 @@ export interface Deps {
   redis?: Redis
 }
 
-/** The current version answers under both bases (DESIGN.md section 3). */
-export const BASES = ['/api', '/api/3'] as const
 /** Path family -> upstream service. */
 const FAMILIES: Array<[family: string, service: keyof Upstreams]> = [
   ['patients', 'patients'],
@@ -157,7 +157,7 @@ export async function buildApp(deps: Deps) {
     const auth = req.principal
     const code = (req.query as Record<string, unknown> | undefined)?.codalmacen
     if (!auth || code === undefined) return
-    if (typeof code !== 'string' || !/^[A-Za-z0-9_-]{1,10}$/.test(code))
+    if (typeof code !== 'string' || !CENTER_CODE.test(code))
       throw new ValidationFailed([
         { path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' },
       ])

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { createDb, exitOnConfigError, isUniqueViolation } from '@clinic/platform'
+import { CENTER_CODE, createDb, exitOnConfigError, isUniqueViolation } from '@clinic/platform'
 import { loadAdminConfig } from '../config'
 import { identityRepository, type IdentityRepository } from '../db/identity-repository'
 import { SCHEMA } from '../db/migrations'
@@ -63,8 +63,7 @@ export async function runAdmin(
     case 'center:create': {
       const company = positiveInt(need(values, 'company'), 'company')
       const code = need(values, 'code')
-      if (!/^[A-Za-z0-9_-]{1,10}$/.test(code))
-        throw new UsageError('--code must be 1-10 letters, digits, _ or -')
+      if (!CENTER_CODE.test(code)) throw new UsageError('--code must be 1-10 letters, digits, _ or -')
       await repo.createCenter(company, code, need(values, 'name')).catch((e) => {
         if (isUniqueViolation(e)) throw new UsageError(`center ${code} already exists in company ${company}`)
         if ((e as { code?: string }).code === '23503')

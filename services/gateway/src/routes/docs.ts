@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import { request } from 'undici'
 import type { Deps, Upstreams } from '../app'
+import { BASES } from '../bases'
 
 type OpenApi = {
   paths?: Record<string, unknown>
@@ -81,7 +82,7 @@ export async function docsRoutes(app: FastifyInstance, { deps }: { deps: Deps })
     return merged
   }
 
-  for (const base of ['/api', '/api/3'])
+  for (const base of BASES)
     app.get(`${base}/openapi.json`, { config: { public: true }, schema: { hide: true } }, current)
 
   // Swagger UI reads the merged document (kept fresh by the route above).

@@ -2,6 +2,7 @@ import type {} from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { request } from 'undici'
 import type { Deps, Upstreams } from '../app'
+import { BASES } from '../bases'
 
 const TIMEOUT_MS = 1500
 
@@ -31,6 +32,6 @@ export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     const ok = Object.values(checks).every((s) => s === 'ok')
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', version: deps.version, checks })
   }
-  for (const base of ['/api', '/api/3'])
+  for (const base of BASES)
     app.get(`${base}/health`, { config: { public: true }, schema: { hide: true } }, handler)
 }
