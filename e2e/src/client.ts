@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs'
 import { randomInt } from 'node:crypto'
 import type { ChildProcess } from 'node:child_process'
 import { waitFor } from '@clinic/platform/testing'
-import { admin, startProcess, waitHealthy, type StackInfo } from './stack'
-import { createServer } from 'node:net'
+import { admin, freePort, startProcess, waitHealthy, type StackInfo } from './stack'
 
 let cached: StackInfo | undefined
 /** The stack the e2e global setup started. */
@@ -88,15 +87,6 @@ export async function makeTenant(
 /** Another token of the tenant's user, e.g. limited to centers or expiring. */
 export async function tokenFor(t: Tenant, ...options: string[]): Promise<string> {
   return admin(stack(), 'token:create', '--username', t.username, ...options)
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 /** An extra gateway on the same services with other settings (low rate limit, dead upstream...). */

@@ -26,7 +26,8 @@ export interface StackInfo {
   cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[] }
 }
 
-async function freePort(): Promise<number> {
+/** A port nothing listens on right now (also what a dead upstream looks like). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.unref()

@@ -1,7 +1,6 @@
-import { createServer } from 'node:net'
 import { waitFor } from '@clinic/platform/testing'
 import { call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
-import { admin } from '../src/stack'
+import { admin, freePort } from '../src/stack'
 
 const VERSION = /^\d{6}\.\d{2}$/
 
@@ -193,12 +192,7 @@ describe('HTTP conventions', () => {
   })
 
   it('answers 503 upstream_unavailable with Retry-After when a service is down', async () => {
-    const dead = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as { port: number }
-        srv.close(() => resolve(port))
-      })
-    })
+    const dead = await freePort()
     const gw = await extraGateway({ PATIENTS_URL: `http://127.0.0.1:${dead}` })
     try {
       const res = await call('GET', '/patients', { token: a.token, base: gw.api })

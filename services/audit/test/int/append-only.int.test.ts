@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { testPrincipal } from '@clinic/platform/testing'
 import { run } from '../../src/cli/admin'
-import { chainReader, ensurePartitions } from '../../src/db/repositories/audit-events'
+import { chainReader, ensurePartitions, toRow } from '../../src/db/repositories/audit-events'
 import { dropPartitionsBefore } from '../../src/db/retention'
 import { computeHash, GENESIS_HASH, sealEvent, toAuditDraft } from '../../src/domain/audit-event'
 import { verifyCompany } from '../../src/domain/verify-company'
@@ -191,27 +191,7 @@ describe('retention', () => {
         prevHash: prev,
         recordedAt: new Date(Date.UTC(2019, 0, 15, 9, seq)),
       })
-      await owner('events').insert({
-        idempresa: e.idempresa,
-        seq: e.seq,
-        id: e.id,
-        occurred_at: e.occurred_at,
-        recorded_at: e.recorded_at,
-        action: e.action,
-        outcome: e.outcome,
-        resource_type: e.resource_type,
-        resource_id: e.resource_id,
-        codalmacen: e.codalmacen,
-        actor_user_id: e.actor.user_id,
-        actor_username: e.actor.username,
-        actor_token_id: e.actor.token_id,
-        request_id: e.request_id,
-        source: e.source,
-        http: null,
-        changes: null,
-        prev_hash: e.prev_hash,
-        hash: e.hash,
-      })
+      await owner('events').insert(toRow(e)) // no http part for a domain event
       prev = e.hash
     }
     await owner('chain_heads').insert({

@@ -52,7 +52,8 @@ const fromRow = (r: EventRow): AuditEvent => ({
   hash: r.hash,
 })
 
-const toRow = (e: AuditEvent): EventRow => ({
+/** The stored row of a sealed event (tests insert rows with it too, as the table owner). */
+export const toRow = (e: AuditEvent): EventRow => ({
   idempresa: e.idempresa,
   seq: e.seq,
   id: e.id,
