@@ -1,5 +1,6 @@
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib'
 import type { Logger } from 'pino'
+import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
 
 export const EXCHANGE = 'clinic.events'
@@ -12,6 +13,8 @@ export interface AmqpOptions {
   name: string
   /** 'quorum' in production clusters; 'classic' is fine for one node. */
   queueType?: 'classic' | 'quorum'
+  /** How long a publish waits for the broker's confirms before it fails (default 10 s). */
+  confirmTimeoutMs?: number
 }
 
 type Setup = (conn: ChannelModel) => Promise<void>
@@ -31,9 +34,11 @@ export class Amqp {
   private attempt = 0
   private readyWaiters: Array<() => void> = []
   readonly queueType: 'classic' | 'quorum'
+  private readonly confirmTimeoutMs: number
 
   constructor(private readonly opts: AmqpOptions) {
     this.queueType = opts.queueType ?? 'classic'
+    this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 10_000
   }
 
   get connected(): boolean {
@@ -85,6 +90,13 @@ export class Amqp {
     try {
       const pub = await conn.createConfirmChannel()
       pub.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP publish channel error'))
+      // A channel error (a refused publish) closes the channel and not the connection: start over
+      // on a new connection rather than keep a dead channel that every publish would fail on.
+      pub.on('close', () => {
+        if (this.pub !== pub) return
+        this.pub = null
+        void conn.close().catch(() => undefined)
+      })
       await assertExchanges(pub)
       this.conn = conn
       for (const setup of this.setups) await setup(conn)
@@ -98,10 +110,17 @@ export class Amqp {
     for (const w of this.readyWaiters.splice(0)) w()
   }
 
-  /** Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms. */
+  /**
+   * Publishes events to `clinic.events` (routing key = type), signed with the process key, and
+   * waits for the broker's confirms.
+   */
   async publish(events: CloudEvent[]): Promise<void> {
     await this.publishRaw(
-      events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })),
+      events.map((e) => ({
+        id: e.id,
+        type: e.type,
+        body: Buffer.from(JSON.stringify(signWithProcessKey(e))),
+      })),
     )
   }
 
@@ -119,7 +138,45 @@ export class Amqp {
         timestamp,
       })
     }
-    await ch.waitForConfirms()
+    await this.confirmed(ch)
+  }
+
+  /**
+   * The broker's confirms for everything published on `ch`, or an error: when the channel closes
+   * first, or when none come within `confirmTimeoutMs` (then the connection is dropped and made
+   * again). amqplib 0.10 can leave `waitForConfirms` pending forever when a channel closes with
+   * confirms outstanding (amqp-node/amqplib#846); a caller holding a transaction open on it, as
+   * the outbox relay does, would then hold it forever.
+   */
+  private async confirmed(ch: ConfirmChannel): Promise<void> {
+    let onClose = () => undefined as void
+    let timer: NodeJS.Timeout | undefined
+    const failed = new Promise<never>((_, reject) => {
+      onClose = () => reject(new Error('AMQP channel closed before the confirms'))
+      ch.once('close', onClose)
+      timer = setTimeout(() => {
+        reject(new Error(`no publisher confirms within ${this.confirmTimeoutMs} ms`))
+        if (this.pub === ch) void this.conn?.close().catch(() => undefined)
+      }, this.confirmTimeoutMs)
+    })
+    try {
+      await Promise.race([ch.waitForConfirms(), failed])
+    } finally {
+      ch.off('close', onClose)
+      clearTimeout(timer)
+    }
+  }
+
+  /** Runs `fn` on a channel of its own (inspection: queue depths, dead letters), then closes it. */
+  async withChannel<T>(fn: (ch: Channel) => Promise<T>): Promise<T> {
+    const conn = this.conn
+    if (!conn) throw new Error('AMQP not connected')
+    const ch = await conn.createChannel()
+    try {
+      return await fn(ch)
+    } finally {
+      await ch.close().catch(() => undefined)
+    }
   }
 
   /** Sends one message straight to a queue (retries, dead letters) and waits for the confirm. */
@@ -127,7 +184,7 @@ export class Amqp {
     const ch = this.pub
     if (!ch) throw new Error('AMQP not connected')
     ch.sendToQueue(queue, content, { persistent: true, ...options })
-    await ch.waitForConfirms()
+    await this.confirmed(ch)
   }
 
   async close(): Promise<void> {

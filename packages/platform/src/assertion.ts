@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { serviceList } from './service-list'
 
 /** Who is calling, as the gateway established it from the token. */
 export interface Principal {
@@ -13,35 +14,62 @@ export interface Principal {
 }
 
 export interface AssertionClaims extends Principal {
+  /** The service the assertion is for (its name in services.json); every other service refuses it. */
+  aud: string
   requestId: string
   method: string
   path: string
+  /** The raw query string, without `?` ('' when none). */
+  query: string
+  /** bodyHashOf(the exact body bytes), '' without a body. */
+  bodyHash: string
 }
 
 export const ASSERTION_HEADER = 'x-clinic-assertion'
 const VERSION = 'v1'
-export const ASSERTION_TTL_SECONDS = 60
+export const ASSERTION_TTL_SECONDS = 10
+/** Clocks of gateway and services may differ this much; an assertion from further ahead is refused. */
+export const ASSERTION_SKEW_SECONDS = 5
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url')
 const mac = (secret: string, data: string) => createHmac('sha256', secret).update(data).digest()
 
+/** SHA-256 of a request body's exact bytes, base64url; '' for no body. */
+export function bodyHashOf(body: string | Buffer | undefined | null): string {
+  if (body === undefined || body === null || body.length === 0) return ''
+  return createHash('sha256').update(body).digest('base64url')
+}
+
+/** `/patients?x=1` -> { path: '/patients', query: 'x=1' }: the query exactly as sent. */
+export function splitUrl(url: string): { path: string; query: string } {
+  const q = url.indexOf('?')
+  return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) }
+}
+
 /**
  * A short-lived HMAC-signed statement from the gateway (or a service calling another service on
- * behalf of a caller). It is bound to the method and path of one request, so a captured header
- * cannot be replayed against another endpoint, and expires within a minute.
+ * behalf of a caller). It is bound to one request: its method, path, raw query string and the hash
+ * of its body, so a captured header cannot be replayed against another endpoint, with other
+ * parameters or another body; it carries a single-use id (`jti`, refused the second time by the
+ * service) and expires within seconds. It names the one service it is for (`aud`): a service
+ * refuses an assertion addressed to another, so one captured on its way to patients is worth
+ * nothing at appointments.
  */
 export function signAssertion(claims: AssertionClaims, secret: string, now = Date.now()): string {
   const iat = Math.floor(now / 1000)
-  const payload = b64(JSON.stringify({ ...claims, iat, exp: iat + ASSERTION_TTL_SECONDS }))
+  const jti = randomBytes(12).toString('base64url')
+  const payload = b64(JSON.stringify({ ...claims, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }))
   return `${VERSION}.${payload}.${b64(mac(secret, `${VERSION}.${payload}`))}`
 }
 
-export type VerifyResult = { ok: true; claims: AssertionClaims } | { ok: false; reason: string }
+export type VerifyResult =
+  { ok: true; claims: AssertionClaims & { jti: string; exp: number } } | { ok: false; reason: string }
 
 export function verifyAssertion(
   token: string | undefined,
   secret: string,
-  expect: { method: string; path: string },
+  /** `audience`: the verifying service's own name (the platform http plugin always passes it). */
+  expect: { method: string; path: string; query?: string; audience?: string },
   now = Date.now(),
 ): VerifyResult {
   if (!token) return { ok: false, reason: 'missing' }
@@ -51,13 +79,69 @@ export function verifyAssertion(
   const wanted = mac(secret, `${version}.${payload}`)
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted))
     return { ok: false, reason: 'signature' }
-  let claims: AssertionClaims & { exp: number }
+  let claims: AssertionClaims & { iat: number; exp: number; jti: string }
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
   } catch {
     return { ok: false, reason: 'malformed' }
   }
   if (typeof claims.exp !== 'number' || claims.exp * 1000 < now) return { ok: false, reason: 'expired' }
+  if (typeof claims.iat !== 'number' || claims.iat * 1000 > now + ASSERTION_SKEW_SECONDS * 1000)
+    return { ok: false, reason: 'issued in the future' }
+  if (expect.audience !== undefined && claims.aud !== expect.audience)
+    return { ok: false, reason: 'audience' }
   if (claims.method !== expect.method || claims.path !== expect.path) return { ok: false, reason: 'scope' }
+  if ((claims.query ?? '') !== (expect.query ?? '')) return { ok: false, reason: 'query' }
+  if (typeof claims.jti !== 'string' || !claims.jti) return { ok: false, reason: 'malformed' }
   return { ok: true, claims }
+}
+
+let families: Map<string, string> | undefined
+/** Path family -> service name, from services.json (the one list of services). */
+function familyTable(): Map<string, string> {
+  families ??= new Map(serviceList().services.map((s) => [s.family, s.name]))
+  return families
+}
+
+/**
+ * The service that answers a service path (`/patients/...`, `/internal/patients/...` -> patients):
+ * each path family belongs to one service. Undefined for a path no service owns.
+ */
+export function audienceOf(servicePath: string): string | undefined {
+  const parts = splitUrl(servicePath).path.split('/')
+  const family = parts[1] === 'internal' ? parts[2] : parts[1]
+  return family ? familyTable().get(family) : undefined
+}
+
+/**
+ * The headers that carry a caller's identity to another service for one request: the gateway
+ * sends them on every proxied request, a service when it calls another on behalf of its caller.
+ * `path` may carry the query string; `body` is the exact body that will be sent. `audience` is the
+ * called service's name; when left out, the service owning the path's family (audienceOf).
+ */
+export function assertionHeaders(
+  who: { auth: Principal; requestId: string },
+  request: { method: string; path: string; body?: string | Buffer; audience?: string },
+  secret: string,
+  now = Date.now(),
+): Record<string, string> {
+  const { path, query } = splitUrl(request.path)
+  const aud = request.audience ?? audienceOf(path)
+  if (!aud) throw new Error(`no service owns ${path}: name the audience of the assertion`)
+  return {
+    [ASSERTION_HEADER]: signAssertion(
+      {
+        ...who.auth,
+        aud,
+        requestId: who.requestId,
+        method: request.method,
+        path,
+        query,
+        bodyHash: bodyHashOf(request.body),
+      },
+      secret,
+      now,
+    ),
+    'x-request-id': who.requestId,
+  }
 }

@@ -7,8 +7,6 @@ type Kind = 'string' | 'int' | 'port' | 'url' | 'bool' | 'list'
 interface VarSpec<K extends Kind> {
   kind: K
   default?: string
-  /** A secret: no default is allowed in production, and it is never echoed in errors. */
-  secret?: boolean
   optional?: boolean
   min?: number
   max?: number
@@ -104,11 +102,10 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
   return Object.freeze(out) as Config<S>
 }
 
-/** For server.ts: print the one-line reason and exit, instead of a stack trace. */
-export function exitOnConfigError(err: unknown): never {
+/** A configuration error: print its one-line reason and exit 78. Anything else: return (the caller reports it). */
+export function exitOnConfigError(err: unknown): void {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\n`)
     process.exit(78)
   }
-  throw err
 }

@@ -16,7 +16,19 @@ export interface DbOptions {
   applicationName?: string
   /** Where knex reports its warnings (else they would go to the console). */
   log?: Logger
+  /**
+   * Refuse connections made as a superuser or a role that bypasses row-level security: a service
+   * at run time connects as its own login role (`ensureLoginRole`), never as the owner.
+   */
+  refusePrivileged?: boolean
 }
+
+// Raised by PostgreSQL on every new connection of a privileged login, so a service configured with
+// the owner's URL never serves (readiness stays 503 and the log says why).
+const REFUSE_PRIVILEGED = `DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = session_user AND (rolsuper OR rolbypassrls)) THEN
+    RAISE EXCEPTION 'DATABASE_URL logs in as %, a superuser: services connect as their own login role (the owner''s URL is MIGRATION_DATABASE_URL, for migrations only)', session_user;
+  END IF; END $$`
 
 const ident = /^[a-z_][a-z0-9_]*$/
 function assertIdent(name: string) {
@@ -29,6 +41,7 @@ export function createDb(url: string, opts: DbOptions): Knex {
   const schema = assertIdent(opts.schema)
   const setup = [`SET search_path TO ${schema}, public`, "SET TIME ZONE 'UTC'"]
   if (opts.role) setup.push(`SET ROLE ${assertIdent(opts.role)}`)
+  if (opts.refusePrivileged) setup.unshift(REFUSE_PRIVILEGED)
   return knexFactory({
     client: 'pg',
     connection: { connectionString: url, application_name: opts.applicationName ?? schema },
@@ -126,6 +139,84 @@ export async function ensureRole(knex: Knex, role: string): Promise<void> {
     END $$`)
 }
 
+/** The user name a PostgreSQL URL logs in as. */
+export const loginOf = (url: string): string => decodeURIComponent(new URL(url).username) || 'postgres'
+
+/**
+ * The login role a service runs as, made (or brought back in line) by the migration step with the
+ * owner's connection: it may log in, holds the service's privileges through membership of
+ * `memberOf` (the NOLOGIN role the migrations grant to), owns nothing, is no superuser and cannot
+ * bypass row-level security, so `RESET ROLE` after an injection gains nothing. Its name and
+ * password are those of the service's own `DATABASE_URL`.
+ */
+export async function ensureLoginRole(
+  ownerUrl: string,
+  serviceUrl: string,
+  memberOf: string,
+): Promise<string> {
+  const url = new URL(serviceUrl)
+  const login = assertIdent(loginOf(serviceUrl))
+  if (login === loginOf(ownerUrl))
+    throw new Error(`DATABASE_URL logs in as the owner (${login}): give the service a login role of its own`)
+  const password = url.password ? ` PASSWORD ${pg.escapeLiteral(decodeURIComponent(url.password))}` : ''
+  const limits = 'LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS'
+  const client = new pg.Client({ connectionString: ownerUrl, application_name: `${login}-role` })
+  await client.connect()
+  try {
+    // Replicas' migration steps take turns (the lock ends with the session).
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`clinic-role:${login}`])
+    await client.query(`CREATE ROLE ${login} ${limits}${password}`).catch(async (err) => {
+      // Made by an earlier run (42710), or by a replica's migration at the same moment (23505).
+      if ((err as { code?: string }).code !== '42710' && !isUniqueViolation(err)) throw err
+      await client.query(`ALTER ROLE ${login} ${limits}${password}`)
+    })
+    // Roles are cluster-wide and the lock above per database: another database's migration step
+    // may be granting the same membership right now ("tuple concurrently updated"): once more.
+    const grant = `GRANT ${assertIdent(memberOf)} TO ${login}`
+    await client.query(grant).catch(() => client.query(grant))
+  } finally {
+    await client.end()
+  }
+  return login
+}
+
+/**
+ * A transaction in which row-level security sees one company: `app.idempresa` (what the services'
+ * policies compare with `idempresa`) is set transaction-local, so it never outlives the
+ * transaction on a pooled connection. Repositories run every statement inside one.
+ */
+export function companyTransaction<T>(
+  knex: Knex,
+  companyId: number,
+  fn: (trx: Knex.Transaction) => Promise<T>,
+  config?: Knex.TransactionConfig,
+): Promise<T> {
+  return knex.transaction(async (trx) => {
+    await setCompany(trx, companyId)
+    return fn(trx)
+  }, config)
+}
+
+/**
+ * One read under the company's row-level security in one round trip: `set_config` and the query
+ * in a single statement, which is its own transaction, so the setting ends with it (no BEGIN,
+ * no COMMIT). The query runs laterally after the setting: the planner cannot read the table
+ * first, and if it ever did, row-level security would show it nothing (it fails closed).
+ */
+export async function companyRead<T>(knex: Knex, companyId: number, query: Knex.QueryBuilder): Promise<T[]> {
+  const { sql, bindings } = query.toSQL()
+  const { rows } = await knex.raw<{ rows: T[] }>(
+    `SELECT q.* FROM (SELECT set_config('app.idempresa', ?, true) AS tenant) t
+       CROSS JOIN LATERAL (SELECT * FROM (${sql}) s WHERE t.tenant IS NOT NULL) q`,
+    [String(companyId), ...bindings],
+  )
+  return rows
+}
+
+/** Sets `app.idempresa` for the rest of this transaction: what the row-level security policies check. */
+export const setCompany = (trx: Knex.Transaction, companyId: number) =>
+  trx.raw(`select set_config('app.idempresa', ?, true)`, [String(companyId)])
+
 export const isUniqueViolation = (err: unknown, constraint?: string): boolean =>
   (err as { code?: string }).code === '23505' &&
   (constraint === undefined || (err as { constraint?: string }).constraint === constraint)
@@ -163,19 +254,34 @@ export const commonTables = {
         processed_at timestamptz NOT NULL DEFAULT now()
       )`)
   },
-  /** Stored first responses of POSTs sent with an Idempotency-Key. */
+  /** Stored first responses of POSTs sent with an Idempotency-Key, per company and token. */
   async idempotencyKeys(knex: Knex) {
     await knex.raw(`
       CREATE TABLE idempotency_keys (
         idempresa integer NOT NULL,
+        token_id text NOT NULL,
         key text NOT NULL,
         request_hash text NOT NULL,
         status integer,
         body jsonb,
         location text,
         created_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (idempresa, key)
+        PRIMARY KEY (idempresa, token_id, key)
       );
       CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)`)
+  },
+  /**
+   * Upgrades an `idempotency_keys` table made when keys were per company (issue 12) to keys per
+   * token; on a table made by `idempotencyKeys` today it changes nothing. Rows stored before name no
+   * token and are dropped: a retry across the deploy creates again rather than replaying another
+   * token's answer. A service whose first migration has landed calls this in a new one.
+   */
+  async idempotencyKeysPerToken(knex: Knex) {
+    await knex.raw(`
+      ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS token_id text;
+      DELETE FROM idempotency_keys WHERE token_id IS NULL;
+      ALTER TABLE idempotency_keys ALTER COLUMN token_id SET NOT NULL;
+      ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey;
+      ALTER TABLE idempotency_keys ADD PRIMARY KEY (idempresa, token_id, key)`)
   },
 }

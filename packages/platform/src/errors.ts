@@ -1,7 +1,8 @@
 /**
- * The stable error codes of DESIGN.md section 3. Domain code throws these; the platform
- * HTTP plugin turns them into application/problem+json (RFC 9457). Messages never carry
- * patient data.
+ * The base error and the generic HTTP errors of DESIGN.md section 3. Errors that one service owns
+ * (slot_conflict, guardian_required, ...) extend AppError in that service's domain/errors.ts. The
+ * platform HTTP plugin turns any AppError into application/problem+json (RFC 9457). Messages
+ * never carry patient data.
  */
 export const PROBLEM_BASE = 'https://clinic.example/problems/'
 
@@ -79,26 +80,18 @@ export class NotFound extends AppError {
     super({ status: 404, code: 'not_found', title: 'Not found', detail })
   }
 }
-export class InvalidTransition extends AppError {
-  constructor(detail: string) {
-    super({ status: 409, code: 'invalid_transition', title: 'Transition not allowed', detail })
-  }
-}
-export class SlotConflict extends AppError {
-  constructor() {
-    super({ status: 409, code: 'slot_conflict', title: 'The practitioner is already booked' })
-  }
-}
-export class DuplicateNationalId extends AppError {
+/** A `patient_id` that is not a patient of the caller's company (services that refer to patients). */
+export class UnknownPatient extends AppError {
   constructor() {
     super({
-      status: 409,
-      code: 'duplicate_national_id',
-      title: 'Duplicate national id',
-      detail: 'Another patient of this company has that national id',
+      status: 422,
+      code: 'unknown_patient',
+      title: 'Unknown patient',
+      detail: 'patient_id is not a patient of this company',
     })
   }
 }
+
 export class IdempotencyConflict extends AppError {
   constructor() {
     super({
@@ -129,6 +122,17 @@ export class PayloadTooLarge extends AppError {
     })
   }
 }
+export class HeadersTooLarge extends AppError {
+  constructor() {
+    super({
+      status: 431,
+      code: 'headers_too_large',
+      title: 'Request header fields too large',
+      detail: 'The request line and headers may take 16 KiB at most',
+    })
+  }
+}
+
 export class UnsupportedMediaType extends AppError {
   constructor() {
     super({
@@ -137,31 +141,6 @@ export class UnsupportedMediaType extends AppError {
       title: 'Unsupported media type',
       detail: 'Request bodies must be application/json',
     })
-  }
-}
-export class GuardianRequired extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'guardian_required',
-      title: 'Guardian required',
-      detail: 'A patient with requires_legal_guardian needs a guardian with a name and an email or phone',
-    })
-  }
-}
-export class UnknownPatient extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'unknown_patient',
-      title: 'Unknown patient',
-      detail: 'patient_id is not a patient of this company',
-    })
-  }
-}
-export class NoContactAddress extends AppError {
-  constructor(detail = 'The recipient has no address on that channel') {
-    super({ status: 422, code: 'no_contact_address', title: 'No contact address', detail })
   }
 }
 export class RateLimited extends AppError {
@@ -231,3 +210,26 @@ export function problemBody(err: AppError, requestId: string): ProblemBody {
 }
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
+
+// The database (or the path to it) is away: refused, cut, reset, shut down by an admin, or no pool
+// connection in time. Transient, so 503 with Retry-After rather than 500.
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'])
+const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006'])
+// The transaction lost a race with another (deadlock, serialization failure, lock not available):
+// nothing was written, and the same request may succeed an instant later.
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03'])
+export const isTransactionConflict = (err: Error & { code?: unknown }): boolean =>
+  typeof err.code === 'string' && CONFLICT_SQLSTATES.has(err.code)
+
+export function isConnectionError(err: Error & { code?: unknown }): boolean {
+  const code = typeof err.code === 'string' ? err.code : ''
+  return (
+    CONNECTION_CODES.has(code) ||
+    CONNECTION_SQLSTATES.has(code) ||
+    err.name === 'KnexTimeoutError' ||
+    // knex prefixes the SQL ("insert into ... - Connection terminated unexpectedly")
+    /Connection terminated|connection is closed|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect/i.test(
+      err.message,
+    )
+  )
+}

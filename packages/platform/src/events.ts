@@ -25,25 +25,51 @@ const PatientContact = {
   guardian: Type.Union([Guardian, Type.Null()]),
   version: Type.Integer(),
 }
+/** Ids, channel, role and status only: never a body, subject or address. */
+const MessageIds = {
+  id: Type.String(),
+  patient_id: Type.String(),
+  appointment_id: Type.Union([Type.String(), Type.Null()]),
+  channel: Type.String(),
+  recipient_role: Type.String(),
+  status: Type.String(),
+}
 const Changes = Type.Array(Type.String(), { description: 'names of changed fields, never their values' })
+/** What reminders and schedules need of an appointment: never its reason, notes or cancellation reason. */
+const AppointmentSlot = {
+  id: Type.String(),
+  patient_id: Type.String(),
+  codalmacen: Type.String(),
+  practitioner: Type.String(),
+  starts_at: Type.String({ description: 'RFC 3339 UTC' }),
+  ends_at: Type.String({ description: 'RFC 3339 UTC' }),
+  time_zone: Type.String({ description: 'IANA zone for local-time reminders' }),
+  status: Type.String(),
+  checked_in_at: Type.Union([Type.String(), Type.Null()]),
+  version: Type.Integer(),
+}
+const StatusChange = {
+  changes: Changes,
+  old_status: Type.Union([Type.String(), Type.Null()], { description: 'when the status changed, else null' }),
+  new_status: Type.Union([Type.String(), Type.Null()], { description: 'when the status changed, else null' }),
+}
 
 export const eventTypes = {
   'patient.created': Type.Object(PatientContact),
   'patient.updated': Type.Object({ ...PatientContact, changes: Changes }),
-  'appointment.created': Type.Object({ id: Type.String(), patient_id: Type.String(), status: Type.String() }),
-  'appointment.updated': Type.Object({ id: Type.String(), patient_id: Type.String(), changes: Changes }),
-  'appointment.checked_in': Type.Object({ id: Type.String(), patient_id: Type.String() }),
-  'comms.message.queued': Type.Object({
+  'appointment.created': Type.Object(AppointmentSlot),
+  /** Which fields changed, never their values (the new slot is read from the service). */
+  'appointment.updated': Type.Object({
     id: Type.String(),
     patient_id: Type.String(),
-    channel: Type.String(),
+    version: Type.Integer(),
+    ...StatusChange,
   }),
-  'comms.message.sent': Type.Object({ id: Type.String(), patient_id: Type.String(), channel: Type.String() }),
-  'comms.message.failed': Type.Object({
-    id: Type.String(),
-    patient_id: Type.String(),
-    channel: Type.String(),
-  }),
+  'appointment.checked_in': Type.Object({ ...AppointmentSlot, ...StatusChange }),
+  'comms.message.queued': Type.Object(MessageIds),
+  'comms.message.sent': Type.Object(MessageIds),
+  'comms.message.failed': Type.Object(MessageIds),
+  'comms.message.delivered': Type.Object(MessageIds),
   'http.request': Type.Object({
     method: Type.String(),
     path: Type.String(),
@@ -52,6 +78,15 @@ export const eventTypes = {
     ip: Type.String(),
     resource_type: Type.Union([Type.String(), Type.Null()]),
     resource_id: Type.Union([Type.String(), Type.Null()]),
+  }),
+  /** Requests refused for a missing or unknown token, one event per client address and minute. */
+  'http.refused': Type.Object({
+    ip: Type.String(),
+    count: Type.Integer(),
+    /** The minute counted, as an RFC 3339 instant. */
+    window_start: Type.String(),
+    /** Up to ten of the paths asked for, without query strings. */
+    paths: Type.Array(Type.String()),
   }),
 } satisfies Record<string, TSchema>
 
@@ -73,6 +108,8 @@ export interface CloudEvent<T extends EventType = EventType> {
   actorname?: string
   actortokenid?: string
   requestid?: string
+  /** HMAC of the rest of the event (event-signing.ts); added when the event is enqueued or sent. */
+  signature?: string
   data: EventData<T>
 }
 

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
+import { canonicalJson } from './canonical-json'
+import { companyTransaction } from './db'
 import { IdempotencyConflict, ValidationFailed } from './errors'
 
+/** What a create made (`body`), or what it made the first time its Idempotency-Key was used. */
 export interface StoredResponse<B = unknown> {
-  status: number
   body: B
-  location?: string
-  /** True when this is the stored answer of an earlier request with the same key. */
+  /** True when this is the stored result of an earlier request with the same key. */
   replayed?: boolean
 }
 
@@ -19,55 +20,79 @@ export function requestHash(method: string, path: string, body: unknown): string
     .digest('hex')
 }
 
-/** JSON with sorted keys, so equal bodies hash equally whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  const obj = value as Record<string, unknown>
-  return `{${Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`)
-    .join(',')}}`
-}
-
 /**
- * Runs `create` once per (company, Idempotency-Key) within 24 h. The key row is inserted in the
- * same transaction as the change, so a concurrent duplicate waits on it and then replays; a failed
- * attempt leaves no key behind and may be retried.
+ * Runs `create` once per (company, token, Idempotency-Key) within 24 h. The key row is inserted in
+ * the same transaction as the change, so a concurrent duplicate waits on it and then replays; a
+ * failed attempt leaves no key behind and may be retried. Keys are scoped to the token (DESIGN.md
+ * section 3): another user of the company, or another token of the same user, never gets a stored
+ * answer. The caller re-checks that a replayed resource is still visible to the caller.
  */
 export async function withIdempotency<B>(
   knex: Knex,
-  key: { companyId: number; key: string | undefined; hash: string },
+  key: { companyId: number; tokenId: string; key: string | undefined; hash: string },
   create: (trx: Knex.Transaction) => Promise<StoredResponse<B>>,
 ): Promise<StoredResponse<B>> {
   if (key.key === undefined) return knex.transaction(create)
   if (!KEY.test(key.key))
     throw new ValidationFailed([{ path: 'Idempotency-Key', message: 'must be 1-255 printable characters' }])
+  const where = { idempresa: key.companyId, token_id: key.tokenId, key: key.key }
   return knex.transaction(async (trx) => {
     await trx('idempotency_keys')
-      .where({ idempresa: key.companyId, key: key.key })
+      .where(where)
       .where('created_at', '<', trx.raw(`now() - interval '${WINDOW_HOURS} hours'`))
       .delete()
     const inserted = await trx('idempotency_keys')
-      .insert({ idempresa: key.companyId, key: key.key, request_hash: key.hash })
-      .onConflict(['idempresa', 'key'])
+      .insert({ ...where, request_hash: key.hash })
+      .onConflict(['idempresa', 'token_id', 'key'])
       .ignore()
       .returning('key')
     if (!inserted.length) {
-      const prior = await trx('idempotency_keys').where({ idempresa: key.companyId, key: key.key }).first()
+      const prior = await trx('idempotency_keys').where(where).first()
       if (!prior || prior.request_hash !== key.hash) throw new IdempotencyConflict()
-      return {
-        status: prior.status,
-        body: prior.body as B,
-        location: prior.location ?? undefined,
-        replayed: true,
-      }
+      return { body: prior.body as B, replayed: true }
     }
     const result = await create(trx)
     await trx('idempotency_keys')
-      .where({ idempresa: key.companyId, key: key.key })
-      .update({ status: result.status, body: JSON.stringify(result.body), location: result.location ?? null })
+      .where(where)
+      .update({ body: JSON.stringify(result.body) })
     return result
   })
+}
+
+/**
+ * The stored answer of an Idempotency-Key this token used within the window, read before anything
+ * else so that a retry replays without the lookups a first request needs (another service may be
+ * down, or the data changed since); another body under the key is `409 idempotency_conflict`.
+ * Null for a new (or spent) key: the caller goes the first request's way, `companyIdempotent`.
+ */
+export async function storedIdempotentResponse<B>(
+  knex: Knex,
+  companyId: number,
+  key: { tokenId: string; key: string | undefined; hash: string },
+): Promise<StoredResponse<B> | null> {
+  if (key.key === undefined || !KEY.test(key.key)) return null // a bad key is refused on the way in
+  const prior = (await companyTransaction(knex, companyId, (trx) =>
+    trx('idempotency_keys')
+      .where({ idempresa: companyId, token_id: key.tokenId, key: key.key })
+      .where('created_at', '>=', trx.raw(`now() - interval '${WINDOW_HOURS} hours'`))
+      .first('request_hash', 'body'),
+  )) as { request_hash: string; body: B | null } | undefined
+  if (!prior || prior.body === null) return null
+  if (prior.request_hash !== key.hash) throw new IdempotencyConflict()
+  return { body: prior.body, replayed: true }
+}
+
+/**
+ * `withIdempotency` inside a `companyTransaction`: the create and its key row are written for one
+ * company under row-level security (the key check runs in a savepoint of that transaction).
+ */
+export function companyIdempotent<B>(
+  knex: Knex,
+  companyId: number,
+  idempotency: { tokenId: string; key: string | undefined; hash: string },
+  create: (trx: Knex.Transaction) => Promise<StoredResponse<B>>,
+): Promise<StoredResponse<B>> {
+  return companyTransaction(knex, companyId, (trx) =>
+    withIdempotency(trx, { companyId, ...idempotency }, create),
+  )
 }

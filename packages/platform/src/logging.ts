@@ -58,11 +58,74 @@ export function createLogger({ service, level = 'info', destination }: LoggerOpt
           path: req.url?.split('?')[0],
         }),
         res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
-        err: pino.stdSerializers.err,
+        err: serializeError,
       },
     },
     destination,
   )
+}
+
+/**
+ * What a PostgreSQL error may put in a log line. Never its message (knex prefixes the SQL with the
+ * bound values; PostgreSQL quotes input in messages like "invalid input syntax"), `detail`
+ * ("Key (national_id)=(...)"), `where` (quotes JSON and parameters), `hint` or `internalQuery`.
+ */
+const DB_ERROR_FIELDS = ['code', 'severity', 'constraint', 'routine', 'schema', 'table', 'column', 'dataType']
+
+type ErrorLike = Error & Record<string, unknown>
+
+/** A pg DatabaseError (knex rethrows the same object): an SQLSTATE code and a severity. */
+function isDbError(e: unknown): boolean {
+  const x = e as Record<string, unknown> | null
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    typeof x.severity === 'string' &&
+    typeof x.code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(x.code)
+  )
+}
+
+function causes(e: unknown): unknown[] {
+  const out: unknown[] = []
+  for (let c = e; c && typeof c === 'object' && out.length < 10; c = (c as { cause?: unknown }).cause)
+    out.push(c)
+  return out
+}
+
+/** The `at ...` lines of a stack, without its first line (which repeats the message). */
+const framesOf = (stack: unknown) =>
+  typeof stack === 'string'
+    ? stack
+        .split('\n')
+        .filter((l) => /^\s+at /.test(l))
+        .join('\n')
+    : undefined
+
+/**
+ * pino's `err` serializer, except that a database error anywhere in the cause chain is logged from
+ * DB_ERROR_FIELDS only, and the messages of the chain are kept apart (pino's serializer would join
+ * the cause's message into the outer one).
+ */
+export function serializeError(err: unknown): unknown {
+  if (!causes(err).some(isDbError)) return pino.stdSerializers.err(err as Error)
+  const e = err as ErrorLike
+  if (isDbError(e)) {
+    const out: Record<string, unknown> = {
+      type: e.constructor?.name ?? 'DatabaseError',
+      message: `database error ${String(e.code)}`,
+    }
+    for (const f of DB_ERROR_FIELDS) if (e[f] !== undefined) out[f] = e[f]
+    out.stack = framesOf(e.stack)
+    return out
+  }
+  return {
+    type: e.constructor?.name ?? 'Error',
+    message: e.message,
+    ...(typeof e.code === 'string' ? { code: e.code } : {}),
+    stack: framesOf(e.stack),
+    cause: serializeError(e.cause),
+  }
 }
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/

@@ -2,18 +2,21 @@ import type { Knex } from 'knex'
 import pg from 'pg'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
+import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
 
 /**
  * Writes events in the caller's transaction: they exist exactly when the change commits.
  * One statement and one parameter whatever the batch size (a JSON array, unpacked by PostgreSQL).
+ * Each event is signed here with the process key (event-signing.ts): the relay only forwards, so
+ * a row written to the outbox by anything but this code carries no valid signature.
  */
 export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
   await trx.raw(
     `INSERT INTO outbox (event_id, idempresa, type, payload)
      SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`,
-    [JSON.stringify(events)],
+    [JSON.stringify(events.map(signWithProcessKey))],
   )
 }
 
@@ -26,12 +29,10 @@ export interface RelayOptions {
   log: Logger
   batchSize?: number
   pollMs?: number
-  /** Published rows are kept this long for inspection, then deleted. */
-  retainHours?: number
 }
 
 /**
- * Publishes outbox rows with publisher confirms, then marks them sent. Several relays (replicas)
+ * Publishes outbox rows with publisher confirms, then deletes them. Several relays (replicas)
  * can run at once: `FOR UPDATE SKIP LOCKED` gives each its own rows. LISTEN/NOTIFY wakes it as
  * soon as a transaction commits; a poll covers missed notifications and broker outages.
  */
@@ -41,7 +42,6 @@ export class OutboxRelay {
   private running: Promise<void> | null = null
   private again = false
   private stopped = false
-  private lastCleanup = 0
   private readonly batchSize: number
   private readonly pollMs: number
 
@@ -65,7 +65,7 @@ export class OutboxRelay {
     })
     client.on('notification', () => this.wake())
     client.on('error', (err) => {
-      this.o.log.warn({ err: err.message }, 'outbox listener lost; the poll covers until it is back')
+      this.o.log.warn({ err }, 'outbox listener lost; the poll covers until it is back')
       this.listener = null
       setTimeout(() => void this.listen().catch(() => undefined), this.pollMs).unref()
     })
@@ -74,7 +74,7 @@ export class OutboxRelay {
       await client.query(`LISTEN outbox_${this.o.schema}`)
       this.listener = client
     } catch (err) {
-      this.o.log.warn({ err: (err as Error).message }, 'outbox listener could not connect')
+      this.o.log.warn({ err }, 'outbox listener could not connect')
       await client.end().catch(() => undefined)
     }
   }
@@ -88,7 +88,9 @@ export class OutboxRelay {
     }
     this.running = this.drain()
       .then(() => undefined)
-      .catch((err) => this.o.log.warn({ err: (err as Error).message }, 'outbox relay paused; will retry'))
+      // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
+      // (knex writes the statement with its bound values into the message).
+      .catch((err: unknown) => this.o.log.warn({ err }, 'outbox relay paused; will retry'))
       .finally(() => {
         this.running = null
         if (this.again) {
@@ -113,27 +115,15 @@ export class OutboxRelay {
         await this.o.amqp.publishRaw(
           rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })),
         )
-        await trx.raw('UPDATE outbox SET published_at = now() WHERE id = ANY(?::bigint[])', [
-          rows.map((r) => r.id),
-        ])
+        // Deleted, not marked: an update leaves a dead row per event, and with autovacuum behind
+        // (or off) the table and this query grow without end. The trail is audit's, not ours.
+        await trx.raw('DELETE FROM outbox WHERE id = ANY(?::bigint[])', [rows.map((r) => r.id)])
         return rows.length
       })
       total += sent
       if (sent < this.batchSize) break
     }
-    await this.cleanup()
     return total
-  }
-
-  private async cleanup() {
-    if (Date.now() - this.lastCleanup < 3_600_000) return
-    this.lastCleanup = Date.now()
-    const hours = this.o.retainHours ?? 72
-    await this.o
-      .knex('outbox')
-      .whereNotNull('published_at')
-      .where('published_at', '<', this.o.knex.raw(`now() - interval '${hours} hours'`))
-      .delete()
   }
 
   async pending(): Promise<number> {

@@ -1,5 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox'
-import { ValidationFailed } from './errors'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { UUID_PATTERN } from './ids'
 
 /** A center code (codalmacen): 1-10 letters, digits, _ or -. */
@@ -16,6 +15,30 @@ export const Uuid = Type.String({ pattern: UUID_PATTERN, description: 'UUIDv7' }
 export const IdParams = Type.Object({ id: Uuid }, { additionalProperties: false })
 export const Instant = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' })
 export const DateOnly = Type.String({ format: 'date', description: 'YYYY-MM-DD' })
+
+/** `?codalmacen=` alone: the query string of read-one, create and change routes. */
+export const CenterQuery = Type.Object(
+  { codalmacen: Type.Optional(CenterCode) },
+  { additionalProperties: false },
+)
+/** Response headers of a resource answer: its version as a strong ETag. */
+export const ETagHeader = { etag: Type.String({ description: 'the version, quoted: "3"' }) }
+/** Request headers of a POST (DESIGN.md section 3). */
+export const PostHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'the same key and body within 24 h replay the first answer',
+    }),
+  ),
+})
+/** Request headers of a PATCH. */
+export const PatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ description: 'ETag of the version you read ("3", W/"3" or *); stale is 412' }),
+  ),
+})
 
 export const MAX_OFFSET = 10_000
 export const ListQuery = {
@@ -49,23 +72,18 @@ export const Problem = Type.Object(
   { $id: 'Problem' },
 )
 
-/** Keyset cursor: the sort values of the last row of a page. Opaque to clients. */
-export function encodeCursor(values: unknown[]): string {
-  return Buffer.from(JSON.stringify(values)).toString('base64url')
-}
+const { $id: _problemId, ...problemSchema } = Problem
+/** A problem+json response of a route schema, described (inline: a shared $id cannot repeat per route). */
+export const problem = (description: string): TSchema => ({ ...problemSchema, description }) as TSchema
 
-export function decodeCursor(cursor: string, length: number): unknown[] {
-  try {
-    const values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-    if (Array.isArray(values) && values.length === length) return values
-  } catch {
-    /* fall through */
-  }
-  throw new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next' }])
-}
-
-/** Keeps only the names present in a PATCH body, refusing read-only ones. */
-export function refuseReadOnly(body: Record<string, unknown>, readOnly: readonly string[]): void {
-  const errors = readOnly.filter((f) => f in body).map((f) => ({ path: `/${f}`, message: 'is read-only' }))
-  if (errors.length) throw new ValidationFailed(errors, 'Read-only fields cannot be changed')
+/**
+ * `type: [T, 'null']` instead of anyOf: one clear error per bad field, and null passes formats.
+ * Works for scalar, enum and object schemas.
+ */
+export function nullable<T extends TSchema>(schema: T) {
+  const { type, enum: values, ...rest } = schema as unknown as TSchema & { type: string; enum?: unknown[] }
+  // A plain JSON copy: TypeBox's symbols would otherwise keep calling it a `string`.
+  const out: Record<string, unknown> = { ...JSON.parse(JSON.stringify(rest)), type: [type, 'null'] }
+  if (values) out.enum = [...values, null]
+  return Type.Unsafe<Static<T> | null>(out)
 }

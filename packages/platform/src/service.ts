@@ -1,11 +1,14 @@
+import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
 import { exitOnConfigError, loadConfig, v, type Config } from './config'
-import { createDb, ensureDatabase, migrate, type Migration } from './db'
-import type { ReadinessCheck } from './http'
+import { commonTables, createDb, ensureDatabase, ensureLoginRole, migrate, type Migration } from './db'
+import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, serve, type ReadinessCheck } from './http'
+import { useEventSigningKey } from './event-signing'
 import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
+import { readVersion } from './version'
 
 /** The part of every service's configuration that is the same everywhere (DESIGN.md section 6). */
 export const databaseConfig = {
@@ -19,11 +22,22 @@ export const sharedConfig = {
   HOST: v.string({ default: '127.0.0.1' }),
   AMQP_URL: v.url({ default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] }),
   AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
-  INTERNAL_AUTH_SECRET: v.string({ min: 32, secret: true }),
+  INTERNAL_AUTH_SECRET: v.string({ min: 32 }),
+  /** HMAC key of the events every service signs and the audit consumer checks (event-signing.ts). */
+  EVENT_SIGNING_SECRET: v.string({ min: 32 }),
   LOG_LEVEL: v.string({
     default: 'info',
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
   }),
+  /** On SIGTERM: how long requests are still served while readiness says 503. */
+  SHUTDOWN_DRAIN_MS: v.int({ default: '1000', min: 0 }),
+  /** On SIGTERM: the most the whole shutdown may take before the process exits anyway. */
+  SHUTDOWN_GRACE_MS: v.int({ default: '25000', min: 1000 }),
+  /**
+   * Addresses and CIDR ranges that may read /metrics and /openapi.json without a gateway assertion
+   * (loopback always may); anyone else gets a 404. Default: the private ranges (http.ts).
+   */
+  INTERNAL_NETWORKS: v.list({ default: DEFAULT_INTERNAL_NETWORKS.join(',') }),
 }
 export type SharedConfig = Config<typeof sharedConfig>
 
@@ -50,12 +64,14 @@ export async function connectService(o: {
   outbox: boolean
 }): Promise<Infrastructure> {
   const { config } = o
+  useEventSigningKey(config.EVENT_SIGNING_SECRET)
   const logger = createLogger({ service: o.service, level: config.LOG_LEVEL })
   const knex = createDb(config.DATABASE_URL, {
     schema: o.schema,
     role: o.role,
     poolMax: o.poolMax,
     log: logger,
+    refusePrivileged: true,
   })
   const amqp = new Amqp({
     url: config.AMQP_URL,
@@ -110,13 +126,29 @@ export function runMain(service: string, main: () => Promise<void>): void {
   })
 }
 
-/** A service's db/migrate.ts: creates the database if needed and migrates the service's schema. */
-export function runMigrations(schema: string, migrations: Migration[]): void {
+/** The migration step's: the owner's URL, and the service's own (whose login role it makes). */
+export const migrationConfig = {
+  ...databaseConfig,
+  /** The schema owner's credentials: only the migration step has them. Unset: DATABASE_URL's. */
+  MIGRATION_DATABASE_URL: v.url({ optional: true, protocols: ['postgres:', 'postgresql:'] }),
+}
+
+/**
+ * A service's db/migrate.ts: creates the database if needed and migrates the service's schema as
+ * the owner (MIGRATION_DATABASE_URL); then makes the login role of the service's DATABASE_URL,
+ * a member of `appRole` (the privileges its migrations grant) and nothing more.
+ */
+export function runMigrations(schema: string, migrations: Migration[], appRole?: string): void {
   const main = async () => {
-    const { DATABASE_URL } = loadConfig(databaseConfig)
-    await ensureDatabase(DATABASE_URL)
-    const applied = await migrate(DATABASE_URL, schema, migrations)
+    const { DATABASE_URL, MIGRATION_DATABASE_URL } = loadConfig(migrationConfig)
+    const owner = MIGRATION_DATABASE_URL ?? DATABASE_URL
+    await ensureDatabase(owner)
+    const applied = await migrate(owner, schema, migrations)
     process.stdout.write(`${schema}: ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`)
+    if (appRole && MIGRATION_DATABASE_URL) {
+      const login = await ensureLoginRole(owner, DATABASE_URL, appRole)
+      process.stdout.write(`${schema}: the service logs in as ${login} (member of ${appRole})\n`)
+    }
   }
   main().catch((err) => {
     exitOnConfigError(err)
@@ -133,4 +165,76 @@ export interface ServiceDeps {
   version: string
   /** HMAC secret shared with the gateway. */
   assertionSecret: string
+  /** INTERNAL_NETWORKS: who reads /metrics and /openapi.json without an assertion. */
+  internalNetworks?: readonly string[]
+}
+
+/**
+ * A service's first migration: the platform tables (outbox, processed_events, idempotency_keys).
+ * Its name is `0001_base`; never edited after it lands, like every migration.
+ */
+export function baseMigration(schema: string): Migration {
+  return {
+    name: '0001_base',
+    async up(knex) {
+      await commonTables.outbox(knex, schema)
+      await commonTables.processedEvents(knex)
+      await commonTables.idempotencyKeys(knex)
+    },
+  }
+}
+
+/**
+ * A service's Fastify app with the platform's HTTP plugin registered (assertion, problem+json,
+ * version header, probes reporting its database and broker, metrics, OpenAPI): its routes next.
+ */
+export async function serviceApp(deps: ServiceDeps, o: { service: string; description: string }) {
+  const app = Fastify(fastifyOptions(deps.logger, deps.version))
+  await app.register(http, {
+    service: o.service,
+    version: deps.version,
+    assertionSecret: deps.assertionSecret,
+    internalNetworks: deps.internalNetworks,
+    description: o.description,
+    readiness: readinessOf(deps.knex, deps.amqp),
+    knex: deps.knex,
+  })
+  return app
+}
+
+/**
+ * A service's whole server.ts: loads its configuration, connects (connectService), builds the app
+ * from the dependencies every service gets, then serves it until SIGTERM (serve: drain, close,
+ * `stops` in order, connections last).
+ */
+export function runService<C extends SharedConfig>(
+  spec: {
+    service: string
+    schema: string
+    /** The least-privilege role requests run as (SET ROLE); migrations ran as the owner. */
+    role?: string
+    /** Database connections (default 10). */
+    poolMax?: number | ((config: C) => number)
+    outbox: boolean
+    config: () => C
+    port: (config: C) => number
+  },
+  build: (
+    deps: ServiceDeps,
+    config: C,
+  ) => Promise<{ app: Parameters<typeof serve>[0]; stops?: Array<() => Promise<unknown>> }>,
+): void {
+  runMain(spec.service, async () => {
+    const config = spec.config()
+    const poolMax = typeof spec.poolMax === 'function' ? spec.poolMax(config) : spec.poolMax
+    const infra = await connectService({ ...spec, poolMax, config })
+    const deps = {
+      ...infra,
+      version: readVersion(),
+      assertionSecret: config.INTERNAL_AUTH_SECRET,
+      internalNetworks: config.INTERNAL_NETWORKS,
+    }
+    const { app, stops } = await build(deps, config)
+    await serve(app, { port: spec.port(config), config, infra, stops })
+  })
 }

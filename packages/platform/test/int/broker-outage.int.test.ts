@@ -151,3 +151,21 @@ it('keeps trying to connect at start-up until the broker is reachable', async ()
     await closed.close()
   }
 })
+
+it('starts over when the broker closes the publishing channel, and publishes again', async () => {
+  const own = new Amqp({ url: proxy.url, log, name: 'platform-channel-error' })
+  try {
+    await own.start()
+    const before = proxy.accepted
+    // An expiration that is not a number: RabbitMQ closes the channel (406), not the connection.
+    await expect(
+      own.sendToQueue(`${queue}.nowhere`, Buffer.from('x'), { expiration: 'not-a-number' }),
+    ).rejects.toThrow(/closed/)
+    await waitFor(() => own.connected && proxy.accepted > before, { what: 'a new connection' })
+    const e = testEvent(company)
+    await own.publish([e])
+    await waitFor(() => tap.idsFor(company).includes(e.id), { what: 'the event published afterwards' })
+  } finally {
+    await own.close()
+  }
+})

@@ -184,6 +184,28 @@ describe('startConsumer', () => {
     expect(await ready(`${queue}.retry`)).toBe(0)
   })
 
+  it('spends no attempt while the database is away: held, requeued, committed once it is back', async () => {
+    const company = freshCompanyId()
+    let calls = 0
+    const { queue } = await consume({
+      maxAttempts: 2,
+      maxHoldMs: 20,
+      handle: async (e, trx) => {
+        calls++
+        // What pg and knex throw while the database is cut off, five times over.
+        if (calls <= 5) throw new Error('insert into "effects" - Connection terminated unexpectedly')
+        await effect(trx, e)
+      },
+    })
+    const e = testEvent(company)
+    await send(queue, e)
+    await waitFor(async () => (await count('effects', { event_id: e.id })) === 1, { what: 'the effect' })
+    expect(calls).toBe(6)
+    expect(await count('processed_events', { event_id: e.id })).toBe(1)
+    expect(await ready(`${queue}.dlq`)).toBe(0)
+    expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
   it.each([
     ['not JSON', '{"specversion": "1.0", '],
     ['a broken envelope', JSON.stringify({ specversion: '1.0', id: 'nope', type: 'x', data: {} })],
@@ -200,6 +222,43 @@ describe('startConsumer', () => {
     expect(dead && dead.content.toString('utf8')).toBe(content)
     expect(calls).toBe(0)
     expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it('in batches: one transaction for many events, a duplicate once, a poison event alone', async () => {
+    const company = freshCompanyId()
+    const batches: number[] = []
+    const poison = testEvent(company)
+    const { queue } = await consume({
+      prefetch: 100,
+      maxAttempts: 2,
+      handle: async (e, trx) => {
+        if (e.id === poison.id) throw new Error('poison')
+        await effect(trx, e, 'one by one')
+      },
+      batch: {
+        size: 50,
+        lingerMs: 20,
+        handle: async (events, trx) => {
+          batches.push(events.length)
+          if (events.some((e) => e.id === poison.id)) throw new Error('poison in the batch')
+          for (const e of events) await effect(trx, e, 'batched')
+        },
+      },
+    })
+    const events = Array.from({ length: 120 }, () => testEvent(company))
+    for (const e of [...events.slice(0, 60), events[0]!, poison, ...events.slice(60)]) await send(queue, e)
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the poison dead-lettered' })
+    await waitFor(async () => (await count('effects', { idempresa: company })) === 120, {
+      what: 'every good event',
+    })
+    const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
+    expect(dead && JSON.parse(dead.content.toString('utf8')).id).toBe(poison.id)
+    // Each good event once (the duplicate too), most of them in batches.
+    const rows = await knex('effects').where({ idempresa: company }).select('event_id', 'note')
+    expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(events.map((e) => e.id)))
+    expect(rows.filter((r) => r.note === 'batched').length).toBeGreaterThan(60)
+    expect(batches.length).toBeLessThan(20)
+    expect(await count('processed_events', { event_id: poison.id })).toBe(0)
   })
 
   it('lets two consumers (replicas) on one queue share the work without duplicates', async () => {

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib'
+import amqplib from 'amqplib'
 import type { Knex } from 'knex'
 import pg from 'pg'
 import {
-  EXCHANGE,
-  commonTables,
+  baseMigration,
   createDb,
   createLogger,
   makeEvent,
@@ -12,7 +11,7 @@ import {
   type CloudEvent,
   type Migration,
 } from '@clinic/platform'
-import { tcpProxy } from '@clinic/platform/testing'
+import { appointmentEventData, tapEvents, tcpProxy } from '@clinic/platform/testing'
 
 export const databaseUrl = () => {
   const url = process.env.DATABASE_URL
@@ -30,14 +29,7 @@ export const testLog = (name: string) =>
 
 /** The platform tables plus `effects`, where test handlers record what they did. */
 export const testMigrations = (schema: string): Migration[] => [
-  {
-    name: '0001_common',
-    async up(knex) {
-      await commonTables.outbox(knex, schema)
-      await commonTables.processedEvents(knex)
-      await commonTables.idempotencyKeys(knex)
-    },
-  },
+  baseMigration(schema),
   {
     name: '0002_effects',
     async up(knex) {
@@ -86,39 +78,12 @@ export function testEvent(companyId: number): CloudEvent {
     type: 'appointment.checked_in',
     source: 'clinic/platform-test',
     subject: id,
-    data: { id, patient_id: fakeId() },
+    data: appointmentEventData({ id, patient_id: fakeId() }),
     companyId,
   })
 }
 
-/**
- * A plain amqplib consumer on an exclusive queue bound to `clinic.events`, outside the code under
- * test. The run's vhost is shared by parallel test files, so callers filter by company.
- */
-export async function eventTap(routingKey = 'appointment.checked_in') {
-  const conn: ChannelModel = await amqplib.connect(amqpUrl())
-  const ch: Channel = await conn.createChannel()
-  await ch.assertExchange(EXCHANGE, 'topic', { durable: true })
-  const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true })
-  await ch.bindQueue(queue, EXCHANGE, routingKey)
-  const messages: Array<{ event: CloudEvent; msg: ConsumeMessage }> = []
-  await ch.consume(
-    queue,
-    (msg) => {
-      if (msg) messages.push({ event: JSON.parse(msg.content.toString('utf8')) as CloudEvent, msg })
-    },
-    { noAck: true },
-  )
-  return {
-    messages,
-    /** Ids received for one company, with repeats. */
-    idsFor: (companyId: number) =>
-      messages.filter((m) => m.event.idempresa === companyId).map((m) => m.event.id),
-    close: async () => {
-      await conn.close().catch(() => undefined)
-    },
-  }
-}
+export const eventTap = (routingKey = 'appointment.checked_in') => tapEvents(amqpUrl(), routingKey)
 
 /** A raw channel for queue inspection (message counts, dead letters). */
 export async function rawChannel() {

@@ -50,7 +50,7 @@ describe('migrate', () => {
     const schema = schemaName()
     schemas.push(schema)
     const { runs, list } = countedMigrations(schema)
-    expect(await migrate(databaseUrl(), schema, list)).toEqual(['0001_common', '0002_effects'])
+    expect(await migrate(databaseUrl(), schema, list)).toEqual(['0001_base', '0002_effects'])
     expect(await tablesOf(schema)).toEqual(
       expect.arrayContaining([
         'effects',
@@ -63,7 +63,7 @@ describe('migrate', () => {
       ]),
     )
     expect(await migrate(databaseUrl(), schema, list)).toEqual([])
-    expect(runs).toEqual(['0001_common', '0002_effects'])
+    expect(runs).toEqual(['0001_base', '0002_effects'])
     // A later migration is applied on its own.
     const more: Migration = { name: '0003_more', up: (knex) => knex.raw('CREATE TABLE more_things (id int)') }
     expect(await migrate(databaseUrl(), schema, [...list, more])).toEqual(['0003_more'])
@@ -81,10 +81,10 @@ describe('migrate', () => {
         migrate(databaseUrl(), schema, list),
         migrate(databaseUrl(), schema, list),
       ])
-      expect(runs.sort()).toEqual(['0001_common', '0002_effects'])
-      expect(results.flat().sort()).toEqual(['0001_common', '0002_effects'])
+      expect(runs.sort()).toEqual(['0001_base', '0002_effects'])
+      expect(results.flat().sort()).toEqual(['0001_base', '0002_effects'])
       const applied = await query<{ name: string }>(`SELECT name FROM ${schema}.knex_migrations ORDER BY id`)
-      expect(applied.map((r) => r.name)).toEqual(['0001_common', '0002_effects'])
+      expect(applied.map((r) => r.name)).toEqual(['0001_base', '0002_effects'])
     }
   })
 

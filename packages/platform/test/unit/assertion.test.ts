@@ -1,15 +1,27 @@
 import { createHmac } from 'node:crypto'
-import { ASSERTION_TTL_SECONDS, signAssertion, verifyAssertion, type AssertionClaims } from '@clinic/platform'
+import {
+  ASSERTION_HEADER,
+  ASSERTION_SKEW_SECONDS,
+  ASSERTION_TTL_SECONDS,
+  assertionHeaders,
+  audienceOf,
+  signAssertion,
+  verifyAssertion,
+  type AssertionClaims,
+} from '@clinic/platform'
 import { testPrincipal } from '@clinic/platform/testing'
 
 const secret = 'unit-secret-0123456789abcdef0123456789'
 const claims: AssertionClaims = {
   ...testPrincipal({ companyId: 7, allowedCenters: ['ALM1'] }),
+  aud: 'patients',
   requestId: 'req-1',
   method: 'POST',
   path: '/patients',
+  query: '',
+  bodyHash: '',
 }
-const expect0 = { method: 'POST', path: '/patients' }
+const expect0 = { method: 'POST', path: '/patients', audience: 'patients' }
 const now = Date.UTC(2026, 10, 22, 9, 30)
 
 const b64 = (s: string) => Buffer.from(s).toString('base64url')
@@ -85,5 +97,65 @@ describe('gateway assertion', () => {
     })
     const noExp = b64(JSON.stringify({ ...claims }))
     expect(verifyAssertion(resign(noExp), secret, expect0, now)).toEqual({ ok: false, reason: 'expired' })
+  })
+
+  it('refuses an assertion issued in the future beyond the clock skew', () => {
+    const ahead = (s: number) => signAssertion(claims, secret, now + s * 1000)
+    expect(verifyAssertion(ahead(ASSERTION_SKEW_SECONDS), secret, expect0, now).ok).toBe(true)
+    expect(verifyAssertion(ahead(ASSERTION_SKEW_SECONDS + 2), secret, expect0, now)).toEqual({
+      ok: false,
+      reason: 'issued in the future',
+    })
+  })
+
+  it('is bound to the raw query string: another query is refused', () => {
+    const token = signAssertion({ ...claims, method: 'GET', query: 'codalmacen=ALM1' }, secret, now)
+    const get = { method: 'GET', path: '/patients' }
+    expect(verifyAssertion(token, secret, { ...get, query: 'codalmacen=ALM1' }, now).ok).toBe(true)
+    for (const query of ['', 'codalmacen=ALM2', 'codalmacen=ALM1&q=x'])
+      expect(verifyAssertion(token, secret, { ...get, query }, now)).toEqual({ ok: false, reason: 'query' })
+  })
+
+  it('carries a fresh single-use id each time it is signed, and lives seconds', () => {
+    const a = verifyAssertion(signAssertion(claims, secret, now), secret, expect0, now)
+    const b = verifyAssertion(signAssertion(claims, secret, now), secret, expect0, now)
+    expect(a.ok && b.ok && a.claims.jti !== b.claims.jti).toBe(true)
+    expect(ASSERTION_TTL_SECONDS).toBeLessThanOrEqual(10)
+  })
+
+  it('names the one service it is for: another service refuses it', () => {
+    const token = signAssertion(claims, secret, now)
+    expect(verifyAssertion(token, secret, { ...expect0, audience: 'appointments' }, now)).toEqual({
+      ok: false,
+      reason: 'audience',
+    })
+    // Signed before audiences existed (no aud): refused by every service.
+    const [, payload] = token.split('.') as [string, string]
+    const { aud: _aud, ...older } = fromB64(payload)
+    expect(verifyAssertion(resign(b64(JSON.stringify(older))), secret, expect0, now)).toEqual({
+      ok: false,
+      reason: 'audience',
+    })
+  })
+
+  it('is addressed to the service owning the path family unless told otherwise', () => {
+    expect(audienceOf('/patients')).toBe('patients')
+    expect(audienceOf('/internal/patients/0190c5a0?x=1')).toBe('patients')
+    expect(audienceOf('/appointments/1/checkin')).toBe('appointments')
+    expect(audienceOf('/comms/webhooks/twilio')).toBe('comms')
+    expect(audienceOf('/audit/events')).toBe('audit')
+    expect(audienceOf('/internal')).toBeUndefined()
+    expect(audienceOf('/nothing')).toBeUndefined()
+    const who = { auth: testPrincipal(), requestId: 'req-2' }
+    const claimsOf = (h: Record<string, string>) => fromB64(h[ASSERTION_HEADER]!.split('.')[1]!)
+    expect(
+      claimsOf(assertionHeaders(who, { method: 'GET', path: '/internal/appointments/x' }, secret)),
+    ).toMatchObject({
+      aud: 'appointments',
+    })
+    expect(
+      claimsOf(assertionHeaders(who, { method: 'GET', path: '/patients', audience: 'comms' }, secret)),
+    ).toMatchObject({ aud: 'comms' })
+    expect(() => assertionHeaders(who, { method: 'GET', path: '/nothing' }, secret)).toThrow(/audience/)
   })
 })

@@ -10,7 +10,7 @@ const spec = {
   DEBUG_SQL: v.bool({ default: 'false' }),
   CORS_ORIGINS: v.list({ default: '' }),
   LOG_LEVEL: v.string({ default: 'info', choices: ['debug', 'info', 'warn', 'error', 'silent'] }),
-  INTERNAL_AUTH_SECRET: v.string({ secret: true, min: 32 }),
+  INTERNAL_AUTH_SECRET: v.string({ min: 32 }),
   SMTP_URL: v.url({ optional: true }),
 }
 const secret = 'a'.repeat(32)

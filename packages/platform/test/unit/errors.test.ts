@@ -6,7 +6,6 @@ import {
   InternalError,
   PROBLEM_BASE,
   RateLimited,
-  SlotConflict,
   Unauthenticated,
   ValidationFailed,
   fieldErrors,
@@ -95,8 +94,38 @@ describe('fieldErrors', () => {
 })
 
 describe('toAppError', () => {
+  it('turns a lost database connection into 503 upstream_unavailable with Retry-After', () => {
+    const lost = [
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+      new Error('Connection terminated unexpectedly'),
+      new Error('insert into "patients" ("id") values ($1) - Connection terminated unexpectedly'),
+      new Error('ROLLBACK - Client has encountered a connection error and is not queryable'),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('Knex: Timeout acquiring a connection.'), { name: 'KnexTimeoutError' }),
+    ]
+    for (const err of lost) {
+      const app = toAppError(err)
+      expect([app.status, app.code, app.headers?.['retry-after']]).toEqual([503, 'upstream_unavailable', '2'])
+    }
+    // A query error is still a bug of ours: 500.
+    expect(toAppError(Object.assign(new Error('syntax error'), { code: '42601' })).status).toBe(500)
+  })
+
+  it('turns a transaction that lost a race (deadlock, serialization, lock timeout) into 503 with Retry-After 1', () => {
+    for (const code of ['40P01', '40001', '55P03']) {
+      const app = toAppError(Object.assign(new Error(`insert into "x" - ${code}`), { code }))
+      expect([app.status, app.code, app.headers?.['retry-after']]).toEqual([503, 'upstream_unavailable', '1'])
+    }
+  })
+
   it('keeps AppErrors as they are', () => {
-    const e = new SlotConflict()
+    class SlotTaken extends AppError {
+      constructor() {
+        super({ status: 409, code: 'slot_conflict', title: 'The practitioner is already booked' })
+      }
+    }
+    const e = new SlotTaken()
     expect(toAppError(e)).toBe(e)
   })
 
@@ -171,7 +200,12 @@ describe('problemBody', () => {
       request_id: 'r1',
       errors: [{ path: '/a', message: 'is required' }],
     })
-    expect(problemBody(new SlotConflict(), 'r2')).toEqual({
+    const own = new AppError({
+      status: 409,
+      code: 'slot_conflict',
+      title: 'The practitioner is already booked',
+    })
+    expect(problemBody(own, 'r2')).toEqual({
       type: 'https://clinic.example/problems/slot_conflict',
       title: 'The practitioner is already booked',
       status: 409,

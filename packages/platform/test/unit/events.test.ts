@@ -1,10 +1,7 @@
 import { isUuid, makeEvent, parseEvent, type CloudEvent } from '@clinic/platform'
-import { testPrincipal } from '@clinic/platform/testing'
+import { appointmentEventData, testPrincipal } from '@clinic/platform/testing'
 
-const data = {
-  id: '0190c5a0-0000-7000-8000-0000000000aa',
-  patient_id: '0190c5a0-0000-7000-8000-0000000000bb',
-}
+const data = appointmentEventData()
 
 describe('makeEvent', () => {
   it('builds a CloudEvents 1.0 envelope with a UUIDv7 id and the clinic extensions', () => {

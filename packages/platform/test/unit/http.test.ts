@@ -9,14 +9,16 @@ import { Type } from '@sinclair/typebox'
 import {
   ASSERTION_HEADER,
   BODY_LIMIT,
+  ConfigError,
   RateLimited,
+  assertionHeaders,
   createLogger,
   fastifyOptions,
   http,
   isUuid,
   type Principal,
 } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { testPrincipal } from '@clinic/platform/testing'
 
 const secret = 'http-unit-secret-0123456789abcdef0123'
 const version = '261122.01'
@@ -52,8 +54,38 @@ const logLines: string[] = []
 let app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>
 const principal: Principal = testPrincipal({ companyId: 4242 })
 
+/** What the gateway sends for one request: an assertion addressed to `audience` (this app by default). */
+function signed(
+  method: string,
+  url: string,
+  key = secret,
+  requestId = `test-${Date.now().toString(36)}`,
+  body?: unknown,
+  audience = 'http-unit',
+) {
+  const sent = body === undefined || typeof body === 'string' ? body : JSON.stringify(body)
+  return assertionHeaders({ auth: principal, requestId }, { method, path: url, body: sent, audience }, key)
+}
+
 function auth(method: string, url: string, requestId?: string) {
-  return gatewayHeaders(principal, method, url, secret, requestId)
+  return signed(method, url, secret, requestId)
+}
+
+/** app.inject as the gateway sends it: the assertion covers this URL (query included) and payload. */
+function asGateway(o: {
+  method: 'GET' | 'POST'
+  url: string
+  payload?: string | object
+  headers?: Record<string, string>
+  requestId?: string
+}) {
+  const headers = signed(o.method, o.url, secret, o.requestId, o.payload)
+  return app.inject({
+    method: o.method,
+    url: o.url,
+    payload: o.payload,
+    headers: { ...headers, ...o.headers },
+  })
 }
 
 beforeAll(async () => {
@@ -144,9 +176,7 @@ describe('platform http plugin', () => {
 
   it('refuses a forged assertion and one signed for another method or path', async () => {
     const forged = {
-      [ASSERTION_HEADER]: gatewayHeaders(principal, 'POST', '/things', 'wrong-secret-0123456789abcdef')[
-        ASSERTION_HEADER
-      ]!,
+      [ASSERTION_HEADER]: signed('POST', '/things', 'wrong-secret-0123456789abcdef')[ASSERTION_HEADER]!,
     }
     for (const headers of [forged, auth('GET', '/things'), auth('POST', '/other')]) {
       const res = await app.inject({ method: 'POST', url: '/things', headers, payload: { name: 'x' } })
@@ -155,11 +185,41 @@ describe('platform http plugin', () => {
     }
   })
 
-  it('serves a request with a valid assertion and puts the principal in ctx', async () => {
+  it('refuses an assertion addressed to another service: one captured for patients is 401 at appointments', async () => {
+    const logger = createLogger({ service: 'aud', level: 'silent' })
+    const make = async (service: string) => {
+      const a = Fastify(fastifyOptions(logger))
+      await a.register(http, { service, version, assertionSecret: secret })
+      a.get('/internal/echo', async (req) => ({ company: req.ctx.auth.companyId }))
+      return a
+    }
+    const [patients, appointments] = [await make('patients'), await make('appointments')]
+    try {
+      const captured = signed('GET', '/internal/echo', secret, 'req-aud', undefined, 'patients')
+      const replayed = await appointments.inject({ method: 'GET', url: '/internal/echo', headers: captured })
+      expect(replayed.statusCode).toBe(401)
+      expect(replayed.json().code).toBe('unauthenticated')
+      const meant = await patients.inject({ method: 'GET', url: '/internal/echo', headers: captured })
+      expect(meant.statusCode).toBe(200)
+      expect(meant.json()).toEqual({ company: 4242 })
+    } finally {
+      await Promise.all([patients.close(), appointments.close()])
+    }
+    // And this app ('http-unit') refuses one for patients on its own route.
     const res = await app.inject({
       method: 'POST',
+      url: '/things',
+      headers: signed('POST', '/things', secret, 'req-aud2', { name: 'x' }, 'patients'),
+      payload: { name: 'x' },
+    })
+    expect(res.statusCode).toBe(401)
+  })
+
+  it('serves a request with a valid assertion and puts the principal in ctx', async () => {
+    const res = await asGateway({
+      method: 'POST',
       url: '/things?codalmacen=ALM1',
-      headers: auth('POST', '/things', 'req-ok-1'),
+      requestId: 'req-ok-1',
       payload: { name: 'A thing' },
     })
     expect(res.statusCode).toBe(201)
@@ -169,11 +229,32 @@ describe('platform http plugin', () => {
     expect(res.json()).toEqual({ name: 'A thing', company_id: 4242, request_id: 'req-ok-1' })
   })
 
+  it('refuses a captured assertion replayed, with another body or another query string', async () => {
+    const url = '/things?codalmacen=ALM1'
+    const headers = signed('POST', url, secret, 'req-replay', { name: 'A thing' })
+    const send = (u: string, payload: object) => app.inject({ method: 'POST', url: u, headers, payload })
+    expect((await send(url, { name: 'A thing' })).statusCode).toBe(201)
+    // Captured, then sent again: as is (a replay), with another body, or with another query.
+    for (const [u, payload] of [
+      [url, { name: 'A thing' }],
+      [url, { name: 'Another thing' }],
+      ['/things?codalmacen=ALM2', { name: 'A thing' }],
+      ['/things', { name: 'A thing' }],
+    ] as const) {
+      const res = await send(u, payload)
+      expect(res.statusCode).toBe(401)
+      expect(res.json().code).toBe('unauthenticated')
+    }
+    // A fresh assertion for another body is refused when the body sent differs from it.
+    const other = signed('POST', url, secret, 'req-body', { name: 'Signed' })
+    const swapped = await app.inject({ method: 'POST', url, headers: other, payload: { name: 'Sent' } })
+    expect(swapped.statusCode).toBe(401)
+  })
+
   it('lists every bad field of a body at once', async () => {
-    const res = await app.inject({
+    const res = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: auth('POST', '/things'),
       payload: {
         email: 'not-an-email',
         birth_date: '22/11/2026',
@@ -209,28 +290,25 @@ describe('platform http plugin', () => {
   })
 
   it('takes body values as sent (no coercion) but coerces query strings', async () => {
-    const res = await app.inject({
+    const res = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: auth('POST', '/things'),
       payload: { name: 'x', count: '5' },
     })
     expect(res.statusCode).toBe(400)
     expect(res.json().errors).toEqual([{ path: '/count', message: 'must be integer' }])
-    const listed = await app.inject({
+    const listed = await asGateway({
       method: 'GET',
       url: '/things?limit=5',
-      headers: auth('GET', '/things'),
     })
     expect(listed.statusCode).toBe(200)
     expect(listed.json()).toEqual({ limit: 5 })
   })
 
   it('reports a bad union value once, not once per branch', async () => {
-    const res = await app.inject({
+    const res = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: auth('POST', '/things'),
       payload: { name: 'x', sex: 'robot' },
     })
     expect(res.statusCode).toBe(400)
@@ -241,10 +319,10 @@ describe('platform http plugin', () => {
   })
 
   it('answers invalid JSON with 400 validation_failed', async () => {
-    const res = await app.inject({
+    const res = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: { ...auth('POST', '/things'), 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json' },
       payload: '{"name": ',
     })
     expect(res.statusCode).toBe(400)
@@ -270,10 +348,10 @@ describe('platform http plugin', () => {
 
   it('answers 413 for a body over 64 KiB', async () => {
     const payload = JSON.stringify({ name: 'x'.repeat(BODY_LIMIT + 1) })
-    const res = await app.inject({
+    const res = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: { ...auth('POST', '/things'), 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json' },
       payload,
     })
     expect(res.statusCode).toBe(413)
@@ -281,10 +359,10 @@ describe('platform http plugin', () => {
     expect(res.json().code).toBe('payload_too_large')
     expectCommonHeaders(res)
     // Just under the limit is still served.
-    const ok = await app.inject({
+    const ok = await asGateway({
       method: 'POST',
       url: '/things',
-      headers: { ...auth('POST', '/things'), 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json' },
       payload: JSON.stringify({ name: 'x'.repeat(BODY_LIMIT - 20) }),
     })
     expect(ok.statusCode).toBe(201)
@@ -293,10 +371,10 @@ describe('platform http plugin', () => {
   it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])(
     'answers 415 for %s',
     async (type) => {
-      const res = await app.inject({
+      const res = await asGateway({
         method: 'POST',
         url: '/things',
-        headers: { ...auth('POST', '/things'), 'content-type': type },
+        headers: { 'content-type': type },
         payload: 'name=x',
       })
       expect(res.statusCode).toBe(415)
@@ -369,7 +447,7 @@ describe('platform http plugin', () => {
     }
   })
 
-  it('serves Prometheus metrics publicly, with request durations by route', async () => {
+  it('serves Prometheus metrics to the internal network, with request durations by route', async () => {
     await app.inject({ method: 'GET', url: '/health/live' })
     const res = await app.inject({ method: 'GET', url: '/metrics' })
     expect(res.statusCode).toBe(200)
@@ -385,7 +463,7 @@ describe('platform http plugin', () => {
     expect(res.body).toContain('process_cpu_user_seconds_total')
   })
 
-  it('serves its OpenAPI 3.1 document publicly, without the operational routes', async () => {
+  it('serves its OpenAPI 3.1 document to the internal network, without the operational routes', async () => {
     const res = await app.inject({ method: 'GET', url: '/openapi.json' })
     expect(res.statusCode).toBe(200)
     expectCommonHeaders(res)
@@ -404,9 +482,85 @@ describe('platform http plugin', () => {
       expect(doc.paths[hidden]).toBeUndefined()
   })
 
+  it.each(['/metrics', '/openapi.json'])(
+    'answers %s from outside the internal network only with a valid assertion, else the 404 of an unknown route',
+    async (url) => {
+      const outside = { remoteAddress: '203.0.113.7' }
+      const unknown = await app.inject({
+        method: 'GET',
+        url: '/no-such-route',
+        ...outside,
+        headers: signed('GET', '/no-such-route'),
+      })
+      const res = await app.inject({ method: 'GET', url, ...outside })
+      expect(res.statusCode).toBe(404)
+      expect(res.headers['content-type']).toMatch(problemType)
+      const strip = (b: Record<string, unknown>) => ({ ...b, request_id: undefined })
+      expect(strip(res.json())).toEqual(strip(unknown.json()))
+      expectCommonHeaders(res)
+      // An assertion for another service, or one already used, opens nothing either.
+      const other = await app.inject({
+        method: 'GET',
+        url,
+        ...outside,
+        headers: signed('GET', url, secret, 'm1', undefined, 'patients'),
+      })
+      expect(other.statusCode).toBe(404)
+      const headers = signed('GET', url, secret, 'm2')
+      expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(200)
+      expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(404)
+      // Private ranges (a pod or Compose network), v4 on a dual-stack socket too, and loopback.
+      for (const remoteAddress of [
+        '10.1.2.3',
+        '::ffff:192.168.4.5',
+        '172.20.0.9',
+        'fd00::12',
+        '127.0.0.1',
+        '::1',
+      ])
+        expect((await app.inject({ method: 'GET', url, remoteAddress })).statusCode).toBe(200)
+      for (const remoteAddress of ['172.32.0.1', '100.64.0.1', '::ffff:8.8.8.8', '2001:db8::1'])
+        expect((await app.inject({ method: 'GET', url, remoteAddress })).statusCode).toBe(404)
+    },
+  )
+
+  it('takes the internal ranges from INTERNAL_NETWORKS (loopback always), and refuses a bad range at start-up', async () => {
+    const logger = createLogger({ service: 'nets', level: 'silent' })
+    const nets = Fastify(fastifyOptions(logger))
+    await nets.register(http, {
+      service: 'nets',
+      version,
+      assertionSecret: secret,
+      internalNetworks: ['100.64.0.0/10', '198.51.100.7'],
+    })
+    try {
+      for (const [remoteAddress, status] of [
+        ['100.64.3.4', 200],
+        ['198.51.100.7', 200],
+        ['198.51.100.8', 404],
+        ['10.1.2.3', 404],
+        ['127.0.0.1', 200],
+      ] as const)
+        expect((await nets.inject({ method: 'GET', url: '/metrics', remoteAddress })).statusCode).toBe(status)
+    } finally {
+      await nets.close()
+    }
+    for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0.0/8/1', 'fc00::/129'])
+      await expect(
+        Fastify(fastifyOptions(logger)).register(http, {
+          service: 'nets',
+          version,
+          assertionSecret: secret,
+          internalNetworks: [bad],
+        }),
+      ).rejects.toThrow(ConfigError)
+  })
+
   it('logs with service and request_id, and never the assertion, the query string or patient fields', async () => {
     logLines.length = 0
-    const headers = auth('POST', '/things', 'req-logs')
+    const headers = signed('POST', '/things?q=Fakesurname', secret, 'req-logs', {
+      name: 'Fakefirst',
+    })
     const res = await app.inject({
       method: 'POST',
       url: '/things?q=Fakesurname',

@@ -1,4 +1,5 @@
 import { createLogger, requestIdFrom } from '@clinic/platform'
+import { DatabaseError } from 'pg'
 
 function capture(level = 'debug') {
   const lines: string[] = []
@@ -150,5 +151,64 @@ describe('requestIdFrom', () => {
   ])('replaces a %s one with a UUIDv7', (_what, given) => {
     const id = requestIdFrom({ headers: { 'x-request-id': given } })
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  })
+})
+
+describe('database errors are logged from an allow-list of fields', () => {
+  // A real pg DatabaseError as knex rethrows it: knex prefixes the SQL to the message, and
+  // PostgreSQL's detail and where quote the values (the 0x00 case quotes the patient's JSON).
+  function pgError() {
+    const err = new DatabaseError('invalid byte sequence for encoding "UTF8": 0x00', 150, 'error')
+    Object.assign(err, {
+      severity: 'ERROR',
+      code: '22P05',
+      detail: 'Key (national_id)=(FAKE-NID-123) already exists.',
+      where:
+        'JSON data, line 1: {"name":"Fakeguardian\\u0000...\nunnamed portal parameter $6 = \'Fakefirst\'',
+      hint: 'Fakehint',
+      internalQuery: 'select Fakeinternal',
+      schema: 'patients',
+      table: 'patients',
+      column: 'notes',
+      constraint: 'patients_national_id',
+      routine: 'json_ereport_error',
+      file: 'jsonfuncs.c',
+      line: '621',
+    })
+    err.message = `insert into "patients" ("first_name") values ('Fakefirst') - ${err.message}`
+    err.stack = `error: ${err.message}\n    at parseErrorMessage (parser.ts:395:9)`
+    return err
+  }
+  const leaked = ['Fakefirst', 'FAKE-NID-123', 'Fakeguardian', 'Fakehint', 'Fakeinternal', 'portal parameter']
+
+  test('only code, constraint, routine and the table and column names reach the log', () => {
+    const { log, lines, records } = capture()
+    log.error({ err: pgError() }, 'request failed')
+    for (const v of leaked) expect(lines.join('\n')).not.toContain(v)
+    expect(records()[0]!.err).toMatchObject({
+      type: 'DatabaseError',
+      code: '22P05',
+      severity: 'ERROR',
+      constraint: 'patients_national_id',
+      routine: 'json_ereport_error',
+      table: 'patients',
+      column: 'notes',
+    })
+  })
+
+  test('nor through the cause of another error', () => {
+    const { log, lines, records } = capture()
+    log.error({ err: new Error('could not append', { cause: pgError() }) }, 'append failed')
+    for (const v of leaked) expect(lines.join('\n')).not.toContain(v)
+    const err = records()[0]!.err as { message: string; cause: { code: string } }
+    expect(err.message).toBe('could not append')
+    expect(err.cause.code).toBe('22P05')
+  })
+
+  test('other errors keep their message and stack', () => {
+    const { log, records } = capture()
+    log.error({ err: new TypeError('plain bug') }, 'failed')
+    expect(records()[0]!.err).toMatchObject({ type: 'TypeError', message: 'plain bug' })
+    expect((records()[0]!.err as { stack: string }).stack).toContain('plain bug')
   })
 })

@@ -1,4 +1,13 @@
-import { ValidationFailed, decodeCursor, encodeCursor, refuseReadOnly } from '@clinic/platform'
+import {
+  ValidationFailed,
+  decodeCursor,
+  encodeCursor,
+  etagOf,
+  ifMatchAllows,
+  nullable,
+  pageOf,
+} from '@clinic/platform'
+import { Type } from '@sinclair/typebox'
 
 function thrown(fn: () => unknown): ValidationFailed {
   try {
@@ -35,23 +44,45 @@ describe('list cursors', () => {
   })
 })
 
-describe('refuseReadOnly', () => {
-  const readOnly = ['id', 'version', 'created_at', 'updated_at', 'idempresa'] as const
-
-  it('accepts a body without read-only fields', () => {
-    expect(() => refuseReadOnly({ first_name: 'Test', notes: null }, readOnly)).not.toThrow()
+describe('pageOf', () => {
+  const cursorOf = (n: number) => `c${n}`
+  it('drops the extra row and makes the cursor from the last row shown', () => {
+    expect(pageOf([1, 2, 3], { total: 9, offset: 0, limit: 2, cursorOf })).toEqual({
+      data: [1, 2],
+      meta: { total: 9, offset: 0, limit: 2, next: 'c2' },
+    })
   })
+  it('has no next page when the store found no extra row', () => {
+    expect(pageOf([1, 2], { total: 2, offset: 0, limit: 2, cursorOf }).meta.next).toBeNull()
+  })
+})
 
-  it('lists every read-only field sent, even with a null or undefined value', () => {
-    const err = thrown(() =>
-      refuseReadOnly({ id: 'x', first_name: 'Test', version: undefined, idempresa: null }, readOnly),
-    )
-    expect(err.status).toBe(400)
-    expect(err.code).toBe('validation_failed')
-    expect(err.errors).toEqual([
-      { path: '/id', message: 'is read-only' },
-      { path: '/version', message: 'is read-only' },
-      { path: '/idempresa', message: 'is read-only' },
-    ])
+describe('ETag and If-Match', () => {
+  test('strong quoted version', () => {
+    expect(etagOf(3)).toBe('"3"')
+  })
+  test.each([
+    ['"3"', true],
+    ['W/"3"', true],
+    ['*', true],
+    [' "1", "3" ', true],
+    ['"1", W/"3"', true],
+    ['"2"', false],
+    ['3', false],
+    ['"03x"', false],
+    ['', false],
+    ['W/3', false],
+  ])('If-Match %j against version 3 -> %s', (header, ok) => {
+    expect(ifMatchAllows(header, 3)).toBe(ok)
+  })
+})
+
+describe('nullable', () => {
+  it('adds null to the type, and to the enum of enums', () => {
+    expect(nullable(Type.String({ maxLength: 3 }))).toMatchObject({ type: ['string', 'null'], maxLength: 3 })
+    expect(nullable(Type.Unsafe<'a' | 'b'>({ type: 'string', enum: ['a', 'b'] }))).toMatchObject({
+      type: ['string', 'null'],
+      enum: ['a', 'b', null],
+    })
   })
 })

@@ -1,0 +1,15 @@
+// @clinic/platform/core: what domain code may use. Framework-free: importing it loads no fastify,
+// knex, pg, amqplib, prom-client or pino (test/unit/core-entry.test.ts checks).
+export * from '../errors'
+export * from '../ids'
+export * from '../centers'
+export type { Ctx } from '../context'
+export { type Principal, type AssertionClaims } from '../assertion'
+export * from '../events'
+export * from '../event-signing'
+export * from '../canonical-json'
+export * from '../etag'
+export * from '../cursor'
+export * from '../text'
+export type { StoredResponse } from '../idempotency'
+export * from '../cli-args'

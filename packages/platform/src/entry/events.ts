@@ -1,0 +1,5 @@
+// @clinic/platform/events: the event registry, AMQP, the outbox relay and the idempotent consumer.
+export * from '../events'
+export * from '../amqp'
+export * from '../outbox'
+export * from '../consumer'

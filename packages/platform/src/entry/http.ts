@@ -1,0 +1,8 @@
+// @clinic/platform/http: the Fastify side of a service: the platform plugin, route schema helpers,
+// request validation, and the signed call to another service.
+export * from '../http'
+export * from '../schemas'
+export * from '../validation'
+export * from '../service-call'
+export * from '../assertion'
+export { serviceList, type ServiceEntry } from '../service-list'

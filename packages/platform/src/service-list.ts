@@ -1,0 +1,18 @@
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+
+/** An entry of packages/platform/services.json, the one list of services. */
+export interface ServiceEntry {
+  name: string
+  port: number
+  family: string
+  resource_type: string
+  webhooks?: string[]
+  /** Request body limits in bytes, by service path, where a route needs more than the 64 KiB default. */
+  body_limits?: Record<string, number>
+}
+
+let list: { services: ServiceEntry[] } | undefined
+/** services.json, read once at run time: the file sits beside src/ and dist/, outside the compiled project. */
+export const serviceList = (): { services: ServiceEntry[] } =>
+  (list ??= JSON.parse(readFileSync(path.resolve(__dirname, '../services.json'), 'utf8')))

@@ -1,0 +1,202 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import amqplib, { type ConfirmChannel } from 'amqplib'
+import { Amqp, EXCHANGE, assertWorkQueue } from '@clinic/platform'
+import { uniqueName, waitFor } from '@clinic/platform/testing'
+import { amqpUrl, testLog } from './helpers'
+
+// Per-service broker users (deploy/rabbitmq/definitions.json, deploy/README.md): topic permissions
+// on clinic.events let each service publish only its own routing keys. Proven here against the
+// machine's RabbitMQ, in a vhost and with users of this run only (rabbitmqctl, removed after).
+
+jest.setTimeout(60_000)
+
+const exec = promisify(execFile)
+const rabbitmqctl = (...args: string[]) => exec('rabbitmqctl', args)
+/**
+ * `rabbitmqctl import_definitions`: through a file the broker's user can read (rabbitmqctl runs as
+ * that user; the definitions hold no secret), then until the (asynchronous) import has made `users`.
+ */
+async function importDefinitions(json: string, users: string[]) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clinic-defs-'))
+  try {
+    await chmod(dir, 0o755)
+    const file = path.join(dir, 'definitions.json')
+    await writeFile(file, json, { mode: 0o644 })
+    await rabbitmqctl('import_definitions', file)
+    await waitFor(
+      async () => {
+        const { stdout } = await rabbitmqctl('list_users', '--quiet', '--no-table-headers')
+        const listed = new Set(stdout.split('\n').map((l) => l.split('\t')[0]))
+        return users.every((u) => listed.has(u))
+      },
+      { timeoutMs: 20_000, intervalMs: 250, what: 'the definitions import' },
+    )
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+const DEFINITIONS = path.resolve(__dirname, '../../../../deploy/rabbitmq/definitions.json')
+
+const vhost = uniqueName('clinic_test_perm')
+const prefix = `t${randomBytes(4).toString('hex')}`
+const password = randomBytes(18).toString('base64url')
+const users: string[] = []
+const log = testLog('broker-permissions')
+
+/** amqp://<user>:<password>@<the run's broker>/<this test's vhost> */
+function urlFor(user: string): string {
+  const u = new URL(amqpUrl())
+  u.username = user
+  u.password = password
+  u.pathname = `/${encodeURIComponent(vhost)}`
+  return u.toString()
+}
+
+/** Publishes on a confirm channel; resolves 'confirmed', or the reason the broker refused it. */
+async function publish(ch: ConfirmChannel, routingKey: string): Promise<string> {
+  return new Promise((resolve) => {
+    let refusal = 'channel closed'
+    ch.once('error', (err: Error) => (refusal = err.message))
+    ch.once('close', () => resolve(refusal))
+    ch.publish(EXCHANGE, routingKey, Buffer.from('{}'), { persistent: true }, (err) =>
+      err ? resolve(refusal) : resolve('confirmed'),
+    )
+  })
+}
+
+/** Rejects if `p` takes longer than `ms` (a connection the broker refuses is retried forever). */
+const within = <T>(p: Promise<T>, ms: number, what: string) =>
+  Promise.race([
+    p,
+    new Promise<never>((_, r) => setTimeout(() => r(new Error(`${what}: timed out`)), ms).unref()),
+  ])
+
+beforeAll(async () => {
+  await rabbitmqctl('add_vhost', vhost)
+})
+afterAll(async () => {
+  for (const user of users) await rabbitmqctl('delete_user', user).catch(() => undefined)
+  await rabbitmqctl('delete_vhost', vhost)
+})
+
+describe('topic permissions on clinic.events', () => {
+  it("refuse a routing key outside the user's pattern on a confirm channel, and accept its own", async () => {
+    // As deploy/README.md documents it, with this run's names.
+    const user = `${prefix}-patients-cli`
+    users.push(user)
+    await rabbitmqctl('add_user', user, password)
+    await rabbitmqctl('set_permissions', '-p', vhost, user, '^clinic\\.events$', '^clinic\\.events$', '^$')
+    await rabbitmqctl('set_topic_permissions', '-p', vhost, user, EXCHANGE, '^patient\\.', '^$')
+    const conn = await amqplib.connect(urlFor(user))
+    try {
+      const setup = await conn.createChannel()
+      await setup.assertExchange(EXCHANGE, 'topic', { durable: true })
+      await setup.close()
+      const refused = await publish(await conn.createConfirmChannel(), 'appointment.created')
+      expect(refused).toMatch(/ACCESS_REFUSED/)
+      expect(refused).toContain('appointment.created')
+      await expect(publish(await conn.createConfirmChannel(), 'patient.created')).resolves.toBe('confirmed')
+    } finally {
+      await conn.close()
+    }
+  })
+})
+
+describe('deploy/rabbitmq/definitions.json', () => {
+  type Definitions = {
+    users: Array<{ name: string }>
+    topic_permissions: Array<{ user: string; write: string }>
+  }
+  const service = (user: string) => `${prefix}-${user.replace(/^clinic-/, '')}`
+  let defs: Definitions
+
+  beforeAll(async () => {
+    // The file as it is, with this run's vhost and user names, imported by the broker itself.
+    const text = await readFile(DEFINITIONS, 'utf8')
+    defs = JSON.parse(text) as Definitions
+    const renamed = JSON.parse(text, (key, value: unknown) =>
+      key === 'vhost' || (key === 'name' && value === 'clinic')
+        ? vhost
+        : (key === 'user' || key === 'name') && typeof value === 'string' && value.startsWith('clinic-')
+          ? service(value)
+          : value,
+    ) as Definitions
+    users.push(...renamed.users.map((u) => u.name))
+    await importDefinitions(
+      JSON.stringify(renamed),
+      renamed.users.map((u) => u.name),
+    )
+    // No password in the file: set one, as the operator does.
+    for (const u of renamed.users) await rabbitmqctl('change_password', u.name, password)
+  })
+
+  it('names one user per service, audit publishing nothing', () => {
+    expect(defs.users.map((u) => u.name).sort()).toEqual([
+      'clinic-appointments',
+      'clinic-audit',
+      'clinic-comms',
+      'clinic-gateway',
+      'clinic-patients',
+    ])
+    expect(defs.topic_permissions.find((t) => t.user === 'clinic-audit')?.write).toBe('^$')
+  })
+
+  it.each([
+    ['clinic-gateway', ['http.request', 'http.refused'], ['patient.created', 'http.other']],
+    ['clinic-patients', ['patient.created', 'patient.updated'], ['appointment.created', 'http.request']],
+    [
+      'clinic-appointments',
+      ['appointment.created', 'appointment.checked_in'],
+      ['patient.updated', 'comms.message.sent'],
+    ],
+    [
+      'clinic-comms',
+      ['comms.message.queued', 'comms.message.delivered'],
+      ['patient.created', 'http.request'],
+    ],
+    ['clinic-audit', [], ['patient.created', 'audit.anything']],
+  ])('%s starts as the service does and publishes only %j', async (user, own, others) => {
+    const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
+    try {
+      // Connecting declares the exchanges: configure permission on both.
+      await within(amqp.start(), 15_000, `${user} connecting`)
+      for (const type of own)
+        await expect(
+          amqp.publishRaw([{ id: randomBytes(8).toString('hex'), type, body: Buffer.from('{}') }]),
+        ).resolves.toBeUndefined()
+      const conn = await amqplib.connect(urlFor(service(user)))
+      try {
+        for (const type of others)
+          expect(await publish(await conn.createConfirmChannel(), type)).toMatch(/ACCESS_REFUSED/)
+      } finally {
+        await conn.close()
+      }
+    } finally {
+      await amqp.close()
+    }
+  })
+
+  it.each([
+    ['clinic-comms', 'comms.delivery', ['comms.message.queued']],
+    ['clinic-audit', 'audit.events', ['#']],
+  ])('%s declares, binds and consumes %s, and schedules its retries', async (user, queue, bindings) => {
+    const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
+    try {
+      await within(amqp.start(), 15_000, `${user} connecting`)
+      await amqp.withChannel(async (ch) => {
+        await assertWorkQueue(ch, queue, bindings, 'classic')
+        await ch.consume(queue, () => undefined, { noAck: true })
+      })
+      await expect(
+        amqp.sendToQueue(`${queue}.retry`, Buffer.from('{}'), { expiration: '60000' }),
+      ).resolves.toBeUndefined()
+    } finally {
+      await amqp.close()
+    }
+  })
+})

@@ -1,0 +1,172 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import Fastify from 'fastify'
+import { Type } from '@sinclair/typebox'
+import {
+  UpstreamUnavailable,
+  callService,
+  createLogger,
+  fastifyOptions,
+  http,
+  requestError,
+  type Ctx,
+} from '@clinic/platform'
+import { testPrincipal } from '@clinic/platform/testing'
+
+const secret = 'call-unit-secret-0123456789abcdef0123'
+const log = createLogger({ service: 'test', level: 'silent' })
+const ctx: Ctx = {
+  auth: testPrincipal({ companyId: 42, allowedCenters: ['ALM1'] }),
+  log,
+  requestId: 'req-call-1',
+}
+const makeApp = () => Fastify(fastifyOptions(log))
+const url = (s: { server: { address(): unknown } }) =>
+  `http://127.0.0.1:${(s.server.address() as AddressInfo).port}`
+
+describe('callService: a signed call to another service', () => {
+  let callee: ReturnType<typeof makeApp>
+  beforeAll(async () => {
+    callee = makeApp()
+    await callee.register(http, { service: 'callee', version: '261122.01', assertionSecret: secret })
+    callee.get('/internal/things/:id', async (req) => ({
+      id: (req.params as { id: string }).id,
+      company: req.ctx.auth.companyId,
+      centers: req.ctx.auth.allowedCenters,
+      request_id: req.ctx.requestId,
+    }))
+    callee.post('/internal/fail', async () => {
+      throw new Error('boom')
+    })
+    await callee.listen({ port: 0, host: '127.0.0.1' })
+  })
+  afterAll(() => callee.close())
+
+  it("carries the caller's company, centers and request id, verified by the callee", async () => {
+    const answer = await callService(ctx, secret, {
+      service: 'callee',
+      baseUrl: url(callee),
+      method: 'GET',
+      path: '/internal/things/abc',
+    })
+    expect(answer).toEqual({
+      status: 200,
+      body: { id: 'abc', company: 42, centers: ['ALM1'], request_id: 'req-call-1' },
+    })
+  })
+
+  it('addresses the assertion to the named service: a call meant for another is 401 at this one', async () => {
+    const answer = await callService(ctx, secret, {
+      service: 'patients',
+      baseUrl: url(callee),
+      method: 'GET',
+      path: '/internal/things/abc',
+    })
+    expect(answer.status).toBe(401)
+  })
+
+  it('returns 4xx answers to the adapter (a wrong secret is 401 at the callee)', async () => {
+    const answer = await callService(ctx, 'another-secret-0123456789abcdef01234', {
+      service: 'callee',
+      baseUrl: url(callee),
+      method: 'GET',
+      path: '/internal/things/abc',
+    })
+    expect(answer.status).toBe(401)
+    expect(answer.body).toMatchObject({ code: 'unauthenticated' })
+  })
+
+  it('turns a 5xx into 503 upstream_unavailable with Retry-After', async () => {
+    const err = await callService(ctx, secret, {
+      service: 'callee',
+      baseUrl: url(callee),
+      method: 'POST',
+      path: '/internal/fail',
+      body: { a: 1 },
+    }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(UpstreamUnavailable)
+    expect((err as UpstreamUnavailable).headers).toEqual({ 'retry-after': '5' })
+  })
+
+  it('turns a refused connection and a timeout into 503', async () => {
+    const dead = createServer()
+    await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r))
+    const port = (dead.address() as AddressInfo).port
+    await new Promise((r) => dead.close(r))
+    await expect(
+      callService(ctx, secret, {
+        service: 'x',
+        baseUrl: `http://127.0.0.1:${port}`,
+        method: 'GET',
+        path: '/',
+      }),
+    ).rejects.toBeInstanceOf(UpstreamUnavailable)
+
+    const slow: Server = createServer(() => undefined) // never answers
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
+    await expect(
+      callService(ctx, secret, {
+        service: 'x',
+        baseUrl: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`,
+        method: 'GET',
+        path: '/',
+        timeoutMs: 200,
+      }),
+    ).rejects.toBeInstanceOf(UpstreamUnavailable)
+    slow.closeAllConnections()
+    await new Promise((r) => slow.close(r))
+  })
+})
+
+describe('requestError: one 400 with every bad field', () => {
+  const Body = Type.Object(
+    {
+      name: Type.String({ minLength: 1, pattern: '\\S' }),
+      phone: Type.Optional(Type.String({ pattern: '^\\+[1-9]\\d{6,14}$' })),
+      birth: Type.Optional(Type.String()),
+    },
+    { additionalProperties: false },
+  )
+  let app: ReturnType<typeof makeApp>
+  beforeAll(async () => {
+    app = makeApp()
+    await app.register(http, { service: 't', version: '261122.01', assertionSecret: null })
+    app.post('/things', { attachValidation: true, schema: { body: Body } }, async (req) => {
+      const invalid = requestError(req, {
+        extra: (b) =>
+          (b as { birth?: string }).birth === 'future'
+            ? [{ path: '/birth', message: 'must not be in the future' }]
+            : [],
+        patternMessages: { '^\\+[1-9]\\d{6,14}$': 'must be an E.164 phone number' },
+        readOnlyFields: ['id'],
+      })
+      if (invalid) throw invalid
+      return { ok: true }
+    })
+  })
+  afterAll(() => app.close())
+  const post = (payload: unknown) =>
+    app.inject({ method: 'POST', url: '/things', payload: payload as object })
+
+  it('lists schema errors, plain pattern messages, read-only fields and the extra rules together', async () => {
+    const res = await post({ name: '', phone: '12', id: 'x', birth: 'future' })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().errors).toEqual([
+      { path: '/id', message: 'is read-only' },
+      { path: '/name', message: 'must not be empty' },
+      { path: '/phone', message: 'must be an E.164 phone number' },
+      { path: '/birth', message: 'must not be in the future' },
+    ])
+  })
+
+  it('runs the extra rules on a body that passed its schema', async () => {
+    expect((await post({ name: 'a', birth: 'future' })).json().errors).toEqual([
+      { path: '/birth', message: 'must not be in the future' },
+    ])
+    expect((await post({ name: 'a' })).json()).toEqual({ ok: true })
+  })
+
+  it('says so when only read-only fields were sent', async () => {
+    expect((await post({ name: 'a', id: 'x' })).json().detail).toBe('Read-only fields cannot be changed')
+  })
+})
