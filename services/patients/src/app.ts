@@ -1,7 +1,5 @@
-import Fastify from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { fastifyOptions, http, readinessOf, type ServiceDeps } from '@clinic/platform'
-import { PatientsRepository } from './db/patients-repository'
+import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { PatientsRepository } from './db/repositories/patients'
 import { internalRoutes } from './routes/internal'
 import { patientRoutes } from './routes/patients'
 
@@ -10,13 +8,9 @@ export type Deps = ServiceDeps
 
 /** The patients service: list, create, read and patch patients, plus the internal contact lookup. */
 export async function buildApp(deps: Deps) {
-  const app = Fastify(fastifyOptions(deps.logger)).withTypeProvider<TypeBoxTypeProvider>()
-  await app.register(http, {
+  const app = await serviceApp(deps, {
     service: 'patients',
-    version: deps.version,
-    assertionSecret: deps.assertionSecret,
     description: 'Patients of a company: demographics, contact details and legal guardian.',
-    readiness: readinessOf(deps.knex, deps.amqp),
   })
   const store = new PatientsRepository(deps.knex)
   await app.register(patientRoutes, { store })

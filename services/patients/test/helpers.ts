@@ -1,5 +1,5 @@
 import { Amqp, createDb, createLogger, migrate, type Principal } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { injectAs, testPrincipal } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp } from '../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
@@ -16,10 +16,17 @@ export interface Harness {
 }
 
 /** Migrates the schema (waits for other files holding the lock) and builds the app on the real DB. */
-export async function startApp(): Promise<Harness> {
+export async function startApp(o: { logLines?: string[] } = {}): Promise<Harness> {
   const url = process.env.DATABASE_URL!
   await migrate(url, SCHEMA, migrations)
-  const logger = createLogger({ service: 'patients', level: process.env.LOG_LEVEL ?? 'silent' })
+  const { logLines } = o
+  const logger = logLines
+    ? createLogger({
+        service: 'patients',
+        level: 'debug',
+        destination: { write: (s) => void logLines.push(s) },
+      })
+    : createLogger({ service: 'patients', level: process.env.LOG_LEVEL ?? 'silent' })
   const knex = createDb(url, { schema: SCHEMA, role: APP_ROLE, poolMax: 4 })
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
   // Not started: these tests read the outbox; publishing is the relay's (platform) job.
@@ -47,18 +54,7 @@ type Json = Record<string, unknown>
 
 /** Calls the app as the gateway would on behalf of `principal`. */
 export function clientFor(app: App, principal: Principal) {
-  const call = (
-    method: 'GET' | 'POST' | 'PATCH',
-    url: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) =>
-    app.inject({
-      method,
-      url,
-      headers: { ...gatewayHeaders(principal, method, url), ...headers },
-      ...(body === undefined ? {} : { payload: body as Json }),
-    })
+  const call = injectAs(app, principal)
   return {
     principal,
     get: (url: string, headers?: Record<string, string>) => call('GET', url, undefined, headers),
@@ -95,24 +91,4 @@ export async function createPatient(
   return res.json()
 }
 
-export interface OutboxRow {
-  type: string
-  payload: {
-    type: string
-    subject: string
-    idempresa: number
-    codalmacen?: string
-    actorid?: string
-    requestid?: string
-    data: Json & { changes?: string[] }
-  }
-}
-
-/** Outbox rows of one patient, oldest first. */
-export async function outboxOf(owner: Knex, companyId: number, patientId: string): Promise<OutboxRow[]> {
-  return owner('outbox')
-    .where({ idempresa: companyId })
-    .whereRaw(`payload->>'subject' = ?`, [patientId])
-    .orderBy('id')
-    .select('type', 'payload')
-}
+export { outboxOf, type OutboxRow } from '@clinic/platform/testing'

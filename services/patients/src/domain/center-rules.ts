@@ -1,4 +1,4 @@
-import { ValidationFailed, assertCenter, type Principal } from '@clinic/platform'
+import { ValidationFailed, assertCenter, type Principal } from '@clinic/platform/core'
 
 /**
  * The center a write puts a patient in. A known, allowed code passes (else 400 unknown_center or

@@ -1,11 +1,20 @@
-import { ValidationFailed, uuidv7, type Ctx, GuardianRequired, type StoredResponse } from '@clinic/platform'
+import {
+  NotFound,
+  centerVisible,
+  uuidv7,
+  visibleCenters,
+  type Ctx,
+  type StoredResponse,
+} from '@clinic/platform/core'
 import { patientCreated } from '../events/patient-events'
 import type { CreatePatientInput, Patient } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
+import { GuardianRequired } from './errors'
 import type { PatientStore } from './patient-store'
-import { fieldsFromCreate, guardianSatisfied, patientFieldErrors } from './rules'
+import { fieldsFromCreate, guardianSatisfied } from './rules'
 
 export interface CreatePatient {
+  /** Valid against CreatePatientBody and `patientFieldErrors` (the route checks both, once). */
   body: CreatePatientInput
   /** `?codalmacen=`: the center when the body names none. */
   queryCenter: string | undefined
@@ -14,26 +23,32 @@ export interface CreatePatient {
   requestHash: string
 }
 
+/** The new patient, or the stored one when the Idempotency-Key was used before (`replayed`). */
 export async function createPatient(
   ctx: Ctx,
   store: PatientStore,
   input: CreatePatient,
 ): Promise<StoredResponse<Patient>> {
-  const errors = patientFieldErrors(input.body)
-  if (errors.length) throw new ValidationFailed(errors)
   const requested = input.body.codalmacen !== undefined ? input.body.codalmacen : (input.queryCenter ?? null)
   const fields = fieldsFromCreate(input.body, centerForWrite(ctx.auth, requested))
   if (!guardianSatisfied(fields)) throw new GuardianRequired()
 
   const result = await store.idempotent(
     ctx.auth.companyId,
-    { key: input.idempotencyKey, hash: input.requestHash },
+    { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash },
     async (tx) => {
       const patient = await tx.insert(uuidv7(), fields)
       await tx.publish([patientCreated(ctx, patient)])
-      return { status: 201, body: patient, location: `/patients/${patient.id}` }
+      return { body: patient }
     },
   )
+  if (result.replayed) {
+    // A replay is a read: the patient must still exist and be visible to this token's centers now
+    // (another user may have moved it to a center the token cannot see).
+    const now = await store.findById(ctx.auth.companyId, result.body.id)
+    if (!now || !centerVisible(visibleCenters(ctx.auth, undefined), now.codalmacen))
+      throw new NotFound('No such patient')
+  }
   ctx.log.info({ patient_id: result.body.id, replayed: !!result.replayed }, 'patient created')
   return result
 }

@@ -1,4 +1,4 @@
-import { NotFound, centerVisible, visibleCenters, type Ctx } from '@clinic/platform'
+import { NotFound, centerVisible, visibleCenters, type Ctx } from '@clinic/platform/core'
 import { contactOf } from '../events/patient-events'
 import type { Patient, PatientContact } from '../schemas/patient'
 import type { PatientStore } from './patient-store'

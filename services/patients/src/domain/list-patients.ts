@@ -2,10 +2,13 @@ import {
   ValidationFailed,
   decodeCursor,
   encodeCursor,
+  isIsoInstant,
   isUuid,
+  pageOf,
   visibleCenters,
   type Ctx,
-} from '@clinic/platform'
+  type Page,
+} from '@clinic/platform/core'
 import type { Patient, PatientSort } from '../schemas/patient'
 import type { ListCursor, PatientStore } from './patient-store'
 
@@ -16,11 +19,6 @@ export interface ListPatients {
   codalmacen?: string
   q?: string
   sort: PatientSort
-}
-
-export interface PatientPage {
-  data: Patient[]
-  meta: { total: number; offset: number; limit: number; next: string | null }
 }
 
 /** The sort values of a row, tagged with the sort so a cursor cannot be used with another one. */
@@ -38,7 +36,9 @@ export function parseCursor(sort: PatientSort, cursor: string): ListCursor {
   const v = values as string[]
   if (!isUuid(v[v.length - 1]!)) throw bad()
   if (sort === 'last_name' && v[0] === 'l') return { sort, last_name: v[1]!, first_name: v[2]!, id: v[3]! }
-  if (sort === '-created_at' && v[0] === 'c' && !Number.isNaN(Date.parse(v[1]!)))
+  // The instant exactly as the list wrote it: a forged one ('2026-02-30', year 275760) is a 400 here,
+  // never a database error.
+  if (sort === '-created_at' && v[0] === 'c' && isIsoInstant(v[1]))
     return { sort, created_at: v[1]!, id: v[2]! }
   throw bad()
 }
@@ -49,7 +49,11 @@ export const normalizeQuery = (q: string | undefined) => {
   return s ? s : undefined
 }
 
-export async function listPatients(ctx: Ctx, store: PatientStore, input: ListPatients): Promise<PatientPage> {
+export async function listPatients(
+  ctx: Ctx,
+  store: PatientStore,
+  input: ListPatients,
+): Promise<Page<Patient>> {
   if (input.after !== undefined && input.offset > 0)
     throw new ValidationFailed([{ path: '/offset', message: 'cannot be combined with after' }])
   const centers = visibleCenters(ctx.auth, input.codalmacen)
@@ -62,8 +66,10 @@ export async function listPatients(ctx: Ctx, store: PatientStore, input: ListPat
     limit: input.limit + 1,
     after,
   })
-  const data = rows.slice(0, input.limit)
-  const last = data[data.length - 1]
-  const next = rows.length > input.limit && last ? cursorOf(input.sort, last) : null
-  return { data, meta: { total, offset: input.offset, limit: input.limit, next } }
+  return pageOf(rows, {
+    total,
+    offset: input.offset,
+    limit: input.limit,
+    cursorOf: (p) => cursorOf(input.sort, p),
+  })
 }

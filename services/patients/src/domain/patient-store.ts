@@ -1,4 +1,4 @@
-import type { CloudEvent, StoredResponse } from '@clinic/platform'
+import type { CloudEvent, StoredResponse } from '@clinic/platform/core'
 import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
 
 /**
@@ -11,7 +11,7 @@ export interface PatientStore {
   /** Like `transaction`, but runs `fn` at most once per Idempotency-Key (replays the stored answer). */
   idempotent<B>(
     companyId: number,
-    idempotency: { key: string | undefined; hash: string },
+    idempotency: { tokenId: string; key: string | undefined; hash: string },
     fn: (tx: PatientTx) => Promise<StoredResponse<B>>,
   ): Promise<StoredResponse<B>>
   findById(companyId: number, id: string): Promise<Patient | null>

@@ -1,4 +1,4 @@
-import { canonicalJson, type FieldError } from '@clinic/platform'
+import { canonicalJson, type FieldError } from '@clinic/platform/core'
 import type {
   CreatePatientInput,
   PatientAddress,
@@ -141,19 +141,3 @@ export function pickFields<T extends object, K extends keyof T>(obj: T, keys: re
   for (const k of keys) out[k] = obj[k]
   return out
 }
-
-/**
- * If-Match (RFC 9110 section 13.1.1) against our strong ETag `"<version>"`: `*` matches any
- * existing patient, a list matches if one entry does; a weak `W/"N"` is accepted as `"N"` since
- * clients and proxies often weaken ETags. Anything unparsable matches nothing (412).
- */
-export function ifMatchAllows(header: string, version: number): boolean {
-  const value = header.trim()
-  if (value === '*') return true
-  return value.split(',').some((entry) => {
-    const m = /^(?:W\/)?"(\d{1,10})"$/.exec(entry.trim())
-    return !!m && Number(m[1]) === version
-  })
-}
-
-export const etagOf = (version: number) => `"${version}"`

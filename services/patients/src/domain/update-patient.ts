@@ -1,28 +1,21 @@
 import {
-  GuardianRequired,
   NotFound,
-  ValidationFailed,
   VersionMismatch,
   centerVisible,
+  ifMatchAllows,
   visibleCenters,
   type Ctx,
-} from '@clinic/platform'
+} from '@clinic/platform/core'
 import { patientUpdated } from '../events/patient-events'
 import type { Patient, PatientFields, UpdatePatientInput } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
 import type { PatientStore } from './patient-store'
-import {
-  FIELD_NAMES,
-  applyPatch,
-  changedFields,
-  guardianSatisfied,
-  ifMatchAllows,
-  patientFieldErrors,
-  pickFields,
-} from './rules'
+import { GuardianRequired } from './errors'
+import { FIELD_NAMES, applyPatch, changedFields, guardianSatisfied, pickFields } from './rules'
 
 export interface UpdatePatient {
   id: string
+  /** Valid against UpdatePatientBody and `patientFieldErrors` (the route checks both, once). */
   patch: UpdatePatientInput
   queryCenter: string | undefined
   /** The If-Match header, when sent. */
@@ -35,8 +28,6 @@ export interface UpdatePatient {
  * no event.
  */
 export async function updatePatient(ctx: Ctx, store: PatientStore, input: UpdatePatient): Promise<Patient> {
-  const errors = patientFieldErrors(input.patch)
-  if (errors.length) throw new ValidationFailed(errors)
   const visible = visibleCenters(ctx.auth, input.queryCenter)
   if (input.patch.codalmacen !== undefined) centerForWrite(ctx.auth, input.patch.codalmacen)
 

@@ -1,4 +1,4 @@
-import { makeEvent, type CloudEvent, type Ctx } from '@clinic/platform'
+import { makeEvent, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import type { Patient, PatientContact } from '../schemas/patient'
 
 export const SOURCE = 'clinic/patients'

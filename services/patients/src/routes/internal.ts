@@ -1,9 +1,8 @@
-import { IdParams } from '@clinic/platform'
+import { IdParams, problem } from '@clinic/platform'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { getPatientContact } from '../domain/get-patient'
 import type { PatientStore } from '../domain/patient-store'
 import { PatientContact } from '../schemas/patient'
-import { problem } from './validation'
 
 /**
  * For other services, never routed by the gateway: they call it with a signed assertion for this

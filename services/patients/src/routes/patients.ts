@@ -1,16 +1,40 @@
-import { CenterCode, IdParams, ListQuery, listOf, requestHash } from '@clinic/platform'
+import {
+  CenterQuery,
+  ETagHeader,
+  IdParams,
+  PatchHeaders,
+  PostHeaders,
+  ListQuery,
+  etagOf,
+  listOf,
+  problem,
+  requestError,
+  requestHash,
+  type RequestErrorOptions,
+} from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { createPatient } from '../domain/create-patient'
 import { getPatient } from '../domain/get-patient'
 import { listPatients } from '../domain/list-patients'
 import type { PatientStore } from '../domain/patient-store'
-import { etagOf, patientFieldErrors } from '../domain/rules'
+import { patientFieldErrors } from '../domain/rules'
 import { updatePatient } from '../domain/update-patient'
-import { CreatePatientBody, Patient, SORTS, UpdatePatientBody } from '../schemas/patient'
-import { problem, requestError } from './validation'
+import {
+  CreatePatientBody,
+  PATTERN_MESSAGES,
+  Patient,
+  READ_ONLY_FIELDS,
+  SORTS,
+  UpdatePatientBody,
+} from '../schemas/patient'
 
 const tags = ['patients']
-const CenterQuery = Type.Object({ codalmacen: Type.Optional(CenterCode) }, { additionalProperties: false })
+/** Body checks of POST and PATCH: the schema and the rules it cannot express, in one 400. */
+const bodyRules: RequestErrorOptions = {
+  extra: (body) => patientFieldErrors(body),
+  patternMessages: PATTERN_MESSAGES,
+  readOnlyFields: READ_ONLY_FIELDS,
+}
 const ListPatientsQuery = Type.Object(
   {
     ...ListQuery,
@@ -28,22 +52,6 @@ const ListPatientsQuery = Type.Object(
   },
   { additionalProperties: false },
 )
-const ETag = { etag: Type.String({ description: 'the version, quoted: "3"' }) }
-const PostHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      description: 'the same key and body within 24 h replay the first answer',
-    }),
-  ),
-})
-const PatchHeaders = Type.Object({
-  'if-match': Type.Optional(
-    Type.String({ description: 'ETag of the version you read ("3", W/"3" or *); stale is 412' }),
-  ),
-})
-
 export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> = async (app, { store }) => {
   // PATCH bodies follow JSON merge patch (RFC 7396) at the top level; accept its media type too.
   app.addContentTypeParser(
@@ -86,7 +94,7 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         headers: PostHeaders,
         body: CreatePatientBody,
         response: {
-          201: { ...Patient, headers: { ...ETag, location: Type.String() } },
+          201: { ...Patient, headers: { ...ETagHeader, location: Type.String() } },
           400: problem('validation_failed or unknown_center'),
           403: problem('center_forbidden'),
           409: problem('duplicate_national_id or idempotency_conflict'),
@@ -95,7 +103,7 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
       },
     },
     async (req, reply) => {
-      const invalid = requestError(req, (b) => patientFieldErrors(b))
+      const invalid = requestError(req, bodyRules)
       if (invalid) throw invalid
       const result = await createPatient(req.ctx, store, {
         body: req.body,
@@ -103,12 +111,13 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         idempotencyKey: req.headers['idempotency-key'],
         requestHash: requestHash(req.method, req.url, req.body),
       })
+      const patient = result.body
       if (result.replayed) reply.header('idempotent-replayed', 'true')
-      if (result.location) reply.header('location', result.location)
       return reply
-        .code(result.status as 201)
-        .header('etag', etagOf(result.body.version))
-        .send(result.body)
+        .code(201)
+        .header('location', `/patients/${patient.id}`)
+        .header('etag', etagOf(patient.version))
+        .send(patient)
     },
   )
 
@@ -122,7 +131,7 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         description: "`ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.",
         params: IdParams,
         querystring: CenterQuery,
-        response: { 200: { ...Patient, headers: ETag }, 404: problem('not_found') },
+        response: { 200: { ...Patient, headers: ETagHeader }, 404: problem('not_found') },
       },
     },
     async (req, reply) => {
@@ -149,7 +158,7 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
         headers: PatchHeaders,
         body: UpdatePatientBody,
         response: {
-          200: { ...Patient, headers: ETag },
+          200: { ...Patient, headers: ETagHeader },
           400: problem('validation_failed or unknown_center'),
           403: problem('center_forbidden'),
           404: problem('not_found'),
@@ -160,7 +169,7 @@ export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> =
       },
     },
     async (req, reply) => {
-      const invalid = requestError(req, (b) => patientFieldErrors(b))
+      const invalid = requestError(req, bodyRules)
       if (invalid) throw invalid
       const patient = await updatePatient(req.ctx, store, {
         id: req.params.id,

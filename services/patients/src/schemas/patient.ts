@@ -1,25 +1,25 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { CenterCode, DateOnly, Instant, Uuid } from '@clinic/platform'
+import { Type, type Static } from '@sinclair/typebox'
+import { CenterCode, DateOnly, Instant, Uuid, nullable } from '@clinic/platform/http'
 
 /**
  * The Patient contract (DESIGN.md section 4). These schemas validate requests, filter responses
  * and produce the OpenAPI document; domain types are derived from them, never hand-copied.
  */
 
-/** `type: [T, 'null']` instead of anyOf: one clear error per bad field, and null passes formats. */
-function nullable<T extends TSchema>(schema: T) {
-  const { type, enum: values, ...rest } = schema as unknown as TSchema & { type: string; enum?: unknown[] }
-  // A plain JSON copy: TypeBox's symbols would otherwise keep calling it a `string`.
-  const out: Record<string, unknown> = { ...JSON.parse(JSON.stringify(rest)), type: [type, 'null'] }
-  if (values) out.enum = [...values, null]
-  return Type.Unsafe<Static<T> | null>(out)
-}
-
 export const E164 = '^\\+[1-9]\\d{6,14}$'
 export const BCP47 = '^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{2,8})*$'
 export const COUNTRY = '^[A-Z]{2}$'
 export const NATIONAL_ID = '^[A-Za-z0-9./-]+$'
 export const NOT_BLANK = '\\S'
+
+/** Plain words for those patterns in a 400 (a regex is no message for a person). */
+export const PATTERN_MESSAGES: Record<string, string> = {
+  [E164]: 'must be an E.164 phone number, e.g. +34600111222',
+  [BCP47]: 'must be a BCP 47 language tag, e.g. es or en-GB',
+  [COUNTRY]: 'must be an ISO 3166-1 alpha-2 country code, e.g. ES',
+  [NATIONAL_ID]: 'may contain only letters, digits, ".", "/" and "-"',
+  [NOT_BLANK]: 'must not be blank',
+}
 
 const text = (maxLength: number, description?: string) =>
   Type.String({ minLength: 1, maxLength, pattern: NOT_BLANK, ...(description ? { description } : {}) })

@@ -306,6 +306,52 @@ describe('Idempotency-Key', () => {
     expect(await h.owner('patients').where({ idempresa: c.principal.companyId })).toHaveLength(1)
   })
 
+  test('keys are per token: another token of the company with the same key and body gets its own patient', async () => {
+    const first = newCompany(h.app)
+    const second = clientFor(
+      h.app,
+      testPrincipal({
+        companyId: first.principal.companyId,
+        username: 'second-user',
+        userId: '0190c5a0-0000-7000-8000-0000000000b1',
+        tokenId: '0190c5a0-0000-7000-8000-0000000000b2',
+      }),
+    )
+    const body = makePatient({ codalmacen: 'ALM1' })
+    const mine = await first.post('/patients', body, { 'idempotency-key': 'shared-key' })
+    expect(mine.statusCode).toBe(201)
+    const theirs = await second.post('/patients', body, { 'idempotency-key': 'shared-key' })
+    expect(theirs.statusCode).toBe(201)
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined()
+    expect(theirs.json().id).not.toBe(mine.json().id)
+    // And each token still replays its own answer.
+    const again = await second.post('/patients', body, { 'idempotency-key': 'shared-key' })
+    expect(again.headers['idempotent-replayed']).toBe('true')
+    expect(again.json().id).toBe(theirs.json().id)
+  })
+
+  test('a replay is a read: a patient the token can no longer see is 404', async () => {
+    const admin = newCompany(h.app)
+    const limited = clientFor(
+      h.app,
+      testPrincipal({
+        companyId: admin.principal.companyId,
+        username: 'alm1-only',
+        tokenId: '0190c5a0-0000-7000-8000-0000000000c2',
+        allowedCenters: ['ALM1'],
+      }),
+    )
+    const body = makePatient({ codalmacen: 'ALM1', national_id: 'IDEMVIS01' })
+    const created = await limited.post('/patients', body, { 'idempotency-key': 'moved' })
+    expect(created.statusCode).toBe(201)
+    const moved = await admin.patch(`/patients/${created.json().id}`, { codalmacen: 'ALM2' })
+    expect(moved.statusCode).toBe(200)
+    const replay = await limited.post('/patients', body, { 'idempotency-key': 'moved' })
+    expect(replay.statusCode).toBe(404)
+    expect(replay.json().code).toBe('not_found')
+    expect(replay.body).not.toContain('IDEMVIS01')
+  })
+
   test('a key that is not 1-255 printable characters is 400', async () => {
     const c = newCompany(h.app)
     const res = await c.post('/patients', makePatient(), { 'idempotency-key': 'x'.repeat(256) })

@@ -296,7 +296,14 @@ describe('PATCH /patients/{id}', () => {
       url,
       payload: JSON.stringify({ notes: 'merge' }),
       headers: {
-        ...gatewayHeaders(c.principal, 'PATCH', url),
+        ...gatewayHeaders(
+          c.principal,
+          'PATCH',
+          url,
+          undefined,
+          undefined,
+          JSON.stringify({ notes: 'merge' }),
+        ),
         'content-type': 'application/merge-patch+json',
       },
     })

@@ -1,4 +1,5 @@
-import { PatientsRepository } from '../../src/db/patients-repository'
+import { companyRead } from '@clinic/platform'
+import { PatientsRepository } from '../../src/db/repositories/patients'
 import { createPatient, newCompany, startApp, type Harness } from '../helpers'
 
 let h: Harness
@@ -48,6 +49,25 @@ describe('row-level security', () => {
       return trx('patients').select('idempresa')
     })
     expect(rows).toEqual([{ idempresa: b.principal.companyId }])
+  })
+
+  test('a one-statement read (companyRead) sees only the company it names, and the setting ends with it', async () => {
+    const a = newCompany(h.app)
+    const b = newCompany(h.app)
+    await createPatient(a)
+    const pb = await createPatient(b)
+    const read = (company: number) =>
+      companyRead<{ idempresa: number }>(h.knex, company, h.knex('patients').select('idempresa'))
+    expect(await read(b.principal.companyId)).toEqual([{ idempresa: b.principal.companyId }])
+    expect(await read(a.principal.companyId)).not.toContainEqual({ idempresa: b.principal.companyId })
+    // Even a query that names the other company finds nothing of it.
+    const named = h.knex('patients').where({ idempresa: b.principal.companyId, id: pb.id }).select('id')
+    expect(await companyRead(h.knex, a.principal.companyId, named)).toEqual([])
+    // On every pooled connection afterwards, the setting is gone.
+    const after = await Promise.all(
+      Array.from({ length: 4 }, () => h.knex.raw(`select current_setting('app.idempresa', true) AS v`)),
+    )
+    for (const r of after) expect([null, '']).toContain(r.rows[0].v)
   })
 
   test('the service role cannot write a row of another company', async () => {

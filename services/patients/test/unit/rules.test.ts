@@ -2,10 +2,8 @@ import type { PatientFields } from '../../src/schemas/patient'
 import {
   applyPatch,
   changedFields,
-  etagOf,
   fieldsFromCreate,
   guardianSatisfied,
-  ifMatchAllows,
   isRealDate,
   latestToday,
   normalizeAddress,
@@ -122,25 +120,5 @@ describe('change detection', () => {
     expect(changedFields(base, applyPatch(base, { notes: 'n', codalmacen: 'ALM1', language: 'en' }))).toEqual(
       ['codalmacen', 'language', 'notes'],
     )
-  })
-})
-
-describe('ETag and If-Match', () => {
-  test('strong quoted version', () => {
-    expect(etagOf(3)).toBe('"3"')
-  })
-  test.each([
-    ['"3"', true],
-    ['W/"3"', true],
-    ['*', true],
-    [' "1", "3" ', true],
-    ['"1", W/"3"', true],
-    ['"2"', false],
-    ['3', false],
-    ['"03x"', false],
-    ['', false],
-    ['W/3', false],
-  ])('If-Match %j against version 3 -> %s', (header, ok) => {
-    expect(ifMatchAllows(header, 3)).toBe(ok)
   })
 })

@@ -162,4 +162,11 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    name: '0005_idempotency_per_token',
+    async up(knex) {
+      // Keys were per company, so another user of the company could replay a stored answer.
+      await commonTables.idempotencyKeysPerToken(knex)
+    },
+  },
 ]

@@ -1,15 +1,17 @@
 import {
-  DuplicateNationalId,
   NotFound,
+  companyIdempotent,
+  companyRead,
+  companyTransaction,
   enqueueEvents,
   isUniqueViolation,
-  withIdempotency,
   type StoredResponse,
 } from '@clinic/platform'
 import type { Knex } from 'knex'
-import type { ListFilter, PatientStore, PatientTx } from '../domain/patient-store'
-import { FIELD_NAMES } from '../domain/rules'
-import type { Patient, PatientFields } from '../schemas/patient'
+import { DuplicateNationalId } from '../../domain/errors'
+import type { ListFilter, PatientStore, PatientTx } from '../../domain/patient-store'
+import { FIELD_NAMES } from '../../domain/rules'
+import type { Patient, PatientFields } from '../../schemas/patient'
 
 const TABLE = 'patients'
 const COLUMNS = ['id', ...FIELD_NAMES, 'created_at', 'updated_at', 'version'] as const
@@ -53,15 +55,12 @@ async function translate<T>(work: Promise<T>): Promise<T> {
 export class PatientsRepository implements PatientStore {
   constructor(private readonly knex: Knex) {}
 
-  private async scoped<T>(
+  private scoped<T>(
     companyId: number,
     fn: (trx: Knex.Transaction) => Promise<T>,
     config?: Knex.TransactionConfig,
   ): Promise<T> {
-    return this.knex.transaction(async (trx) => {
-      await trx.raw(`select set_config('app.idempresa', ?, true)`, [String(companyId)])
-      return fn(trx)
-    }, config)
+    return companyTransaction(this.knex, companyId, fn, config)
   }
 
   private tx(companyId: number, trx: Knex.Transaction): PatientTx {
@@ -104,17 +103,20 @@ export class PatientsRepository implements PatientStore {
 
   idempotent<B>(
     companyId: number,
-    idempotency: { key: string | undefined; hash: string },
+    idempotency: { tokenId: string; key: string | undefined; hash: string },
     fn: (tx: PatientTx) => Promise<StoredResponse<B>>,
   ): Promise<StoredResponse<B>> {
-    // withIdempotency opens a nested transaction (a savepoint) inside the scoped one.
-    return this.scoped(companyId, (trx) =>
-      withIdempotency(trx, { companyId, ...idempotency }, (inner) => fn(this.tx(companyId, inner))),
-    )
+    return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
   }
 
-  findById(companyId: number, id: string): Promise<Patient | null> {
-    return this.scoped(companyId, (trx) => this.tx(companyId, trx).findById(id))
+  /** One round trip (companyRead): the most frequent call of the API. */
+  async findById(companyId: number, id: string): Promise<Patient | null> {
+    const [row] = await companyRead<Row>(
+      this.knex,
+      companyId,
+      this.knex(TABLE).where('idempresa', companyId).where('id', id).select(SELECT).limit(1),
+    )
+    return row ? toPatient(row) : null
   }
 
   /**

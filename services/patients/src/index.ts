@@ -1,3 +1,0 @@
-export { buildApp, type Deps } from './app'
-export { configSpec, loadPatientsConfig } from './config'
-export { APP_ROLE, SCHEMA, migrations } from './db/migrations'
