@@ -1,4 +1,4 @@
-import { connectService, onShutdown, readVersion, runMain } from '@clinic/platform'
+import { runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { loadAuditConfig } from './config'
 import { ensurePartitions } from './db/repositories/audit-events'
@@ -7,41 +7,40 @@ import { startAuditConsumer } from './events/consumer'
 
 const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000
 
-runMain('audit', async () => {
-  const config = loadAuditConfig()
-  // The service role may only read and append (see db/migrations).
-  const infra = await connectService({
+// The service role may only read and append (see db/migrations).
+runService(
+  {
     service: 'audit',
     schema: SCHEMA,
     role: WRITER_ROLE,
-    config,
     outbox: false,
-  })
-  const { logger, knex, amqp } = infra
+    config: loadAuditConfig,
+    port: (c) => c.AUDIT_PORT,
+  },
+  async (deps, config) => {
+    const { logger, knex, amqp } = deps
+    // This month's and next month's partitions exist before any event needs them; checked again
+    // periodically so a long-running instance crosses month ends without landing in the default.
+    const partitions = async () => {
+      const created = await ensurePartitions(knex, 1)
+      if (created) logger.info({ created }, 'audit partitions created')
+    }
+    await partitions()
+    const timer = setInterval(() => {
+      partitions().catch((err) => logger.error({ err }, 'creating audit partitions failed'))
+    }, PARTITION_CHECK_MS)
+    timer.unref()
 
-  // This month's and next month's partitions exist before any event needs them; checked again
-  // periodically so a long-running instance crosses month ends without landing in the default.
-  const partitions = async () => {
-    const created = await ensurePartitions(knex, 1)
-    if (created) logger.info({ created }, 'audit partitions created')
-  }
-  await partitions()
-  const timer = setInterval(() => {
-    partitions().catch((err) => logger.error({ err }, 'creating audit partitions failed'))
-  }, PARTITION_CHECK_MS)
-  timer.unref()
-
-  const consumer = await startAuditConsumer({ amqp, knex, log: logger, prefetch: config.AUDIT_PREFETCH })
-  const app = await buildApp({
-    ...infra,
-    version: readVersion(),
-    assertionSecret: config.INTERNAL_AUTH_SECRET,
-  })
-  await app.listen({ port: config.AUDIT_PORT, host: config.HOST })
-  onShutdown(logger, [
-    () => consumer.stop(),
-    () => app.close(),
-    async () => clearInterval(timer),
-    () => infra.close(),
-  ])
-})
+    const app = await buildApp(deps)
+    const consumer = await startAuditConsumer({
+      amqp,
+      knex,
+      log: logger,
+      prefetch: config.AUDIT_PREFETCH,
+      signingSecret: config.eventKeys,
+      chainKey: config.AUDIT_CHAIN_KEY,
+      metrics: app.metrics,
+    })
+    return { app, stops: [() => consumer.stop(), async () => clearInterval(timer)] }
+  },
+)

@@ -1,43 +1,68 @@
-import { createDb, exitOnConfigError } from '@clinic/platform'
-import { loadAuditDbConfig } from '../config'
+import { UsageError, createDb, exitOnConfigError, parseCommand } from '@clinic/platform'
+import { loadAuditDbConfig, loadAuditVerifyConfig } from '../config'
 import { SCHEMA, WRITER_ROLE } from '../db/migrations'
 import { chainReader, ensurePartitions } from '../db/repositories/audit-events'
 import { dropPartitionsBefore } from '../db/retention'
 import { formatVerifyResult } from '../domain/verify-chain'
 import { verifyCompany } from '../domain/verify-company'
 
-const USAGE = `usage:
-  admin audit:verify --company N             recompute company N's hash chain
-  admin audit:partitions [--months-ahead N]  create the coming monthly partitions
-  admin audit:retention --before YYYY-MM     drop whole partitions recorded before that month
-`
-
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`)
-  if (i >= 0) return args[i + 1]
-  const inline = args.find((a) => a.startsWith(`--${name}=`))
-  return inline?.slice(name.length + 3)
-}
+const USAGE = `usage: admin <command> [options]
+  audit:verify --company N [--allow-unkeyed N]  recompute company N's hash chain; with
+                                                --allow-unkeyed, accept that many plain-hash rows
+                                                recorded before keyed hashes at its start
+  audit:partitions [--months-ahead N]           create the coming monthly partitions
+  audit:retention --before YYYY-MM              drop whole partitions recorded before that month`
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
-const fail = (line: string, code = 2): number => {
-  process.stderr.write(`${line}\n`)
-  return code
+
+/** The value of a whole-number option, or a UsageError naming it. */
+const wholeNumber = (value: string | undefined, name: string, max = Number.MAX_SAFE_INTEGER): number => {
+  if (value === undefined || !/^\d{1,15}$/.test(value) || Number(value) > max)
+    throw new UsageError(
+      `--${name} must be a whole number${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}`,
+    )
+  return Number(value)
 }
 
-/** Runs one command; returns the exit code (0 ok, 1 broken chain, 2 usage or error). */
-export async function run(args: string[]): Promise<number> {
-  const [command, ...rest] = args
-  if (!command || !command.startsWith('audit:')) return fail(USAGE)
-  const config = loadAuditDbConfig()
+/**
+ * Runs one command; returns the exit code (0 ok, 1 broken chain, 2 usage). A usage error is one
+ * line on stderr (the whole usage only when no command is given), as in the gateway's admin CLI.
+ */
+export async function run(
+  args: string[],
+  err: { write(s: string): unknown } = process.stderr,
+): Promise<number> {
+  try {
+    return await runCommand(args)
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e
+    // node:util parseArgs explains some mistakes over several lines: one line here.
+    const line = e.message.replace(/\s*\n\s*/g, ' ')
+    err.write(line === '' ? `${USAGE}\n` : `admin: ${line} (run admin alone for usage)\n`)
+    return 2
+  }
+}
+
+async function runCommand(args: string[]): Promise<number> {
+  const { command, values } = parseCommand(args, ['company', 'months-ahead', 'before', 'allow-unkeyed'])
+  if (!command) throw new UsageError('')
   switch (command) {
     case 'audit:verify': {
-      const company = option(rest, 'company')
-      if (!company || !/^\d+$/.test(company)) return fail(`audit:verify needs --company N\n${USAGE}`)
+      if (values.company === undefined) throw new UsageError('audit:verify needs --company N')
+      const company = wholeNumber(values.company, 'company', 2_147_483_647)
+      const allowUnkeyed =
+        values['allow-unkeyed'] === undefined ? 0 : wholeNumber(values['allow-unkeyed'], 'allow-unkeyed')
+      const config = loadAuditDbConfig()
+      const { AUDIT_CHAIN_KEY } = loadAuditVerifyConfig()
       // Verification only reads: it runs as the service role.
-      const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE, poolMax: 1 })
+      const knex = createDb(config.DATABASE_URL, {
+        schema: SCHEMA,
+        role: WRITER_ROLE,
+        poolMax: 1,
+        applicationName: 'audit-admin',
+      })
       try {
-        const result = await verifyCompany(chainReader(knex), Number(company))
+        const result = await verifyCompany(chainReader(knex), company, AUDIT_CHAIN_KEY, allowUnkeyed)
         out(formatVerifyResult(result))
         return result.ok ? 0 : 1
       } finally {
@@ -45,10 +70,14 @@ export async function run(args: string[]): Promise<number> {
       }
     }
     case 'audit:partitions': {
-      const months = Number(option(rest, 'months-ahead') ?? '1')
-      if (!Number.isInteger(months) || months < 0 || months > 24)
-        return fail('--months-ahead must be 0 to 24')
-      const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, role: WRITER_ROLE, poolMax: 1 })
+      const months = wholeNumber(values['months-ahead'] ?? '1', 'months-ahead', 24)
+      const config = loadAuditDbConfig()
+      const knex = createDb(config.DATABASE_URL, {
+        schema: SCHEMA,
+        role: WRITER_ROLE,
+        poolMax: 1,
+        applicationName: 'audit-admin',
+      })
       try {
         out(`created ${await ensurePartitions(knex, months)} partitions`)
         return 0
@@ -57,10 +86,16 @@ export async function run(args: string[]): Promise<number> {
       }
     }
     case 'audit:retention': {
-      const before = option(rest, 'before')
-      if (!before) return fail(`audit:retention needs --before YYYY-MM\n${USAGE}`)
+      const before = values.before
+      if (!before) throw new UsageError('audit:retention needs --before YYYY-MM')
+      if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(before)) throw new UsageError('--before must be a month, YYYY-MM')
+      const config = loadAuditDbConfig()
       // Dropping partitions is the owner's: the service role cannot.
-      const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 1 })
+      const knex = createDb(config.DATABASE_URL, {
+        schema: SCHEMA,
+        poolMax: 1,
+        applicationName: 'audit-admin',
+      })
       try {
         const dropped = await dropPartitionsBefore(knex, before)
         out(dropped.length ? `dropped ${dropped.join(', ')}` : 'nothing to drop')
@@ -70,7 +105,7 @@ export async function run(args: string[]): Promise<number> {
       }
     }
     default:
-      return fail(`unknown command ${command}\n${USAGE}`)
+      throw new UsageError(`unknown command ${command}`)
   }
 }
 
@@ -79,6 +114,7 @@ if (require.main === module) {
     .then((code) => process.exit(code))
     .catch((err) => {
       exitOnConfigError(err)
+      // One line, no stack trace; 2 as for usage (1 means a broken chain).
       process.stderr.write(`admin failed: ${(err as Error).message}\n`)
       process.exit(2)
     })

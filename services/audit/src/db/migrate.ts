@@ -1,4 +1,4 @@
 import { runMigrations } from '@clinic/platform'
-import { SCHEMA, migrations } from './migrations'
+import { SCHEMA, WRITER_ROLE, migrations } from './migrations'
 
-runMigrations(SCHEMA, migrations)
+runMigrations(SCHEMA, migrations, WRITER_ROLE)

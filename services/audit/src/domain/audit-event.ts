@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto'
-import type { CloudEvent } from '@clinic/platform'
+import { createHash, createHmac } from 'node:crypto'
+import { canonicalJson, type CloudEvent } from '@clinic/platform/core'
 
 /**
  * The audit record of DESIGN.md section 4. What an event becomes on the trail: who, what, on which
@@ -20,6 +20,8 @@ export interface AuditHttp {
   status: number
   duration_ms: number
   ip: string | null
+  /** http.refused: how many requests the event stands for (one per address and minute). */
+  count?: number
 }
 
 /** An event mapped to its audit fields, before it takes its place in the company's chain. */
@@ -60,6 +62,16 @@ const nonEmpty = (v: unknown): string | null => {
 /** Instants are kept at millisecond precision, so the hash recomputes from what the database returns. */
 export const toInstant = (v: string | Date): string => new Date(v).toISOString()
 
+/**
+ * A domain event's outcome: a message that could not be sent (`comms.message.failed`) or whose
+ * receipt says it never arrived (`comms.message.delivered` with status `undelivered`) is a failure.
+ */
+function domainOutcome(type: string, data: Record<string, unknown>): Outcome {
+  if (type === 'comms.message.failed') return 'failure'
+  if (type === 'comms.message.delivered' && data.status === 'undelivered') return 'failure'
+  return 'success'
+}
+
 function resourceTypeOf(type: string): string {
   const [first, second] = type.split('.')
   // comms.message.sent is about a message; patient.created about a patient.
@@ -75,7 +87,20 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
   const data = event.data as Record<string, unknown>
   const isHttp = event.type === 'http.request'
   let http: AuditHttp | null = null
-  let outcome: Outcome = 'success'
+  let outcome: Outcome = domainOutcome(event.type, data)
+  if (event.type === 'http.refused') {
+    const count = Number.isInteger(data.count) && (data.count as number) > 0 ? (data.count as number) : 1
+    const paths = Array.isArray(data.paths) ? data.paths.map(text).filter((p) => p !== null) : []
+    http = {
+      method: '',
+      path: paths.join(' ').slice(0, 500),
+      status: 401,
+      duration_ms: 0,
+      ip: nonEmpty(data.ip),
+      count,
+    }
+    outcome = 'failure'
+  }
   if (isHttp) {
     const status = Number.isInteger(data.status) ? (data.status as number) : 0
     http = {
@@ -113,17 +138,6 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
   }
 }
 
-/** JSON with object keys sorted at every depth and undefined members left out. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  const obj = value as Record<string, unknown>
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort()
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`
-}
-
 /** The fields a hash covers: every stored field (company included) except the hash itself. */
 export function hashedFields(e: Omit<AuditEvent, 'hash'> & { hash?: string }): Omit<AuditEvent, 'hash'> {
   return {
@@ -152,17 +166,25 @@ export function hashedFields(e: Omit<AuditEvent, 'hash'> & { hash?: string }): O
   }
 }
 
-/** hash = sha256(prev_hash + canonical JSON of the event without its hash), hex. */
-export function computeHash(e: Omit<AuditEvent, 'hash'> & { hash?: string }): string {
-  return createHash('sha256')
-    .update(e.prev_hash + canonicalJson(hashedFields(e)))
-    .digest('hex')
+/** The prefix of a keyed hash; a hash without it is a plain SHA-256 of a row recorded before keys. */
+export const KEYED_PREFIX = 'k1.'
+
+/**
+ * With `key` (AUDIT_CHAIN_KEY, kept outside the database): `k1.` + HMAC-SHA256(key, prev_hash +
+ * canonical JSON of the event without its hash), hex. Without: the plain SHA-256 of the same input,
+ * as rows recorded before keyed chains (audit migration 0002) have it.
+ */
+export function computeHash(e: Omit<AuditEvent, 'hash'> & { hash?: string }, key?: string): string {
+  const input = e.prev_hash + canonicalJson(hashedFields(e))
+  if (key === undefined) return createHash('sha256').update(input).digest('hex')
+  return KEYED_PREFIX + createHmac('sha256', key).update(input).digest('hex')
 }
 
 /** Gives a draft its place in the chain: the next seq after the head, linked to the head's hash. */
 export function sealEvent(
   draft: AuditDraft,
   link: { seq: number; prevHash: string; recordedAt: string | Date },
+  key?: string,
 ): AuditEvent {
   const unsealed = {
     ...draft,
@@ -170,5 +192,5 @@ export function sealEvent(
     seq: link.seq,
     prev_hash: link.prevHash,
   }
-  return { ...unsealed, hash: computeHash(unsealed) }
+  return { ...unsealed, hash: computeHash(unsealed, key) }
 }

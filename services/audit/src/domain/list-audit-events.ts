@@ -1,25 +1,15 @@
-import { decodeCursor, encodeCursor, ValidationFailed, visibleCenters, type Ctx } from '@clinic/platform'
-import type { AuditEventRepository, AuditFilter } from '../db/repositories/audit-events'
-import type { AuditEvent, Outcome } from './audit-event'
-
-export interface ListAuditEventsInput {
-  offset: number
-  limit: number
-  after?: string
-  codalmacen?: string
-  action?: string
-  resource_type?: string
-  resource_id?: string
-  username?: string
-  outcome?: Outcome
-  from?: string
-  to?: string
-}
-
-export interface ListResult {
-  data: AuditEvent[]
-  meta: { total: number; offset: number; limit: number; next: string | null }
-}
+import {
+  ValidationFailed,
+  decodeCursor,
+  encodeCursor,
+  pageOf,
+  visibleCenters,
+  type Ctx,
+  type Page,
+} from '@clinic/platform/core'
+import type { ListAuditEventsInput } from '../schemas/audit-event'
+import type { AuditEvent } from './audit-event'
+import type { AuditEventStore, AuditFilter } from './audit-event-store'
 
 function cursorSeq(after: string): number {
   const [seq] = decodeCursor(after, 1)
@@ -34,9 +24,9 @@ function cursorSeq(after: string): number {
  */
 export async function listAuditEvents(
   ctx: Ctx,
+  store: AuditEventStore,
   input: ListAuditEventsInput,
-  repo: AuditEventRepository,
-): Promise<ListResult> {
+): Promise<Page<AuditEvent>> {
   if (input.from && input.to && Date.parse(input.from) > Date.parse(input.to))
     throw new ValidationFailed([{ path: '/to', message: 'must not be before from' }])
   const filter: AuditFilter = {
@@ -63,19 +53,14 @@ export async function listAuditEvents(
   const companyId = ctx.auth.companyId
   const beforeSeq = input.after === undefined ? undefined : cursorSeq(input.after)
   const [rows, total] = await Promise.all([
-    repo.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, beforeSeq }),
+    store.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, beforeSeq }),
     // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
-    filtered ? repo.count(companyId, filter) : repo.chainLength(companyId),
+    filtered ? store.count(companyId, filter) : store.chainLength(companyId),
   ])
-  const data = rows.slice(0, input.limit)
-  const last = data[data.length - 1]
-  return {
-    data,
-    meta: {
-      total,
-      offset: input.offset,
-      limit: input.limit,
-      next: rows.length > input.limit && last ? encodeCursor([last.seq]) : null,
-    },
-  }
+  return pageOf(rows, {
+    total,
+    offset: input.offset,
+    limit: input.limit,
+    cursorOf: (e) => encodeCursor([e.seq]),
+  })
 }

@@ -1,4 +1,4 @@
-import { computeHash, GENESIS_HASH, type AuditEvent } from './audit-event'
+import { computeHash, GENESIS_HASH, KEYED_PREFIX, type AuditEvent } from './audit-event'
 
 /** Where a company's chain starts: the genesis, or the last event dropped by retention. */
 export interface ChainAnchor {
@@ -12,7 +12,7 @@ export interface ChainHead {
 }
 
 export type VerifyResult =
-  | { ok: true; company: number; count: number; lastSeq: number }
+  | { ok: true; company: number; count: number; lastSeq: number; unkeyed?: number }
   | { ok: false; company: number; count: number; seq: number; eventId: string | null; reason: string }
 
 export const GENESIS_ANCHOR: ChainAnchor = { seq: 0, hash: GENESIS_HASH }
@@ -27,11 +27,24 @@ export class ChainVerifier {
   private expectedSeq: number
   private prevHash: string
   private count = 0
+  private unkeyed = 0
+  private keyedSeen = false
   private failure: VerifyResult | null = null
 
+  /**
+   * `key` is AUDIT_CHAIN_KEY. With a key, every row must be keyed: a plain SHA-256 is what anyone
+   * with database access can compute, so a chain rewritten unkeyed from its first row would
+   * otherwise pass. The first plain row is reported as a broken link. Rows recorded before keyed
+   * chains (audit migration 0002) carry plain hashes: `allowUnkeyed` accepts that many at the start
+   * of the chain, before any keyed row; the operator gives the number recorded when the key came in
+   * (it never grows), so a rewrite longer than that, or past the first keyed row, still shows.
+   * Without a key (tests, a chain never keyed), plain rows are checked and keyed ones refused.
+   */
   constructor(
     readonly company: number,
     anchor: ChainAnchor = GENESIS_ANCHOR,
+    private readonly key?: string,
+    private readonly allowUnkeyed = 0,
   ) {
     this.expectedSeq = anchor.seq + 1
     this.prevHash = anchor.hash
@@ -59,7 +72,21 @@ export class ChainVerifier {
           : `seq repeated or out of order (expected ${this.expectedSeq})`,
       )
     if (e.prev_hash !== this.prevHash) return fail("prev_hash does not match the previous event's hash")
-    if (computeHash(e) !== e.hash) return fail("hash does not match the event's contents")
+    if (e.hash.startsWith(KEYED_PREFIX)) {
+      if (this.key === undefined) return fail('a keyed hash, and no AUDIT_CHAIN_KEY to check it')
+      if (computeHash(e, this.key) !== e.hash) return fail("hash does not match the event's contents")
+      this.keyedSeen = true
+    } else {
+      if (this.keyedSeen) return fail('an unkeyed hash after keyed ones')
+      if (this.key !== undefined && this.unkeyed >= this.allowUnkeyed)
+        return fail(
+          this.allowUnkeyed
+            ? `an unkeyed hash beyond the ${this.allowUnkeyed} allowed before keyed hashes`
+            : 'an unkeyed hash, and AUDIT_CHAIN_KEY requires keyed ones',
+        )
+      if (computeHash(e) !== e.hash) return fail("hash does not match the event's contents")
+      this.unkeyed++
+    }
     this.count++
     this.expectedSeq = e.seq + 1
     this.prevHash = e.hash
@@ -89,7 +116,13 @@ export class ChainVerifier {
         eventId: null,
         reason: 'the chain head does not match the last event',
       }
-    return { ok: true, company: this.company, count: this.count, lastSeq }
+    return {
+      ok: true,
+      company: this.company,
+      count: this.count,
+      lastSeq,
+      ...(this.unkeyed ? { unkeyed: this.unkeyed } : {}),
+    }
   }
 }
 
@@ -99,14 +132,19 @@ export function verifyChain(
   events: Iterable<AuditEvent>,
   head: ChainHead | null,
   anchor: ChainAnchor = GENESIS_ANCHOR,
+  key?: string,
+  allowUnkeyed = 0,
 ): VerifyResult {
-  const v = new ChainVerifier(company, anchor)
+  const v = new ChainVerifier(company, anchor, key, allowUnkeyed)
   for (const e of events) if (!v.push(e)) break
   return v.finish(head)
 }
 
 /** The CLI's one line. */
 export function formatVerifyResult(r: VerifyResult): string {
-  if (r.ok) return `ok: company ${r.company}, ${r.count} events, chain intact`
+  if (r.ok)
+    return `ok: company ${r.company}, ${r.count} events, chain intact${
+      r.unkeyed ? ` (${r.unkeyed} recorded before keyed hashes)` : ''
+    }`
   return `broken: company ${r.company} at seq ${r.seq} (event ${r.eventId ?? 'none'}): ${r.reason}`
 }

@@ -1,7 +1,9 @@
+import type { EventKeys } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { startConsumer, type Amqp, type Consumer } from '@clinic/platform'
-import { appendEvent } from '../db/repositories/audit-events'
+import type { FastifyInstance } from 'fastify'
+import { appendEvent, appendEvents } from '../db/repositories/audit-events'
 import { toAuditDraft } from '../domain/audit-event'
 
 export const AUDIT_QUEUE = 'audit.events'
@@ -13,25 +15,51 @@ export interface AuditConsumerOptions {
   log: Logger
   queue?: string
   prefetch?: number
+  /**
+   * Each source's key (EVENT_VERIFY_KEYS), or one key for all (EVENT_SIGNING_SECRET): unsigned or
+   * badly signed events are dead-lettered, never recorded.
+   */
+  signingSecret: EventKeys
+  /** AUDIT_CHAIN_KEY: the key of the hash chain, kept outside the database. */
+  chainKey: string
+  /** The service's metrics (`app.metrics`): refused events are counted there. */
+  metrics: FastifyInstance['metrics']
 }
 
 /**
  * Records every event on `clinic.events` (binding `#`): domain events and the gateway's
  * http.request events. The platform consumer records the event id in processed_events in the same
  * transaction as the append, so a redelivery is stored once, and acks after the commit. Several
- * instances may share the queue; the chain head lock orders appends per company.
+ * instances may share the queue; the chain head lock orders appends per company. Only events signed
+ * with the services' key are recorded: anyone else who can publish to the vhost cannot write a
+ * company's trail (the forgeries land in the dead-letter queue, counted in events_refused_total).
  */
 export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
+  const prefetch = o.prefetch ?? 32
   return startConsumer({
     amqp: o.amqp,
     knex: o.knex,
     log: o.log,
     queue: o.queue ?? AUDIT_QUEUE,
     bindings: ['#'],
-    prefetch: o.prefetch,
+    prefetch,
+    signingSecret: o.signingSecret,
+    metrics: o.metrics,
     handle: async (event, trx) => {
-      const stored = await appendEvent(trx, toAuditDraft(event))
+      const stored = await appendEvent(trx, toAuditDraft(event), o.chainKey)
       o.log.debug({ event_id: stored.id, company_id: stored.idempresa, seq: stored.seq }, 'event recorded')
+    },
+    // Under load the events of many requests go in one transaction, one head lock per company.
+    batch: {
+      size: Math.max(1, Math.floor(prefetch / 2)),
+      lingerMs: 5,
+      handle: async (events, trx) => {
+        await appendEvents(
+          trx,
+          events.map((e) => toAuditDraft(e)),
+          o.chainKey,
+        )
+      },
     },
   })
 }

@@ -1,11 +1,28 @@
 import type { Knex } from 'knex'
-import { uuidv7, type Amqp, type CloudEvent, type Consumer } from '@clinic/platform'
+import {
+  eventKeysBySource,
+  signEvent,
+  uuidv7,
+  type Amqp,
+  type CloudEvent,
+  type Consumer,
+  type EventKeys,
+} from '@clinic/platform'
 import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
 import { chainReader } from '../../src/db/repositories/audit-events'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'
-import { buildTestApp, connectAmqp, countEvents, log, migrateAudit, writerDb } from './setup'
+import {
+  buildTestApp,
+  chainKey,
+  connectAmqp,
+  countEvents,
+  log,
+  migrateAudit,
+  signingSecret,
+  writerDb,
+} from './setup'
 
 // A loaded machine (2 cores, parallel projects) can take seconds to deliver; waitFor bounds each wait.
 jest.setTimeout(60_000)
@@ -28,11 +45,20 @@ afterAll(async () => {
   await knex.destroy()
 })
 
+type App = Awaited<ReturnType<typeof buildTestApp>>
+async function testApp(): Promise<App> {
+  const app = await buildTestApp(knex, amqp)
+  stops.push(() => app.close())
+  return app
+}
+
 async function consumer(o: {
   queue: string
   prefetch?: number
   amqp?: Amqp
   knex?: Knex
+  metrics?: App['metrics']
+  keys?: EventKeys
 }): Promise<Consumer> {
   const c = await startAuditConsumer({
     amqp: o.amqp ?? amqp,
@@ -40,6 +66,9 @@ async function consumer(o: {
     log,
     queue: o.queue,
     prefetch: o.prefetch,
+    signingSecret: o.keys ?? signingSecret(),
+    chainKey: chainKey(),
+    metrics: o.metrics ?? (await testApp()).metrics,
   })
   stops.push(() => c.stop())
   return c
@@ -80,7 +109,7 @@ describe('audit consumer', () => {
       changes: ['phone'],
       seq: 1,
       prev_hash: '0'.repeat(64),
-      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      hash: expect.stringMatching(/^k1\.[0-9a-f]{64}$/),
     })
     expect(res.body).not.toContain(data.last_name)
     expect(res.body).not.toContain(data.email!)
@@ -120,7 +149,7 @@ describe('audit consumer', () => {
     })
     expect(await countEvents(knex, principal.companyId, { id: event.id })).toBe(1)
     expect(await countEvents(knex, principal.companyId)).toBe(2)
-    await expect(verifyCompany(chainReader(knex), principal.companyId)).resolves.toMatchObject({
+    await expect(verifyCompany(chainReader(knex), principal.companyId, chainKey())).resolves.toMatchObject({
       ok: true,
       count: 2,
     })
@@ -158,10 +187,85 @@ describe('audit consumer', () => {
       const rows = await knex('events').where({ idempresa: p.companyId }).orderBy('seq').select('id', 'seq')
       expect(new Set(rows.map((r) => r.id)).size).toBe(perCompany)
       expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: perCompany }, (_, i) => i + 1))
-      await expect(verifyCompany(chainReader(knex), p.companyId)).resolves.toMatchObject({
+      await expect(verifyCompany(chainReader(knex), p.companyId, chainKey())).resolves.toMatchObject({
         ok: true,
         count: perCompany,
       })
     }
+  })
+
+  it('refuses unsigned and badly signed events into the dead-letter queue, and counts them', async () => {
+    const queue = queueName()
+    const { metrics } = await testApp()
+    await consumer({ queue, metrics })
+    const principal = testPrincipal()
+    const signed = domainEvent('patient.created', patientData(), { principal })
+    const unsigned = domainEvent('patient.created', patientData(), { principal })
+    const forged = signEvent(domainEvent('patient.created', patientData(), { principal }), 'x'.repeat(32))
+    const tampered = {
+      ...signEvent(domainEvent('patient.created', patientData(), { principal }), signingSecret()),
+    }
+    tampered.idempresa = principal.companyId + 1
+    // Straight to the queue, as anyone with publish rights on the vhost could.
+    for (const e of [unsigned, forged, tampered, signEvent(signed, signingSecret())])
+      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(e)), { messageId: e.id })
+    await waitFor(() => countEvents(knex, principal.companyId), {
+      timeoutMs: 30_000,
+      what: 'the signed event',
+    })
+
+    const dead = await amqp.withChannel(async (ch) => {
+      await waitFor(async () => (await ch.checkQueue(`${queue}.dlq`)).messageCount === 3, {
+        timeoutMs: 30_000,
+        what: 'three dead letters',
+      })
+      const ids: string[] = []
+      for (
+        let m = await ch.get(`${queue}.dlq`, { noAck: true });
+        m;
+        m = await ch.get(`${queue}.dlq`, { noAck: true })
+      )
+        ids.push((JSON.parse(m.content.toString('utf8')) as { id: string }).id)
+      await ch.deleteQueue(`${queue}.dlq`)
+      return ids
+    })
+    expect(dead.sort()).toEqual([unsigned.id, forged.id, tampered.id].sort())
+    const rows = await knex('events').where({ idempresa: principal.companyId }).pluck('id')
+    expect(rows).toEqual([signed.id])
+    expect(await countEvents(knex, principal.companyId + 1)).toBe(0)
+    const counted = await metrics.getSingleMetricAsString('events_refused_total')
+    expect(counted).toContain(`events_refused_total{queue="${queue}",reason="unsigned",service="audit"} 1`)
+    expect(counted).toContain(
+      `events_refused_total{queue="${queue}",reason="bad_signature",service="audit"} 2`,
+    )
+  })
+
+  it("with a key per source, a service's key cannot sign another service's events", async () => {
+    const patientsKey = 'p'.repeat(40)
+    const gatewayKey = 'g'.repeat(40)
+    const queue = queueName()
+    const { metrics } = await testApp()
+    await consumer({
+      queue,
+      metrics,
+      keys: eventKeysBySource([`patients=${patientsKey}`, `gateway=${gatewayKey}`]),
+    })
+    const principal = testPrincipal()
+    const own = signEvent(domainEvent('patient.created', patientData(), { principal }), patientsKey)
+    // The gateway's key on a patients event: a compromised gateway posing as patients.
+    const posing = signEvent(domainEvent('patient.created', patientData(), { principal }), gatewayKey)
+    for (const e of [posing, own])
+      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(e)), { messageId: e.id })
+    await waitFor(() => countEvents(knex, principal.companyId), { timeoutMs: 30_000, what: 'the own event' })
+    await amqp.withChannel((ch) =>
+      waitFor(async () => (await ch.checkQueue(`${queue}.dlq`)).messageCount === 1, {
+        timeoutMs: 30_000,
+        what: 'one dead letter',
+      }),
+    )
+    expect(await knex('events').where({ idempresa: principal.companyId }).pluck('id')).toEqual([own.id])
+    expect(await metrics.getSingleMetricAsString('events_refused_total')).toContain(
+      `events_refused_total{queue="${queue}",reason="bad_signature",service="audit"} 1`,
+    )
   })
 })

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { Amqp, Principal } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { appointmentEventData, gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import { buildTestApp, connectAmqp, migrateAudit, record, writerDb } from './setup'
 
@@ -44,12 +44,19 @@ describe('GET /audit/events', () => {
       httpEvent(bob, { status: 404, resource_id: patientId }, { codalmacen: 'ALM2' }), // 3
       domainEvent(
         'appointment.created',
-        { id: 'a-1', patient_id: patientId, status: 'scheduled' },
+        appointmentEventData({ id: 'a-1', patient_id: patientId, status: 'scheduled' }),
         { principal: alice, codalmacen: 'ALM2' },
       ), // 4
       domainEvent(
         'comms.message.queued',
-        { id: 'm-1', patient_id: patientId, channel: 'email' },
+        {
+          id: 'm-1',
+          patient_id: patientId,
+          appointment_id: null,
+          channel: 'email',
+          recipient_role: 'patient',
+          status: 'queued',
+        },
         { principal: alice, codalmacen: null },
       ), // 5
     ])

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import pino from 'pino'
-import { Amqp, createDb, migrate, type CloudEvent } from '@clinic/platform'
+import { Amqp, createDb, migrate, useEventSigningKey, type CloudEvent } from '@clinic/platform'
 import { buildApp } from '../../src/app'
 import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
 import { appendEvent } from '../../src/db/repositories/audit-events'
@@ -10,6 +10,10 @@ export const log = pino({ level: process.env.LOG_LEVEL ?? 'silent' })
 export const databaseUrl = () => process.env.DATABASE_URL!
 export const amqpUrl = () => process.env.AMQP_URL!
 export const secret = () => process.env.INTERNAL_AUTH_SECRET!
+export const signingSecret = () => process.env.EVENT_SIGNING_SECRET!
+export const chainKey = () => process.env.AUDIT_CHAIN_KEY!
+// What this process publishes is signed, as connectService arranges in a service.
+useEventSigningKey(signingSecret())
 
 export const migrateAudit = () => migrate(databaseUrl(), SCHEMA, migrations)
 
@@ -31,7 +35,8 @@ export const buildTestApp = (knex: Knex, amqp: Amqp) =>
 /** Records events straight through the append path (no broker), one transaction each, in order. */
 export async function record(knex: Knex, events: CloudEvent[]): Promise<AuditEvent[]> {
   const out: AuditEvent[] = []
-  for (const e of events) out.push(await knex.transaction((trx) => appendEvent(trx, toAuditDraft(e))))
+  for (const e of events)
+    out.push(await knex.transaction((trx) => appendEvent(trx, toAuditDraft(e), chainKey())))
   return out
 }
 

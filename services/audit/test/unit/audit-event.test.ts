@@ -1,7 +1,7 @@
+import { canonicalJson, makeEvent } from '@clinic/platform/core'
 import { createHash } from 'node:crypto'
-import { testPrincipal } from '@clinic/platform/testing'
+import { appointmentEventData, testPrincipal } from '@clinic/platform/testing'
 import {
-  canonicalJson,
   computeHash,
   GENESIS_HASH,
   sealEvent,
@@ -42,7 +42,14 @@ describe('toAuditDraft', () => {
     const draft = toAuditDraft(
       domainEvent(
         'comms.message.sent',
-        { id: 'm-1', patient_id: 'p-1', channel: 'sms' },
+        {
+          id: 'm-1',
+          patient_id: 'p-1',
+          appointment_id: null,
+          channel: 'sms',
+          recipient_role: 'guardian',
+          status: 'sent',
+        },
         { principal, subject: 'm-1' },
       ),
     )
@@ -53,8 +60,37 @@ describe('toAuditDraft', () => {
       changes: null,
     })
     expect(
-      toAuditDraft(domainEvent('appointment.checked_in', { id: 'a-1', patient_id: 'p-1' }, { principal })),
+      toAuditDraft(
+        domainEvent('appointment.checked_in', appointmentEventData({ id: 'a-1', patient_id: 'p-1' }), {
+          principal,
+        }),
+      ),
     ).toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
+  })
+
+  it('records a failed message, and a receipt saying undelivered, as failures', () => {
+    type MessageEventType =
+      'comms.message.queued' | 'comms.message.sent' | 'comms.message.failed' | 'comms.message.delivered'
+    const message = (type: MessageEventType, status: string) =>
+      toAuditDraft(
+        domainEvent(
+          type,
+          {
+            id: 'm-2',
+            patient_id: 'p-1',
+            appointment_id: null,
+            channel: 'sms',
+            recipient_role: 'patient',
+            status,
+          },
+          { principal, subject: 'm-2' },
+        ),
+      ).outcome
+    expect(message('comms.message.queued', 'queued')).toBe('success')
+    expect(message('comms.message.sent', 'sent')).toBe('success')
+    expect(message('comms.message.failed', 'failed')).toBe('failure')
+    expect(message('comms.message.delivered', 'delivered')).toBe('success')
+    expect(message('comms.message.delivered', 'undelivered')).toBe('failure')
   })
 
   it('maps http.request: access fields, outcome by status, no query string', () => {
@@ -87,6 +123,27 @@ describe('toAuditDraft', () => {
       outcome: 'failure',
       resource_type: null,
       actor: { user_id: null, username: null, token_id: null },
+    })
+  })
+
+  it('maps http.refused (unknown callers per address and minute) with its count, under company 0', () => {
+    const e = makeEvent({
+      type: 'http.refused',
+      source: 'clinic/gateway',
+      companyId: 0,
+      data: {
+        ip: '203.0.113.9',
+        count: 1500,
+        window_start: '2026-11-23T04:00:00.000Z',
+        paths: ['/api/patients'],
+      },
+    })
+    expect(toAuditDraft(e)).toMatchObject({
+      idempresa: 0,
+      action: 'http.refused',
+      outcome: 'failure',
+      actor: { user_id: null, username: null, token_id: null },
+      http: { status: 401, ip: '203.0.113.9', count: 1500, path: '/api/patients' },
     })
   })
 

@@ -125,4 +125,97 @@ export const migrations: Migration[] = [
         END $$`)
     },
   },
+  {
+    name: '0002_chain_heads_by_function',
+    async up(knex) {
+      // The writer could UPDATE chain_heads, so moving a head back hid every later row from
+      // verification. Now it may only read heads; two SECURITY DEFINER functions lock a head for
+      // an append and move it forward by exactly one event that exists and links to it.
+      await knex.raw(`
+        REVOKE INSERT, UPDATE, DELETE ON chain_heads FROM ${WRITER_ROLE};
+
+        CREATE FUNCTION lock_chain_head(company integer)
+        RETURNS TABLE (seq bigint, hash text, recorded_at timestamptz)
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = ${SCHEMA}, pg_temp AS $$
+        BEGIN
+          INSERT INTO ${SCHEMA}.chain_heads AS h (idempresa, seq, hash, recorded_at)
+          VALUES (company, 0, repeat('0', 64), 'epoch')
+          ON CONFLICT (idempresa) DO NOTHING;
+          RETURN QUERY SELECT h.seq, h.hash, h.recorded_at FROM ${SCHEMA}.chain_heads h
+            WHERE h.idempresa = company FOR UPDATE;
+        END $$;
+
+        CREATE FUNCTION advance_chain_head(company integer, new_seq bigint, new_hash text) RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = ${SCHEMA}, pg_temp AS $$
+        DECLARE
+          head ${SCHEMA}.chain_heads;
+          linked integer;
+          at timestamptz;
+        BEGIN
+          SELECT * INTO head FROM ${SCHEMA}.chain_heads h WHERE h.idempresa = company FOR UPDATE;
+          IF NOT FOUND OR new_seq <> head.seq + 1 THEN
+            RAISE EXCEPTION 'chain head of company % moves only to seq %', company, coalesce(head.seq, 0) + 1
+              USING ERRCODE = 'check_violation';
+          END IF;
+          SELECT count(*), max(e.recorded_at) INTO linked, at FROM ${SCHEMA}.events e
+            WHERE e.idempresa = company AND e.seq = new_seq AND e.hash = new_hash AND e.prev_hash = head.hash;
+          IF linked <> 1 THEN
+            RAISE EXCEPTION 'chain head of company % moves only to one event linked to it', company
+              USING ERRCODE = 'check_violation';
+          END IF;
+          UPDATE ${SCHEMA}.chain_heads SET seq = new_seq, hash = new_hash, recorded_at = at
+            WHERE idempresa = company;
+        END $$;
+
+        REVOKE ALL ON FUNCTION lock_chain_head(integer) FROM PUBLIC;
+        REVOKE ALL ON FUNCTION advance_chain_head(integer, bigint, text) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION lock_chain_head(integer) TO ${WRITER_ROLE};
+        GRANT EXECUTE ON FUNCTION advance_chain_head(integer, bigint, text) TO ${WRITER_ROLE};
+      `)
+    },
+  },
+  {
+    // Batched appends: the head moves once past several events, each checked to link to the one
+    // before it, the first to the head, the last being new_seq / new_hash.
+    name: '0003_advance_chain_head_past_a_run',
+    async up(knex) {
+      await knex.raw(`
+        CREATE FUNCTION advance_chain_head_to(company integer, new_seq bigint, new_hash text) RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = ${SCHEMA}, pg_temp AS $$
+        DECLARE
+          head ${SCHEMA}.chain_heads;
+          r record;
+          expected bigint;
+          last_hash text;
+          at timestamptz;
+        BEGIN
+          SELECT * INTO head FROM ${SCHEMA}.chain_heads h WHERE h.idempresa = company FOR UPDATE;
+          IF NOT FOUND OR new_seq <= head.seq THEN
+            RAISE EXCEPTION 'chain head of company % moves only forward', company
+              USING ERRCODE = 'check_violation';
+          END IF;
+          expected := head.seq + 1;
+          last_hash := head.hash;
+          FOR r IN SELECT e.seq, e.hash, e.prev_hash, e.recorded_at FROM ${SCHEMA}.events e
+                    WHERE e.idempresa = company AND e.seq > head.seq AND e.seq <= new_seq ORDER BY e.seq LOOP
+            IF r.seq <> expected OR r.prev_hash <> last_hash THEN
+              RAISE EXCEPTION 'chain head of company % moves only over linked events', company
+                USING ERRCODE = 'check_violation';
+            END IF;
+            expected := expected + 1;
+            last_hash := r.hash;
+            at := r.recorded_at;
+          END LOOP;
+          IF expected <> new_seq + 1 OR last_hash <> new_hash THEN
+            RAISE EXCEPTION 'chain head of company % moves only to the last event linked to it', company
+              USING ERRCODE = 'check_violation';
+          END IF;
+          UPDATE ${SCHEMA}.chain_heads SET seq = new_seq, hash = new_hash, recorded_at = at
+            WHERE idempresa = company;
+        END $$;
+        REVOKE ALL ON FUNCTION advance_chain_head_to(integer, bigint, text) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION advance_chain_head_to(integer, bigint, text) TO ${WRITER_ROLE};
+      `)
+    },
+  },
 ]

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex'
 import {
-  GENESIS_HASH,
   sealEvent,
   toInstant,
   type AuditDraft,
   type AuditEvent,
   type Outcome,
 } from '../../domain/audit-event'
+import type { AuditEventStore, AuditFilter } from '../../domain/audit-event-store'
 import type { ChainAnchor, ChainHead } from '../../domain/verify-chain'
 import type { ChainReader } from '../../domain/verify-company'
 
@@ -76,34 +76,59 @@ export const toRow = (e: AuditEvent): EventRow => ({
 })
 
 /**
- * Appends one event to its company's chain, inside the consumer's transaction. The chain head row
- * is locked FOR UPDATE, so competing consumers append to one company one at a time, and seq runs
- * 1, 2, 3 ... without gaps (a rolled-back append takes its seq with it). recorded_at comes from
- * the database clock and never goes back within a company, so seq order is recording order.
+ * Appends one event to its company's chain, inside the consumer's transaction (see appendEvents).
  */
-export async function appendEvent(trx: Knex.Transaction, draft: AuditDraft): Promise<AuditEvent> {
-  const lockHead = () =>
-    trx('chain_heads').where({ idempresa: draft.idempresa }).forUpdate().first<ChainHeadRow | undefined>()
-  let head = await lockHead()
-  if (!head) {
-    await trx('chain_heads')
-      .insert({ idempresa: draft.idempresa, seq: 0, hash: GENESIS_HASH, recorded_at: new Date(0) })
-      .onConflict('idempresa')
-      .ignore()
-    head = await lockHead()
-    if (!head) throw new Error('chain head vanished')
+export async function appendEvent(
+  trx: Knex.Transaction,
+  draft: AuditDraft,
+  chainKey: string,
+): Promise<AuditEvent> {
+  return (await appendEvents(trx, [draft], chainKey))[0]!
+}
+
+/**
+ * Appends events to their companies' chains, in the order given within each company, inside the
+ * consumer's transaction: per company one head lock (with the database clock), one multi-row
+ * insert and one head move. The service role cannot write chain_heads: lock_chain_head (SECURITY
+ * DEFINER) creates the genesis head if needed and locks it, so competing consumers append to one
+ * company one at a time; advance_chain_head_to moves it past the events inserted here, checking
+ * that each links to the one before. Heads are locked in company order, so two consumers never
+ * deadlock. seq runs 1, 2, 3 ... without gaps (a rolled-back append takes its seqs with it), and
+ * recorded_at, from the database clock, never goes back within a company.
+ */
+export async function appendEvents(
+  trx: Knex.Transaction,
+  drafts: AuditDraft[],
+  chainKey: string,
+): Promise<AuditEvent[]> {
+  const byCompany = new Map<number, AuditDraft[]>()
+  for (const d of drafts) {
+    const list = byCompany.get(d.idempresa) ?? []
+    list.push(d)
+    byCompany.set(d.idempresa, list)
   }
-  const { rows } = await trx.raw<{ rows: Array<{ now: Date }> }>(
-    "SELECT date_trunc('milliseconds', clock_timestamp()) AS now",
-  )
-  const now = rows[0]!.now
-  const recordedAt = now > head.recorded_at ? now : head.recorded_at
-  const event = sealEvent(draft, { seq: head.seq + 1, prevHash: head.hash, recordedAt })
-  await trx('events').insert({ ...toRow(event), http: event.http && JSON.stringify(event.http) })
-  await trx('chain_heads')
-    .where({ idempresa: draft.idempresa })
-    .update({ seq: event.seq, hash: event.hash, recorded_at: new Date(event.recorded_at) })
-  return event
+  const sealed = new Map<AuditDraft, AuditEvent>()
+  for (const company of [...byCompany.keys()].sort((a, b) => a - b)) {
+    const { rows } = await trx.raw<{ rows: Array<ChainHeadRow & { now: Date }> }>(
+      `SELECT h.seq, h.hash, h.recorded_at, date_trunc('milliseconds', clock_timestamp()) AS now
+         FROM lock_chain_head(?) h`,
+      [company],
+    )
+    const head = rows[0]
+    if (!head) throw new Error('chain head vanished')
+    const recordedAt = head.now > head.recorded_at ? head.now : head.recorded_at
+    let seq = Number(head.seq)
+    let prevHash = head.hash
+    const events = byCompany.get(company)!.map((draft) => {
+      const event = sealEvent(draft, { seq: ++seq, prevHash, recordedAt }, chainKey)
+      prevHash = event.hash
+      sealed.set(draft, event)
+      return event
+    })
+    await trx('events').insert(events.map((e) => ({ ...toRow(e), http: e.http && JSON.stringify(e.http) })))
+    await trx.raw('SELECT advance_chain_head_to(?, ?, ?)', [company, seq, prevHash])
+  }
+  return drafts.map((d) => sealed.get(d)!)
 }
 
 interface ChainHeadRow {
@@ -111,33 +136,6 @@ interface ChainHeadRow {
   seq: number
   hash: string
   recorded_at: Date
-}
-
-export interface AuditFilter {
-  action?: string
-  resource_type?: string
-  resource_id?: string
-  username?: string
-  outcome?: Outcome
-  from?: string
-  to?: string
-  /** Only events of these centers (null: every center, and events without one). */
-  centers: string[] | null
-}
-
-export interface Page {
-  offset: number
-  limit: number
-  /** Only events with a lower seq (keyset cursor). */
-  beforeSeq?: number
-}
-
-/** Reads of the trail, always scoped to one company. */
-export interface AuditEventRepository {
-  list(companyId: number, filter: AuditFilter, page: Page): Promise<AuditEvent[]>
-  count(companyId: number, filter: AuditFilter): Promise<number>
-  /** Events the company has on the trail (its chain length since retention), without counting rows. */
-  chainLength(companyId: number): Promise<number>
 }
 
 function applyFilter(q: Knex.QueryBuilder, companyId: number, f: AuditFilter): Knex.QueryBuilder {
@@ -153,7 +151,7 @@ function applyFilter(q: Knex.QueryBuilder, companyId: number, f: AuditFilter): K
   return q
 }
 
-export function auditEventRepository(knex: Knex): AuditEventRepository {
+export function auditEventRepository(knex: Knex): AuditEventStore {
   return {
     async list(companyId, filter, page) {
       const q = applyFilter(knex('events').select('*'), companyId, filter)
@@ -226,5 +224,14 @@ export function chainReader(knex: Knex): ChainReader {
     head: (companyId) => readChainHead(knex, companyId),
     anchor: (companyId) => readAnchor(knex, companyId),
     events: (companyId, anchorSeq, untilSeq) => eventsInSeqOrder(knex, companyId, anchorSeq, untilSeq),
+    async pastHead(companyId) {
+      const { rows } = await knex.raw<{ rows: Array<{ head_seq: string; n: string }> }>(
+        `SELECT coalesce(h.seq, 0) AS head_seq,
+                (SELECT count(*) FROM events e WHERE e.idempresa = ? AND e.seq > coalesce(h.seq, 0)) AS n
+           FROM (SELECT 1) one LEFT JOIN chain_heads h ON h.idempresa = ?`,
+        [companyId, companyId],
+      )
+      return { headSeq: Number(rows[0]!.head_seq), count: Number(rows[0]!.n) }
+    },
   }
 }

@@ -1,0 +1,28 @@
+import type { AuditEvent, Outcome } from './audit-event'
+
+export interface AuditFilter {
+  action?: string
+  resource_type?: string
+  resource_id?: string
+  username?: string
+  outcome?: Outcome
+  from?: string
+  to?: string
+  /** Only events of these centers (null: every center, and events without one). */
+  centers: string[] | null
+}
+
+export interface SeqPage {
+  offset: number
+  limit: number
+  /** Only events with a lower seq (keyset cursor). */
+  beforeSeq?: number
+}
+
+/** Reads of the trail, always scoped to one company. */
+export interface AuditEventStore {
+  list(companyId: number, filter: AuditFilter, page: SeqPage): Promise<AuditEvent[]>
+  count(companyId: number, filter: AuditFilter): Promise<number>
+  /** Events the company has on the trail (its chain length since retention), without counting rows. */
+  chainLength(companyId: number): Promise<number>
+}
