@@ -1,91 +1,58 @@
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify from 'fastify'
 import cors from '@fastify/cors'
-import proxy from '@fastify/http-proxy'
 import rateLimit from '@fastify/rate-limit'
-import type {} from '@fastify/swagger'
 import type { Redis } from 'ioredis'
-import type { Knex } from 'knex'
-import type { Logger } from 'pino'
 import {
-  ASSERTION_HEADER,
-  CenterForbidden,
-  NotImplemented,
-  PayloadTooLarge,
   RateLimited,
-  Unauthenticated,
-  UnknownCenter,
-  UnsupportedMediaType,
-  UpstreamUnavailable,
-  ValidationFailed,
-  BODY_LIMIT,
-  CENTER_CODE,
   VERSION_HEADER,
   fastifyOptions,
   http,
-  sendProblem,
-  signAssertion,
-  type Amqp,
-  type Principal,
   readinessOf,
+  type ServiceDeps,
 } from '@clinic/platform'
 import type { AccessLog } from './access-log'
 import type { Authenticator } from './auth/authenticator'
-import { BASES } from './bases'
+import type { Upstreams } from './families'
+import { accessEvents } from './plugins/access-events'
+import { addressLimit } from './plugins/address-limit'
+import { authenticate } from './plugins/authenticate'
+import { bodyGuards } from './plugins/body-guards'
+import { centers } from './plugins/centers'
 import { docsRoutes } from './routes/docs'
 import { healthRoutes } from './routes/health'
+import { proxyRoutes } from './routes/proxy'
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal | null
-    /** Company of a token that was found but refused, for the audit trail. */
-    refusedCompany: number
-  }
-}
+export type { Upstreams } from './families'
 
-export interface Upstreams {
-  patients: string
-  appointments: string
-  comms: string
-  audit: string
-}
-
-export interface Deps {
-  logger: Logger
-  knex: Knex
-  amqp: Amqp
-  version: string
-  assertionSecret: string
+/** knex: the identity schema (tokens, and the outbox of access events). */
+export interface Deps extends ServiceDeps {
   authenticator: Authenticator
   accessLog: AccessLog
+  /** Base URL per service of the table in ./families (patients -> http://127.0.0.1:8081). */
   upstreams: Upstreams
   rateLimitPerMinute: number
+  /** How long /api/health reuses its last summary (default 1000 ms). */
+  healthCacheMs?: number
+  /** Requests per minute per client address, before authentication. */
+  rateLimitPerAddressPerMinute: number
   corsOrigins: string[]
-  trustProxy: boolean
+  /** See TRUST_PROXY (config.ts): false, a hop count, or proxy addresses and ranges. */
+  trustProxy: false | number | string
   redis?: Redis
 }
 
-/** Path family -> upstream service. */
-const FAMILIES: Array<[family: string, service: keyof Upstreams]> = [
-  ['patients', 'patients'],
-  ['appointments', 'appointments'],
-  ['comms', 'comms'],
-  ['audit', 'audit'],
-]
-const PLANNED = { documents: 'documents', consents: 'consents', clinical: 'clinical (ophthalmology)' }
-
-/** Headers a client must never set for itself: tenant hints and internal assertions. */
-const SPOOFABLE = /^(x-clinic-|x-idempresa|idempresa|x-empresa|x-tenant|x-company|x-user|x-forwarded-user)/i
-const CREDENTIALS = ['authorization', 'x-service-token', 'cookie']
-
-const isPublic = (req: FastifyRequest) =>
-  req.method === 'OPTIONS' || req.routeOptions.config?.public === true || req.url.startsWith('/api/docs')
-
-const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i
-
+/**
+ * The only door. Request path: CORS preflight -> token -> body guards -> per-token rate limit ->
+ * `codalmacen` -> 501 for planned areas, else the proxy; an access event after every response.
+ */
 export async function buildApp(deps: Deps) {
-  const app = Fastify({ ...fastifyOptions(deps.logger), trustProxy: deps.trustProxy })
-  app.decorateRequest('principal', null)
-  app.decorateRequest('refusedCompany', 0)
+  // A hop count trusts that many proxies in front, whoever the peer is (only for a gateway no client
+  // reaches directly); addresses and ranges check the peer too.
+  const trustProxy =
+    typeof deps.trustProxy === 'number'
+      ? (_address: string, hop: number) => hop < (deps.trustProxy as number)
+      : deps.trustProxy
+  const app = Fastify({ ...fastifyOptions(deps.logger, deps.version), trustProxy })
 
   // CORS first: a browser preflight is answered before authentication.
   await app.register(cors, {
@@ -115,137 +82,39 @@ export async function buildApp(deps: Deps) {
     service: 'gateway',
     version: deps.version,
     assertionSecret: null,
+    // Its own /metrics and /openapi.json: internal addresses only (req.ip, as TRUST_PROXY allows).
+    internalNetworks: deps.internalNetworks,
     readiness: readinessOf(deps.knex, deps.amqp),
+    knex: deps.knex,
   })
-
-  app.addHook('onRequest', async (req) => {
-    if (isPublic(req)) return
-    const result = await deps.authenticator.authenticate(req.headers)
-    if (!result.ok) {
-      req.refusedCompany = result.companyId ?? 0
-      req.log.info({ cause: result.reason }, 'authentication refused')
-      throw new Unauthenticated()
-    }
-    req.principal = result.principal
-  })
-
-  // Body guards before anything is read or proxied: JSON only, 64 KiB at most.
-  app.addHook('onRequest', async (req) => {
-    const length = Number(req.headers['content-length'] ?? 0)
-    const hasBody = length > 0 || req.headers['transfer-encoding'] !== undefined
-    if (!hasBody) return
-    if (length > BODY_LIMIT) throw new PayloadTooLarge(BODY_LIMIT)
-    if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) throw new UnsupportedMediaType()
-  })
-
+  // Two limits, on every request (unknown routes too), counted in Redis when several gateways run:
+  // per client address before authentication (floods of missing or unknown tokens cost no
+  // database lookup and no audit row beyond the limit), then per token.
+  await app.register(addressLimit, { max: deps.rateLimitPerAddressPerMinute, redis: deps.redis })
+  await app.register(authenticate, { authenticator: deps.authenticator })
+  await app.register(bodyGuards)
   await app.register(rateLimit, {
-    global: true,
-    hook: 'preHandler',
-    max: deps.rateLimitPerMinute,
+    global: false,
     timeWindow: 60_000,
     enableDraftSpec: true,
     redis: deps.redis,
     nameSpace: 'clinic-gw-rl-',
     skipOnError: true,
-    allowList: (req) => !req.principal,
-    keyGenerator: (req) => req.principal?.tokenId ?? `ip:${req.ip}`,
     errorResponseBuilder: (_req, ctx) => new RateLimited(Math.max(1, Math.ceil(ctx.ttl / 1000))),
   })
-
-  // codalmacen: one center code of the caller's company, and one the token may use.
-  app.addHook('preHandler', async (req) => {
-    const auth = req.principal
-    const code = (req.query as Record<string, unknown> | undefined)?.codalmacen
-    if (!auth || code === undefined) return
-    if (typeof code !== 'string' || !CENTER_CODE.test(code))
-      throw new ValidationFailed([
-        { path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' },
-      ])
-    if (!auth.companyCenters.includes(code)) throw new UnknownCenter()
-    if (auth.allowedCenters && !auth.allowedCenters.includes(code)) throw new CenterForbidden()
-  })
-
-  app.addHook('onResponse', async (req, reply) => {
-    if (isPublic(req)) return
-    const code = (req.query as Record<string, unknown> | undefined)?.codalmacen
-    deps.accessLog.record({
-      method: req.method,
-      path: req.url.split('?')[0]!,
-      status: reply.statusCode,
-      durationMs: reply.elapsedTime,
-      ip: req.ip,
-      requestId: String(req.id),
-      principal: req.principal,
-      companyId: req.refusedCompany,
-      codalmacen: typeof code === 'string' && req.principal?.companyCenters.includes(code) ? code : null,
-    })
-  })
+  app.addHook(
+    'preHandler',
+    app.rateLimit({
+      max: deps.rateLimitPerMinute,
+      allowList: (req) => !req.principal,
+      keyGenerator: (req) => req.principal?.tokenId ?? 'public',
+    }),
+  )
+  await app.register(centers)
+  await app.register(accessEvents, { accessLog: deps.accessLog })
 
   await app.register(healthRoutes, { deps })
   await app.register(docsRoutes, { deps })
-
-  for (const base of BASES) {
-    for (const [family, area] of Object.entries(PLANNED)) {
-      const planned = async () => {
-        throw new NotImplemented(area)
-      }
-      app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
-      app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
-    }
-    for (const [family, service] of FAMILIES) {
-      await app.register(proxy, {
-        upstream: deps.upstreams[service],
-        prefix: `${base}/${family}`,
-        rewritePrefix: `/${family}`,
-        httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
-        internalRewriteLocationHeader: false,
-        undici: {
-          connections: 128,
-          pipelining: 1,
-          keepAliveTimeout: 30_000,
-          headersTimeout: 30_000,
-          bodyTimeout: 30_000,
-        },
-        replyOptions: {
-          rewriteRequestHeaders: (req, headers) =>
-            forwardHeaders(req as FastifyRequest, headers, base, deps.assertionSecret),
-          rewriteHeaders: (headers) => {
-            const location = headers.location
-            if (typeof location === 'string' && location.startsWith('/')) headers.location = base + location
-            return headers
-          },
-          onError: (reply, { error }) => {
-            reply.request.log.warn({ err: error.message, upstream: service }, 'upstream unavailable')
-            void sendProblem(
-              reply as FastifyReply,
-              new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`),
-            )
-          },
-        },
-      })
-    }
-  }
+  await app.register(proxyRoutes, { upstreams: deps.upstreams, assertionSecret: deps.assertionSecret })
   return app
-}
-
-/** What the upstream sees: no client credentials or tenant hints, a signed assertion instead. */
-function forwardHeaders(
-  req: FastifyRequest,
-  headers: Record<string, string | string[] | undefined>,
-  base: string,
-  secret: string,
-): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    if (!SPOOFABLE.test(name) && !CREDENTIALS.includes(name.toLowerCase())) out[name] = value
-  }
-  const principal = req.principal!
-  const path = req.url.slice(base.length).split('?')[0]!
-  out[ASSERTION_HEADER] = signAssertion(
-    { ...principal, requestId: String(req.id), method: req.method, path },
-    secret,
-  )
-  out['x-request-id'] = String(req.id)
-  out['x-forwarded-for'] = req.ip
-  return out
 }

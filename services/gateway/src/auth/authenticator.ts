@@ -21,6 +21,7 @@ const LAST_USED_EVERY_MS = 60_000
  */
 export class Authenticator {
   private cache = new Map<string, CacheEntry>()
+  private inFlight = new Map<string, Promise<TokenRecord | null>>()
 
   constructor(
     private readonly repo: IdentityRepository,
@@ -59,16 +60,28 @@ export class Authenticator {
     }
   }
 
-  private async lookup(token: string, hash: Buffer, now: number): Promise<TokenRecord | null> {
+  private lookup(token: string, hash: Buffer, now: number): Promise<TokenRecord | null> {
     const key = hash.toString('base64')
     const hit = this.cache.get(key)
-    if (hit && hit.until > now) return hit.record
-    const candidates = await this.repo.tokensByLookup(tokenLookup(token))
-    const record = candidates.find((c) => sameHash(c.token_hash, hash)) ?? null
-    this.cache.delete(key)
-    this.cache.set(key, { record, until: now + this.opts.ttlMs })
-    if (this.cache.size > (this.opts.maxEntries ?? 10_000)) this.cache.delete(this.cache.keys().next().value!)
-    return record
+    if (hit && hit.until > now) return Promise.resolve(hit.record)
+    // Single flight: when an entry expires under load, the requests that miss together share one
+    // lookup instead of each sending its own.
+    let pending = this.inFlight.get(key)
+    if (!pending) {
+      pending = this.repo
+        .tokensByLookup(tokenLookup(token))
+        .then((candidates) => {
+          const record = candidates.find((c) => sameHash(c.token_hash, hash)) ?? null
+          this.cache.delete(key)
+          this.cache.set(key, { record, until: now + this.opts.ttlMs })
+          if (this.cache.size > (this.opts.maxEntries ?? 10_000))
+            this.cache.delete(this.cache.keys().next().value!)
+          return record
+        })
+        .finally(() => this.inFlight.delete(key))
+      this.inFlight.set(key, pending)
+    }
+    return pending
   }
 
   /** `last_used_at`, at most once a minute per token, off the request path. */

@@ -1,5 +1,12 @@
-import { parseArgs } from 'node:util'
-import { CENTER_CODE, createDb, exitOnConfigError, isUniqueViolation } from '@clinic/platform'
+import {
+  CENTER_CODE,
+  UsageError,
+  createDb,
+  exitOnConfigError,
+  isUniqueViolation,
+  parseCommand,
+  required,
+} from '@clinic/platform'
 import { loadAdminConfig } from '../config'
 import { identityRepository, type IdentityRepository } from '../db/identity-repository'
 import { SCHEMA } from '../db/migrations'
@@ -15,16 +22,10 @@ const USAGE = `usage: admin <command> [options]
   center:create  --company <n> --code <code> --name <name>
   user:create    --company <n> --username <name>
   token:create   --username <name> [--centers A,B] [--expires 90d|12h|<date>] [--name <label>]
+  token:list     --username <name>      (id, name, centers, created, expires, revoked, last used)
   token:revoke   --id <token id>
   audit:verify   --company <n>          (served by the audit service's CLI)`
 
-class UsageError extends Error {}
-
-const need = (v: Record<string, string | undefined>, name: string): string => {
-  const value = v[name]
-  if (value === undefined || value === '') throw new UsageError(`--${name} is required`)
-  return value
-}
 const positiveInt = (s: string, name: string): number => {
   if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > 2_147_483_647)
     throw new UsageError(`--${name} must be a positive integer`)
@@ -37,34 +38,29 @@ export async function runAdmin(
   out = process.stdout,
   err = process.stderr,
 ): Promise<void> {
-  const [command, ...rest] = argv
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      id: { type: 'string' },
-      name: { type: 'string' },
-      company: { type: 'string' },
-      code: { type: 'string' },
-      username: { type: 'string' },
-      centers: { type: 'string' },
-      expires: { type: 'string' },
-    },
-    strict: true,
-  })
+  const { command, values } = parseCommand(argv, [
+    'id',
+    'name',
+    'company',
+    'code',
+    'username',
+    'centers',
+    'expires',
+  ])
   switch (command) {
     case 'company:create': {
-      const id = positiveInt(need(values, 'id'), 'id')
-      await repo.createCompany(id, need(values, 'name')).catch((e) => {
+      const id = positiveInt(required(values, 'id'), 'id')
+      await repo.createCompany(id, required(values, 'name')).catch((e) => {
         throw isUniqueViolation(e) ? new UsageError(`company ${id} already exists`) : e
       })
       err.write(`company ${id} created\n`)
       return
     }
     case 'center:create': {
-      const company = positiveInt(need(values, 'company'), 'company')
-      const code = need(values, 'code')
+      const company = positiveInt(required(values, 'company'), 'company')
+      const code = required(values, 'code')
       if (!CENTER_CODE.test(code)) throw new UsageError('--code must be 1-10 letters, digits, _ or -')
-      await repo.createCenter(company, code, need(values, 'name')).catch((e) => {
+      await repo.createCenter(company, code, required(values, 'name')).catch((e) => {
         if (isUniqueViolation(e)) throw new UsageError(`center ${code} already exists in company ${company}`)
         if ((e as { code?: string }).code === '23503')
           throw new UsageError(`company ${company} does not exist`)
@@ -74,8 +70,8 @@ export async function runAdmin(
       return
     }
     case 'user:create': {
-      const company = positiveInt(need(values, 'company'), 'company')
-      const username = need(values, 'username')
+      const company = positiveInt(required(values, 'company'), 'company')
+      const username = required(values, 'username')
       if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username))
         throw new UsageError('--username must be 1-64 of letters, digits, . _ @ -')
       const id = await repo.createUser(company, username).catch((e) => {
@@ -88,7 +84,7 @@ export async function runAdmin(
       return
     }
     case 'token:create': {
-      const username = need(values, 'username')
+      const username = required(values, 'username')
       const user = await repo.userByName(username)
       if (!user) throw new UsageError(`no user ${username}`)
       let centers: string[] | null = null
@@ -111,6 +107,8 @@ export async function runAdmin(
         } catch (e) {
           throw new UsageError((e as Error).message)
         }
+        if (expiresAt.getTime() <= Date.now())
+          throw new UsageError(`--expires ${values.expires} is in the past: the token would never work`)
       }
       const { token, lookup, hash } = newToken()
       const id = await repo.createToken({
@@ -128,8 +126,20 @@ export async function runAdmin(
       )
       return
     }
+    case 'token:list': {
+      const username = required(values, 'username')
+      const user = await repo.userByName(username)
+      if (!user) throw new UsageError(`no user ${username}`)
+      const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-')
+      out.write('id\tname\tcenters\tcreated\texpires\trevoked\tlast_used\n')
+      for (const t of await repo.tokensOfUser(user.id))
+        out.write(
+          `${[t.id, t.name ?? '-', t.centers?.join(',') ?? 'all', iso(t.created_at), iso(t.expires_at), iso(t.revoked_at), iso(t.last_used_at)].join('\t')}\n`,
+        )
+      return
+    }
     case 'token:revoke': {
-      const id = need(values, 'id')
+      const id = required(values, 'id')
       if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--id must be a token id (UUID)')
       if (!(await repo.revokeToken(id))) throw new UsageError(`no token ${id}`)
       err.write(
@@ -144,7 +154,11 @@ export async function runAdmin(
 
 async function main() {
   const config = loadAdminConfig()
-  const knex = createDb(config.DATABASE_URL, { schema: SCHEMA, poolMax: 1 })
+  const knex = createDb(config.DATABASE_URL, {
+    schema: SCHEMA,
+    poolMax: 1,
+    applicationName: 'identity-admin',
+  })
   try {
     await runAdmin(process.argv.slice(2), identityRepository(knex))
   } finally {
@@ -155,8 +169,12 @@ async function main() {
 if (require.main === module) {
   main().catch((err) => {
     exitOnConfigError(err)
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`${(err as Error).message}\n${USAGE}\n`)
+    if (err instanceof UsageError) {
+      // One line, no stack trace; the whole usage only when no command was given.
+      const noCommand = /^no command given/.test((err as Error).message)
+      process.stderr.write(
+        noCommand ? `${USAGE}\n` : `admin: ${(err as Error).message} (run admin alone for usage)\n`,
+      )
       process.exit(2)
     }
     process.stderr.write(`admin failed: ${(err as Error).message}\n`)

@@ -15,6 +15,16 @@ export interface TokenRecord {
 }
 
 /** All reads and writes of the identity schema. The admin CLI and the gateway share it. */
+export interface TokenSummary {
+  id: string
+  name: string | null
+  centers: string[] | null
+  created_at: Date
+  expires_at: Date | null
+  revoked_at: Date | null
+  last_used_at: Date | null
+}
+
 export function identityRepository(knex: Knex) {
   return {
     /** Candidate tokens for a lookup prefix, with their owner and the company's centers. */
@@ -83,6 +93,14 @@ export function identityRepository(knex: Knex) {
         expires_at: t.expiresAt,
       })
       return id
+    },
+
+    /** A user's tokens, newest first: what they are, never the secret or its hash. */
+    async tokensOfUser(userId: string): Promise<TokenSummary[]> {
+      return knex('api_tokens')
+        .where({ user_id: userId })
+        .orderBy('created_at', 'desc')
+        .select('id', 'name', 'centers', 'created_at', 'expires_at', 'revoked_at', 'last_used_at')
     },
 
     /** Returns false when there is no such token. Revoking twice keeps the first time. */

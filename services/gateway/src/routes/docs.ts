@@ -2,10 +2,12 @@ import type {} from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import { request } from 'undici'
-import type { Deps, Upstreams } from '../app'
+import { assertionHeaders, uuidv7, type Principal } from '@clinic/platform'
+import type { Deps } from '../app'
 import { BASES } from '../bases'
+import { PLANNED, ROUTED } from '../families'
 
-type OpenApi = {
+export type OpenApi = {
   paths?: Record<string, unknown>
   components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> }
   [k: string]: unknown
@@ -14,18 +16,44 @@ type OpenApi = {
 const REFRESH_MS = 30_000
 
 /**
- * One OpenAPI 3.1 document for the whole API, merged from the documents every service generates
- * from its route schemas (the schemas that validate requests are the ones documented). Internal
- * routes are left out. A service that is down is retried on the next read.
+ * Who the gateway is when it reads a service's OpenAPI document: no company, user or token. A
+ * service answers /openapi.json to the internal network or with an assertion addressed to it, so
+ * the gateway signs one (the merge works whatever INTERNAL_NETWORKS says of the gateway's address).
  */
-export function mergeOpenApi(version: string, docs: Partial<Record<keyof Upstreams, OpenApi>>): OpenApi {
+const DOCS_READER: Principal = {
+  companyId: 0,
+  userId: '',
+  username: 'gateway',
+  tokenId: '',
+  companyCenters: [],
+  allowedCenters: [],
+}
+
+/** "Documents, consents and clinical (ophthalmology)" from the planned areas of the table. */
+const plannedAreas = () => {
+  const areas = PLANNED.map((p) => p.area)
+  const text = areas.length > 1 ? `${areas.slice(0, -1).join(', ')} and ${areas.at(-1)}` : (areas[0] ?? '')
+  return text.charAt(0).toUpperCase() + text.slice(1)
+}
+
+/**
+ * One OpenAPI 3.1 document for the whole API, merged from the documents every service generates
+ * from its route schemas (the schemas that validate requests are the ones documented), in the
+ * order of the services' table, so the same documents always give the same bytes. Internal
+ * routes are left out. docs/openapi.json is this document, committed (`npm run openapi`).
+ */
+export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenApi>>): OpenApi {
   const paths: Record<string, unknown> = {}
   const schemas: Record<string, unknown> = {}
-  for (const doc of Object.values(docs)) {
+  for (const { service } of ROUTED) {
+    const doc = docs[service]
     for (const [path, item] of Object.entries(doc?.paths ?? {}))
       if (!path.startsWith('/internal')) paths[path] = item
     Object.assign(schemas, doc?.components?.schemas ?? {})
   }
+  const planned = PLANNED.length
+    ? ` ${plannedAreas()} areas are announced and answer 501 not_implemented.`
+    : ''
   return {
     openapi: '3.1.0',
     info: {
@@ -33,8 +61,9 @@ export function mergeOpenApi(version: string, docs: Partial<Record<keyof Upstrea
       version,
       description:
         'Multi-tenant clinic management API. Every request is scoped to the company of the API token. ' +
-        'Errors are application/problem+json with a stable `code`. Documents, consents and clinical ' +
-        '(ophthalmology) areas are announced and answer 501 not_implemented.',
+        'Errors are application/problem+json with a stable `code`.' +
+        planned,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [
       { url: '/api', description: 'current version' },
@@ -53,16 +82,22 @@ export function mergeOpenApi(version: string, docs: Partial<Record<keyof Upstrea
 }
 
 export async function docsRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
-  const docs: Partial<Record<keyof Upstreams, OpenApi>> = {}
+  const docs: Partial<Record<string, OpenApi>> = {}
   let merged = mergeOpenApi(deps.version, docs)
   let fetchedAt = 0
 
   async function refresh() {
-    const names = Object.keys(deps.upstreams) as Array<keyof Upstreams>
+    const names = ROUTED.map((f) => f.service)
     await Promise.all(
       names.map(async (name) => {
         try {
-          const res = await request(`${deps.upstreams[name]}/openapi.json`, {
+          const headers = assertionHeaders(
+            { auth: DOCS_READER, requestId: uuidv7() },
+            { method: 'GET', path: '/openapi.json', audience: name },
+            deps.assertionSecret,
+          )
+          const res = await request(`${deps.upstreams[name]!}/openapi.json`, {
+            headers,
             headersTimeout: 2000,
             bodyTimeout: 2000,
           })

@@ -1,36 +1,63 @@
 import type {} from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { request } from 'undici'
-import type { Deps, Upstreams } from '../app'
+import type { Deps } from '../app'
 import { BASES } from '../bases'
+import { ROUTED } from '../families'
 
 const TIMEOUT_MS = 1500
 
-async function ready(url: string): Promise<'ok' | 'down'> {
+/** A service's readiness, with the names of its checks that failed (`unreachable` if no answer). */
+async function ready(url: string): Promise<{ state: 'ok' | 'down'; failed: string[] }> {
   try {
     const res = await request(`${url}/health/ready`, { headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS })
-    await res.body.dump()
-    return res.statusCode === 200 ? 'ok' : 'down'
+    const body = (await res.body.json().catch(() => ({}))) as {
+      status?: string
+      checks?: Record<string, string>
+    }
+    if (res.statusCode === 200) return { state: 'ok', failed: [] }
+    const failed = Object.entries(body.checks ?? {})
+      .filter(([, s]) => s !== 'ok')
+      .map(([name]) => name)
+    return { state: 'down', failed: failed.length ? failed : [body.status ?? 'unready'] }
   } catch {
-    return 'down'
+    return { state: 'down', failed: ['unreachable'] }
   }
 }
 
-/** `/api/health`: public, sums up the gateway's own dependencies and every service's readiness. */
+/**
+ * `/api/health`: public, sums up the gateway's own dependencies and every service's readiness;
+ * `down` names each part that is not ok (`database`, `patients.database`, `comms.unreachable`).
+ */
 export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  // Public: computed at most once per `healthCacheMs` (1 s), whatever the request rate, so polling
+  // it cannot fan out to every service on every call.
+  let cached: { at: number; answer: Promise<{ ok: boolean; body: object }> } | null = null
+  const cacheMs = deps.healthCacheMs ?? 1000
   const handler = async (_req: unknown, reply: import('fastify').FastifyReply) => {
-    const names = Object.keys(deps.upstreams) as Array<keyof Upstreams>
-    const [database, ...services] = await Promise.all([
+    const now = Date.now()
+    if (!cached || now - cached.at >= cacheMs) cached = { at: now, answer: summary() }
+    const { ok, body } = await cached.answer
+    return reply.code(ok ? 200 : 503).send(body)
+  }
+  const summary = async () => {
+    const names = ROUTED.map((f) => f.service)
+    const [database, services] = await Promise.all([
       deps.knex.raw('select 1').then(
         () => 'ok' as const,
         () => 'down' as const,
       ),
-      ...names.map((n) => ready(deps.upstreams[n])),
+      Promise.all(names.map((n) => ready(deps.upstreams[n]!))),
     ])
     const checks: Record<string, string> = { database, broker: deps.amqp.connected ? 'ok' : 'down' }
-    names.forEach((n, i) => (checks[n] = services[i]!))
-    const ok = Object.values(checks).every((s) => s === 'ok')
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'degraded', version: deps.version, checks })
+    const down = Object.keys(checks).filter((k) => checks[k] !== 'ok')
+    names.forEach((n, i) => {
+      const { state, failed } = services[i]!
+      checks[n] = state
+      down.push(...failed.map((part) => `${n}.${part}`))
+    })
+    const ok = down.length === 0
+    return { ok, body: { status: ok ? 'ok' : 'degraded', version: deps.version, checks, down } }
   }
   for (const base of BASES)
     app.get(`${base}/health`, { config: { public: true }, schema: { hide: true } }, handler)

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Knex } from 'knex'
-import { Amqp, createDb, createLogger, migrate } from '@clinic/platform'
+import { ASSERTION_HEADER, Amqp, createDb, createLogger, migrate, verifyAssertion } from '@clinic/platform'
 import { freshCompanyId, uniqueName } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
 import { buildApp, type Upstreams } from '../../src/app'
@@ -20,29 +20,60 @@ export interface Received {
   method: string
   url: string
   headers: Record<string, string | string[] | undefined>
+  /** A form body as sent (provider callbacks). */
+  form?: string
 }
 
 /**
  * A stand-in for one service: echoes what it received as JSON, answers POST with 201 and a
- * service-relative Location, serves a small OpenAPI document and a switchable readiness.
+ * service-relative Location, serves a small OpenAPI document and a switchable readiness. With
+ * `openapiFromOutside`, it answers /openapi.json as a service does to a caller outside its
+ * internal networks: only with a valid assertion addressed to it (`name`), else 404.
  */
 export class FakeUpstream {
   received: Received[] = []
   ready = true
+  readyCalls = 0
+  /** Why each /openapi.json request was refused ('' when served). */
+  openapiRefusals: string[] = []
   url = ''
   private app: FastifyInstance
 
   constructor(
     readonly name: string,
     readonly openapi: Record<string, unknown> = { openapi: '3.1.0', paths: {} },
+    o: { openapiFromOutside?: boolean } = {},
   ) {
     this.app = Fastify()
     this.app.get('/health/ready', async (_req, reply) =>
-      reply.code(this.ready ? 200 : 503).send({ status: this.ready ? 'ok' : 'unavailable' }),
+      (this.readyCalls++, reply)
+        .code(this.ready ? 200 : 503)
+        .send(
+          this.ready
+            ? { status: 'ok', checks: { database: 'ok', broker: 'ok' } }
+            : { status: 'unavailable', checks: { database: 'down', broker: 'ok' } },
+        ),
     )
-    this.app.get('/openapi.json', async () => this.openapi)
+    this.app.get('/openapi.json', async (req, reply) => {
+      if (o.openapiFromOutside) {
+        const v = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, SECRET(), {
+          method: 'GET',
+          path: '/openapi.json',
+          audience: this.name,
+        })
+        this.openapiRefusals.push(v.ok ? '' : v.reason)
+        if (!v.ok) return reply.code(404).send({ code: 'not_found' })
+      }
+      return this.openapi
+    })
+    this.app.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_req, body, done) => done(null, body),
+    )
     this.app.all('/*', async (req, reply) => {
       const r: Received = { method: req.method, url: req.url, headers: { ...req.headers } }
+      if (typeof req.body === 'string') r.form = req.body
       this.received.push(r)
       if (req.method === 'POST') {
         const id = randomUUID()
@@ -89,12 +120,15 @@ export interface GatewayOptions {
   amqp: Amqp
   upstreams: Upstreams
   rateLimitPerMinute?: number
+  rateLimitPerAddressPerMinute?: number
+  healthCacheMs?: number
   corsOrigins?: string[]
   redis?: Redis
+  trustProxy?: false | number | string
 }
 
 export async function gateway(o: GatewayOptions) {
-  const accessLog = new AccessLog(o.knex, logger, { flushMs: 60_000 })
+  const accessLog = new AccessLog(o.knex, logger)
   const app = await buildApp({
     logger,
     knex: o.knex,
@@ -105,8 +139,10 @@ export async function gateway(o: GatewayOptions) {
     accessLog,
     upstreams: o.upstreams,
     rateLimitPerMinute: o.rateLimitPerMinute ?? 1000,
+    rateLimitPerAddressPerMinute: o.rateLimitPerAddressPerMinute ?? 100_000,
+    healthCacheMs: o.healthCacheMs ?? 0,
     corsOrigins: o.corsOrigins ?? [],
-    trustProxy: false,
+    trustProxy: o.trustProxy ?? false,
     redis: o.redis,
   })
   await app.ready()

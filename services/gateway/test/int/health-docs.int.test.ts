@@ -7,9 +7,14 @@ const doc = (paths: Record<string, unknown>, schemas: Record<string, unknown>) =
   components: { schemas },
 })
 
+const upstreamsOf = (u: Record<string, FakeUpstream>) =>
+  Object.fromEntries(Object.entries(u).map(([name, f]) => [name, f.url])) as Record<keyof typeof u, string>
+
 let env: Awaited<ReturnType<typeof infra>>
 let up: Record<'patients' | 'appointments' | 'comms' | 'audit', FakeUpstream>
 let gw: Awaited<ReturnType<typeof gateway>>
+/** The services answer /openapi.json as to a caller outside their internal networks. */
+const outside = { openapiFromOutside: true }
 
 beforeAll(async () => {
   env = await infra()
@@ -23,10 +28,12 @@ beforeAll(async () => {
         },
         { Patient: { type: 'object' } },
       ),
+      outside,
     ).start(),
     appointments: await new FakeUpstream(
       'appointments',
       doc({ '/appointments': { post: { operationId: 'book' } } }, { Appointment: { type: 'object' } }),
+      outside,
     ).start(),
     comms: await new FakeUpstream(
       'comms',
@@ -34,6 +41,7 @@ beforeAll(async () => {
         { '/comms/messages': { get: { operationId: 'listMessages' } }, '/internal/send': { post: {} } },
         {},
       ),
+      outside,
     ).start(),
     audit: await new FakeUpstream(
       'audit',
@@ -41,18 +49,10 @@ beforeAll(async () => {
         { '/audit/events': { get: { operationId: 'listAuditEvents' } } },
         { AuditEvent: { type: 'object' } },
       ),
+      outside,
     ).start(),
   }
-  gw = await gateway({
-    knex: env.knex,
-    amqp: env.amqp,
-    upstreams: {
-      patients: up.patients.url,
-      appointments: up.appointments.url,
-      comms: up.comms.url,
-      audit: up.audit.url,
-    },
-  })
+  gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams: upstreamsOf(up) })
 })
 afterAll(async () => {
   await gw?.close()
@@ -79,11 +79,12 @@ describe('/api/health', () => {
           comms: 'ok',
           audit: 'ok',
         },
+        down: [],
       })
     }
   })
 
-  it('is 503 naming the service that is not ready', async () => {
+  it('is 503 naming the service that is not ready, and the part of it that is down', async () => {
     up.comms.ready = false
     const res = await gw.app.inject({ method: 'GET', url: '/api/health' })
     expect(res.statusCode).toBe(503)
@@ -99,9 +100,31 @@ describe('/api/health', () => {
         comms: 'down',
         audit: 'ok',
       },
+      down: ['comms.database'],
     })
     up.comms.ready = true
     expect((await gw.app.inject({ method: 'GET', url: '/api/health' })).statusCode).toBe(200)
+  })
+})
+
+describe('/api/health under load', () => {
+  it('asks the services at most once a second, whatever the request rate', async () => {
+    const cachedGw = await gateway({
+      knex: env.knex,
+      amqp: env.amqp,
+      upstreams: upstreamsOf(up),
+      healthCacheMs: 1000,
+    })
+    try {
+      const before = up.patients.readyCalls
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => cachedGw.app.inject({ method: 'GET', url: '/api/health' })),
+      )
+      expect(answers.every((a) => a.statusCode === 200)).toBe(true)
+      expect(up.patients.readyCalls - before).toBe(1)
+    } finally {
+      await cachedGw.close()
+    }
   })
 })
 
@@ -129,6 +152,11 @@ describe('/api/openapi.json', () => {
       expect(Object.keys(merged.components.schemas!).sort()).toEqual(['Appointment', 'AuditEvent', 'Patient'])
       expect(Object.keys(merged.components.securitySchemes!).sort()).toEqual(['basic', 'serviceToken'])
     }
+    // Each service was asked with an assertion addressed to it, and served it.
+    for (const u of Object.values(up)) {
+      expect(u.openapiRefusals.length).toBeGreaterThan(0)
+      expect(u.openapiRefusals.every((r) => r === '')).toBe(true)
+    }
   })
 
   it('serves the same document to the interactive reference under /api/docs', async () => {
@@ -142,5 +170,41 @@ describe('/api/openapi.json', () => {
     ])
     const page = await gw.app.inject({ method: 'GET', url: '/api/docs' })
     expect([200, 302]).toContain(page.statusCode)
+  })
+})
+
+describe("the gateway's own /metrics and /openapi.json", () => {
+  it('answers them to internal addresses without a token, and 404 to anyone else', async () => {
+    for (const url of ['/metrics', '/openapi.json']) {
+      expect((await gw.app.inject({ method: 'GET', url })).statusCode).toBe(200)
+      expect((await gw.app.inject({ method: 'GET', url, remoteAddress: '10.2.3.4' })).statusCode).toBe(200)
+      const outside = await gw.app.inject({ method: 'GET', url, remoteAddress: '203.0.113.9' })
+      expect(outside.statusCode).toBe(404)
+      expect(outside.json()).toMatchObject({ code: 'not_found' })
+    }
+  })
+
+  it('behind a trusted proxy, judges the client the proxy names, not the proxy', async () => {
+    const proxied = await gateway({
+      knex: env.knex,
+      amqp: env.amqp,
+      upstreams: upstreamsOf(up),
+      trustProxy: 1,
+    })
+    try {
+      const ask = (forwardedFor: string) =>
+        proxied.app.inject({
+          method: 'GET',
+          url: '/metrics',
+          remoteAddress: '10.0.0.5', // the Ingress controller
+          headers: { 'x-forwarded-for': forwardedFor },
+        })
+      expect((await ask('203.0.113.9')).statusCode).toBe(404)
+      // A client cannot pass for internal by writing the header itself: the proxy appends its peer.
+      expect((await ask('10.9.9.9, 203.0.113.9')).statusCode).toBe(404)
+      expect((await ask('10.9.9.9')).statusCode).toBe(200)
+    } finally {
+      await proxied.close()
+    }
   })
 })

@@ -1,7 +1,9 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
-import { ASSERTION_HEADER, verifyAssertion, type CloudEvent } from '@clinic/platform'
+import { ASSERTION_HEADER, bodyHashOf, verifyAssertion, type CloudEvent } from '@clinic/platform'
 import { FakeUpstream, SECRET, VERSION, deadUrl, gateway, infra, tenant, type Received } from './harness'
+import { newToken } from '../../src/auth/tokens'
+import { identityRepository } from '../../src/db/identity-repository'
 
 const PATIENT = '0190c5a0-1234-7abc-8def-0123456789ab'
 
@@ -55,6 +57,12 @@ describe('forwarding to the services', () => {
         idempresa: '999',
         'x-tenant-id': '999',
         'x-clinic-company': '999',
+        forwarded: 'for=6.6.6.6;host=evil.example',
+        'x-forwarded-host': 'evil.example',
+        'x-forwarded-proto': 'http',
+        'x-forwarded-for': '6.6.6.6',
+        'x-real-ip': '6.6.6.6',
+        'x-original-url': '/internal/patients',
         [ASSERTION_HEADER]: forged,
         'x-request-id': 'client-req-1',
         accept: 'application/json',
@@ -72,8 +80,15 @@ describe('forwarding to the services', () => {
       'idempresa',
       'x-tenant-id',
       'x-clinic-company',
+      'forwarded',
+      'x-forwarded-host',
+      'x-forwarded-proto',
+      'x-real-ip',
+      'x-original-url',
     ])
       expect(got.headers).not.toHaveProperty(h)
+    // X-Forwarded-For is the gateway's own: the address it trusts (TRUST_PROXY off: the peer).
+    expect(got.headers['x-forwarded-for']).toBe('127.0.0.1')
     expect(JSON.stringify(got.headers)).not.toContain(t.token)
     expect(got.headers[ASSERTION_HEADER]).not.toBe(forged)
     expect(got.headers.accept).toBe('application/json')
@@ -82,10 +97,13 @@ describe('forwarding to the services', () => {
     const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
       method: 'GET',
       path: `/patients/${PATIENT}`,
+      query: 'codalmacen=ALM1&q=x',
+      audience: 'patients',
     })
     expect(verified).toEqual({
       ok: true,
       claims: expect.objectContaining({
+        aud: 'patients',
         companyId: t.companyId,
         userId: t.userId,
         username: t.username,
@@ -95,13 +113,23 @@ describe('forwarding to the services', () => {
         requestId: 'client-req-1',
         method: 'GET',
         path: `/patients/${PATIENT}`,
+        query: 'codalmacen=ALM1&q=x',
+        bodyHash: '',
       }),
     })
-    // Bound to this request: not valid for another path, nor under another secret.
+    // Bound to this request: not valid for another path, nor at another service.
     expect(
       verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/patients' })
         .ok,
     ).toBe(false)
+    expect(
+      verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+        method: 'GET',
+        path: `/patients/${PATIENT}`,
+        query: 'codalmacen=ALM1&q=x',
+        audience: 'appointments',
+      }),
+    ).toEqual({ ok: false, reason: 'audience' })
     expect(res.headers['x-request-id']).toBe('client-req-1')
   })
 
@@ -121,6 +149,7 @@ describe('forwarding to the services', () => {
     const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
       method: 'GET',
       path: '/appointments',
+      audience: 'appointments',
     })
     expect(v.ok && v.claims.companyId).toBe(t.companyId)
   })
@@ -142,6 +171,8 @@ describe('forwarding to the services', () => {
         path: '/patients',
       })
       expect(v.ok).toBe(true)
+      // Bound to the exact body the service receives.
+      expect(v.ok && v.claims.bodyHash).toBe(bodyHashOf(JSON.stringify({ first_name: 'Test' })))
     }
   })
 
@@ -160,6 +191,140 @@ describe('forwarding to the services', () => {
       expect(problem(res)).toMatchObject({ status: 401, code: 'unauthenticated' })
     }
     expect(upstream.received.length).toBe(before)
+  })
+})
+
+describe('TRUST_PROXY', () => {
+  it('with one trusted hop, records the address the proxy saw, not one the client wrote', async () => {
+    const to = upstream.url
+    const upstreams = { patients: to, appointments: to, comms: to, audit: to }
+    const behind = await gateway({ knex, amqp: env.amqp, upstreams, trustProxy: 1 })
+    try {
+      const t = await tenant(knex)
+      await behind.app.inject({
+        method: 'GET',
+        url: `/api/3/patients/${PATIENT}`,
+        // The client wrote 6.6.6.6; the load balancer (the peer) appended the address it saw.
+        headers: { ...t.headers, 'x-forwarded-for': '6.6.6.6, 203.0.113.9' },
+      })
+      const [row] = await knex('outbox').where({ idempresa: t.companyId, type: 'http.request' })
+      expect((row.payload as CloudEvent<'http.request'>).data.ip).toBe('203.0.113.9')
+    } finally {
+      await behind.close()
+    }
+  })
+})
+
+describe('ambiguous credentials', () => {
+  it('refuses a token and Basic credentials together with 400, never guessing which is meant', async () => {
+    const before = upstream.received.length
+    const t = await tenant(knex)
+    const other = await tenant(knex)
+    const res = await inject({
+      method: 'GET',
+      url: '/api/3/patients',
+      headers: {
+        ...t.headers,
+        authorization: `Basic ${Buffer.from(`${other.username}:${other.token}`).toString('base64')}`,
+      },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(problem(res)).toMatchObject({ status: 400, code: 'ambiguous_credentials' })
+    expect(upstream.received.length).toBe(before)
+  })
+})
+
+describe('provider webhooks (services.json `webhooks`)', () => {
+  const form = 'MessageSid=SM123&MessageStatus=delivered'
+  const formHeaders = { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'sig' }
+
+  it('forwards a form POST without a token, with no assertion and no client credentials, under both bases', async () => {
+    for (const base of ['/api', '/api/3']) {
+      const res = await inject({
+        method: 'POST',
+        url: `${base}/comms/webhooks/twilio`,
+        headers: { ...formHeaders, 'x-service-token': 'csk_whatever', 'x-clinic-assertion': 'forged' },
+        payload: form,
+      })
+      expect(res.statusCode).toBe(201)
+      expect(res.headers['x-service-version']).toBe(VERSION)
+      const got = upstream.received.at(-1)!
+      expect(got.url).toBe('/comms/webhooks/twilio')
+      expect(got.form).toBe(form)
+      expect(got.headers['x-twilio-signature']).toBe('sig')
+      expect(got.headers[ASSERTION_HEADER]).toBeUndefined()
+      expect(got.headers['x-service-token']).toBeUndefined()
+    }
+  })
+
+  it('keeps every other comms route, and other methods on the webhook path, behind a token', async () => {
+    const before = upstream.received.length
+    for (const [method, url] of [
+      ['GET', '/api/comms/webhooks/twilio'],
+      ['POST', '/api/comms/webhooks/other'],
+      ['POST', '/api/comms/send'],
+    ] as const) {
+      const res = await inject({
+        method,
+        url,
+        headers: formHeaders,
+        payload: method === 'POST' ? form : undefined,
+      })
+      expect(res.statusCode).toBe(401)
+    }
+    expect(upstream.received.length).toBe(before)
+  })
+
+  it('accepts form bodies only there', async () => {
+    const t = await tenant(knex)
+    const res = await inject({
+      method: 'POST',
+      url: '/api/patients',
+      headers: { ...t.headers, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form,
+    })
+    expect(res.statusCode).toBe(415)
+  })
+})
+
+describe('hop-by-hop headers stay on their hop', () => {
+  it('does not forward Expect: 100-continue (undici refuses it: it was a 503) nor Connection, and returns no upstream keep-alive', async () => {
+    const t = await tenant(knex)
+    const res = await inject({
+      method: 'POST',
+      url: '/api/3/patients',
+      headers: {
+        ...t.headers,
+        'content-type': 'application/json',
+        expect: '100-continue',
+        connection: 'close',
+      },
+      payload: JSON.stringify({ first_name: 'Ana' }),
+    })
+    expect(res.statusCode).toBe(201)
+    expect(echoed(res).headers.expect).toBeUndefined()
+    expect(echoed(res).headers.connection).not.toBe('close')
+    expect(res.headers['keep-alive']).toBeUndefined()
+  })
+})
+
+describe('body limits by route (services.json body_limits)', () => {
+  it('forwards a send with a 100 KiB body, which is 413 on any other route; above its own limit it is 413 too', async () => {
+    const t = await tenant(knex)
+    const post = (url: string, size: number) =>
+      inject({
+        method: 'POST',
+        url,
+        headers: { ...t.headers, 'content-type': 'application/json' },
+        payload: JSON.stringify({ body: 'x'.repeat(size) }),
+      })
+    const send = await post('/api/comms/send', 100 * 1024)
+    expect(send.statusCode).toBe(201)
+    expect(echoed(send).url).toBe('/comms/send')
+    expect((await post('/api/comms/messages', 100 * 1024)).statusCode).toBe(413)
+    expect((await post('/api/patients', 100 * 1024)).statusCode).toBe(413)
+    const huge = await post('/api/3/comms/send', 400 * 1024)
+    expect([huge.statusCode, problem(huge).code]).toEqual([413, 'payload_too_large'])
   })
 })
 
@@ -302,6 +467,17 @@ describe('access events', () => {
       (r) => r.payload as CloudEvent<'http.request'>,
     )
 
+  it('commits the access event before the answer leaves (nothing to flush)', async () => {
+    const t = await tenant(knex)
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        inject({ method: 'GET', url: `/api/3/patients/${PATIENT}`, headers: t.headers }),
+      ),
+    )
+    const ids = answers.map((a) => a.headers['x-request-id'])
+    expect((await events(t.companyId)).map((e) => e.requestid).sort()).toEqual([...ids].sort())
+  })
+
   it('records each request in the outbox with actor, path without query, status, ip and resource', async () => {
     const t = await tenant(knex)
     const ok = await inject({
@@ -340,32 +516,94 @@ describe('access events', () => {
     })
   })
 
-  it("records a revoked token's 401 under its company, without an actor", async () => {
+  it("counts refusals of found tokens (revoked, expired, another user's) under their company: one http.refused per address and minute", async () => {
     const t = await tenant(knex, { revoked: true })
-    const res = await inject({
-      method: 'POST',
-      url: '/api/patients',
-      headers: { ...t.headers, 'content-type': 'application/json' },
-      payload: {},
+    const repo = identityRepository(knex)
+    const tokenOf = async (expiresAt: Date | null) => {
+      const { token, lookup, hash } = newToken()
+      await repo.createToken({
+        companyId: t.companyId,
+        userId: t.userId,
+        name: null,
+        lookup,
+        hash,
+        centers: null,
+        expiresAt,
+      })
+      return token
+    }
+    const expired = await tokenOf(new Date(Date.now() - 60_000))
+    const valid = await tokenOf(null)
+    const basic = (user: string, token: string) => ({
+      authorization: `Basic ${Buffer.from(`${user}:${token}`).toString('base64')}`,
     })
-    expect(res.statusCode).toBe(401)
+    await gw.accessLog.flushRefusals() // what earlier tests left
+    const refusals = [
+      ...Array.from({ length: 4 }, () => t.headers), // revoked
+      ...Array.from({ length: 3 }, () => ({ 'x-service-token': expired })),
+      ...Array.from({ length: 3 }, () => basic('someone-else', valid)), // not the token's owner
+    ]
+    for (const [i, headers] of refusals.entries()) {
+      const res = await inject({
+        method: i % 2 ? 'GET' : 'POST',
+        url: `/api/patients${i % 2 ? `/${PATIENT}` : ''}?q=name-${i}`,
+        headers: { ...headers, 'content-type': 'application/json' },
+        payload: i % 2 ? undefined : {},
+      })
+      expect(res.statusCode).toBe(401)
+    }
+    // An unknown token meanwhile, from the same address: company 0's count, not this company's.
+    expect(
+      (await inject({ method: 'GET', url: '/api/patients', headers: { 'x-service-token': 'csk_guess' } }))
+        .statusCode,
+    ).toBe(401)
     await gw.accessLog.flush()
-    const [e, ...rest] = await events(t.companyId)
-    expect(rest).toHaveLength(0)
+    expect(await events(t.companyId)).toEqual([])
+    await gw.accessLog.flushRefusals()
+    // One event per minute: two only if the requests straddled a minute's end.
+    const rows = await knex('outbox').where({ idempresa: t.companyId, type: 'http.refused' }).orderBy('id')
+    const counted = rows.map((r) => r.payload as CloudEvent<'http.refused'>)
+    expect(new Set(counted.map((c) => c.data.window_start)).size).toBe(rows.length)
+    expect(counted.reduce((n, c) => n + c.data.count, 0)).toBe(10)
+    const e = { ...counted[0]!, data: { ...counted[0]!.data, count: 10 } }
     expect(e).toMatchObject({
       idempresa: t.companyId,
-      requestid: res.headers['x-request-id'],
-      data: {
-        method: 'POST',
-        path: '/api/patients',
-        status: 401,
-        ip: '127.0.0.1',
-        resource_type: 'patient',
-        resource_id: null,
-      },
+      source: 'clinic/gateway',
+      data: { ip: '127.0.0.1', count: 10 },
     })
+    expect([...e.data.paths].sort()).toEqual(['/api/patients', `/api/patients/${PATIENT}`])
     expect(e).not.toHaveProperty('actorname')
     expect(e).not.toHaveProperty('actorid')
+    expect(JSON.stringify(e)).not.toContain('name-')
+  })
+
+  it('counts refusals of unknown callers per address and minute: one http.refused event, not a row each', async () => {
+    const rid = `refused-${Date.now().toString(36)}`
+    await gw.accessLog.flushRefusals() // what earlier tests left
+    const before = await knex('outbox').where({ type: 'http.refused' }).count({ n: '*' })
+    for (let i = 0; i < 25; i++)
+      expect(
+        (
+          await inject({
+            method: 'GET',
+            url: `/api/3/patients/${PATIENT}?q=name-${i}`,
+            headers: { 'x-service-token': `csk_guess${i}`, 'x-request-id': `${rid}-${i}` },
+          })
+        ).statusCode,
+      ).toBe(401)
+    await gw.accessLog.flush()
+    const single = await knex('outbox')
+      .where({ type: 'http.request' })
+      .whereRaw("payload->>'requestid' like ?", [`${rid}%`])
+    expect(single).toEqual([])
+    await gw.accessLog.flushRefusals()
+    const rows = await knex('outbox').where({ type: 'http.refused' }).orderBy('id')
+    expect(rows.length - Number(before[0]!.n)).toBe(1)
+    expect(rows.at(-1)!.payload).toMatchObject({
+      idempresa: 0,
+      data: { ip: '127.0.0.1', count: 25, paths: [`/api/3/patients/${PATIENT}`] },
+    })
+    expect(JSON.stringify(rows.at(-1)!.payload)).not.toContain('name-')
   })
 
   it('leaves public routes and preflights out', async () => {
@@ -382,12 +620,13 @@ describe('access events', () => {
       },
     })
     // A request that is recorded, as a control: the query below does find rows by request id.
+    const t = await tenant(knex)
     const control = await inject({
       method: 'GET',
       url: '/api/patients',
-      headers: { 'x-request-id': `${rid}-control` },
+      headers: { ...t.headers, 'x-request-id': `${rid}-control` },
     })
-    expect(control.statusCode).toBe(401)
+    expect(control.statusCode).toBe(200)
     await gw.accessLog.flush()
     const rows = await knex('outbox')
       .where({ type: 'http.request' })

@@ -1,3 +1,5 @@
+import { UsageError } from '@clinic/platform'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { runAdmin } from '../../src/cli/admin'
 import { FakeIdentityRepository, Sink } from './fake-identity-repository'
@@ -169,6 +171,9 @@ describe('runAdmin', () => {
     expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '2027-02-30')).toMatch(
       /^--expires must be/,
     )
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '2020-01-01')).toBe(
+      '--expires 2020-01-01 is in the past: the token would never work',
+    )
     expect(repo.tokens).toHaveLength(0)
   })
 
@@ -187,15 +192,43 @@ describe('runAdmin', () => {
     expect(repo.tokens[0]!.revoked_at).toBeInstanceOf(Date)
   })
 
+  it('token:list shows a user’s tokens (never the secret), newest first', async () => {
+    const repo = await seeded()
+    const { out: first } = await admin(repo, 'token:create', '--username', 'alice', '--name', 'portal')
+    await admin(repo, 'token:create', '--username', 'alice', '--centers', 'ALM1', '--expires', '30d')
+    await admin(repo, 'token:revoke', '--id', repo.tokens[0]!.id)
+    const { out } = await admin(repo, 'token:list', '--username', 'ALICE')
+    const [header, newest, oldest, ...rest] = out.trim().split('\n')
+    expect(rest).toEqual([])
+    expect(header).toBe('id\tname\tcenters\tcreated\texpires\trevoked\tlast_used')
+    expect(newest!.split('\t').slice(0, 3)).toEqual([repo.tokens[1]!.id, '-', 'ALM1'])
+    expect(newest!.split('\t')[5]).toBe('-')
+    expect(oldest!.split('\t').slice(0, 3)).toEqual([repo.tokens[0]!.id, 'portal', 'all'])
+    expect(oldest!.split('\t')[5]).not.toBe('-') // revoked
+    expect(out).not.toContain(first.trim())
+    expect(await usageError(repo, 'token:list', '--username', 'ghost')).toBe('no user ghost')
+  })
+
   it('refuses unknown and missing commands, and unknown options', async () => {
     const repo = new FakeIdentityRepository()
     expect(await usageError(repo, 'company:delete', '--id', '7')).toBe('unknown command company:delete')
     expect(await usageError(repo)).toBe('no command given')
     await expect(
       runAdmin(['company:create', '--id', '7', '--name', 'X', '--force'], repo),
-    ).rejects.toMatchObject({
-      code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION',
-    })
+    ).rejects.toMatchObject({ constructor: UsageError, message: "Unknown option '--force'" })
     expect(repo.companies.size).toBe(0)
+  })
+})
+
+describe('the admin command', () => {
+  it('answers a usage error in one line on stderr, exit code 2, no stack trace', () => {
+    const cli = require.resolve('../../dist/cli/admin.js')
+    const run = spawnSync(process.execPath, [cli, 'token:revoke', '--id', 'nope'], {
+      env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres' },
+      encoding: 'utf8',
+    })
+    expect(run.status).toBe(2)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toBe('admin: --id must be a token id (UUID) (run admin alone for usage)\n')
   })
 })

@@ -143,6 +143,21 @@ describe('Authenticator', () => {
     expect(repo.lookups).toHaveLength(2)
   })
 
+  it('shares one lookup among the requests that miss together (single flight)', async () => {
+    const { auth, repo, issue } = await setup({ ttlMs: 5000 })
+    const { token } = await issue()
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => auth.authenticate({ 'x-service-token': token }, T0)),
+    )
+    expect(answers.every((a) => a.ok)).toBe(true)
+    expect(repo.lookups).toHaveLength(1)
+    // Expired under load: again one lookup for all of them.
+    await Promise.all(
+      Array.from({ length: 50 }, () => auth.authenticate({ 'x-service-token': token }, T0 + 6000)),
+    )
+    expect(repo.lookups).toHaveLength(2)
+  })
+
   it('caches unknown tokens too', async () => {
     const { auth, repo } = await setup({ ttlMs: 5000 })
     const guess = newToken().token

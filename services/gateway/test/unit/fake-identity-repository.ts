@@ -119,6 +119,21 @@ export class FakeIdentityRepository implements IdentityRepository {
     return id
   }
 
+  async tokensOfUser(userId: string) {
+    return this.tokens
+      .filter((t) => t.user_id === userId)
+      .reverse()
+      .map((t) => ({
+        id: t.id,
+        name: t.name,
+        centers: t.centers,
+        created_at: this.clock(),
+        expires_at: t.expires_at,
+        revoked_at: t.revoked_at,
+        last_used_at: t.last_used_at,
+      }))
+  }
+
   async revokeToken(id: string): Promise<boolean> {
     const t = this.tokens.find((x) => x.id === id)
     if (!t) return false

@@ -1,6 +1,12 @@
-import { commonTables, type Migration } from '@clinic/platform'
+import { commonTables, ensureRole, type Migration } from '@clinic/platform'
 
 export const SCHEMA = 'identity'
+/**
+ * What the gateway may do at run time: read identities, note a token's last use, write its access
+ * events. Companies, centers, users and tokens are made and revoked by the admin CLI, with the
+ * owner's credentials.
+ */
+export const APP_ROLE = 'clinic_gateway_app'
 
 /**
  * The identity schema: companies, their centers, users and API tokens. Logins (usernames) are one
@@ -51,6 +57,19 @@ export const migrations: Migration[] = [
         CREATE INDEX api_tokens_lookup ON api_tokens (lookup);
       `)
       await commonTables.outbox(knex, SCHEMA)
+    },
+  },
+  {
+    name: '0002_gateway_role',
+    async up(knex) {
+      await ensureRole(knex, APP_ROLE)
+      await knex.raw(`
+        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE};
+        GRANT SELECT ON companies, centers, users, api_tokens TO ${APP_ROLE};
+        GRANT UPDATE (last_used_at) ON api_tokens TO ${APP_ROLE};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${APP_ROLE};
+        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE};
+      `)
     },
   },
 ]

@@ -1,0 +1,37 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import type { AccessLog } from '../access-log'
+import { isPublic } from './authenticate'
+import { codalmacenOf } from './centers'
+
+/**
+ * An `http.request` event for the audit trail for every non-public answer, committed before the
+ * answer leaves (see AccessLog): whoever got an answer is on the trail.
+ */
+export const accessEvents = fp(
+  async (app: FastifyInstance, { accessLog }: { accessLog: AccessLog }) => {
+    app.addHook('onSend', async (req, reply, payload) => {
+      if (isPublic(req)) return payload
+      // Refused before it had a principal (no token, an unknown, revoked or expired one, another
+      // user's, or refused before the check: 401, 400, 429): counted per company (of a token that
+      // was found; else 0), address and minute, not a row each.
+      if (!req.principal) {
+        accessLog.refused({ ip: req.ip, path: req.url.split('?')[0]!, companyId: req.refusedCompany })
+        return payload
+      }
+      const code = codalmacenOf(req.query)
+      await accessLog.record({
+        method: req.method,
+        path: req.url.split('?')[0]!,
+        status: reply.statusCode,
+        durationMs: reply.elapsedTime,
+        ip: req.ip,
+        requestId: String(req.id),
+        principal: req.principal,
+        codalmacen: typeof code === 'string' && req.principal?.companyCenters.includes(code) ? code : null,
+      })
+      return payload
+    })
+  },
+  { name: 'access-events', dependencies: ['authenticate'] },
+)

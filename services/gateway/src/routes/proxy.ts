@@ -1,0 +1,166 @@
+import type {} from '@fastify/swagger'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import proxy from '@fastify/http-proxy'
+import { Readable } from 'node:stream'
+import {
+  BODY_LIMIT,
+  NotImplemented,
+  PayloadTooLarge,
+  UpstreamUnavailable,
+  assertionHeaders,
+  sendProblem,
+} from '@clinic/platform'
+import { BASES } from '../bases'
+import { PLANNED, ROUTED, type Upstreams } from '../families'
+
+/**
+ * Headers a client must never set for itself: tenant hints, internal assertions, and what proxies
+ * say about the request (forwarded host, address or original URL: the gateway sets
+ * X-Forwarded-For itself, from the address it trusts).
+ */
+const SPOOFABLE =
+  /^(x-clinic-|x-idempresa|idempresa|x-empresa|x-tenant|x-company|x-user|x-forwarded-|forwarded$|x-real-ip$|x-original-url$|x-rewrite-url$|x-original-uri$)/i
+const CREDENTIALS = ['authorization', 'x-service-token', 'cookie']
+// Between the client and the gateway only: the gateway has read the body already (undici refuses an
+// `expect` header outright, which answered 503), and connections are per hop.
+const HOP_BY_HOP = ['expect', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection']
+
+/**
+ * Under both bases: every planned area answers 501 not_implemented, every routed family is
+ * proxied to its service (undici keep-alive) with a signed assertion instead of the client's
+ * credentials; a relative Location gets the client's base; a service that does not answer is 503.
+ */
+export async function proxyRoutes(
+  app: FastifyInstance,
+  { upstreams, assertionSecret }: { upstreams: Upstreams; assertionSecret: string },
+) {
+  for (const { service } of ROUTED)
+    if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
+  for (const base of BASES) {
+    for (const { family, area } of PLANNED) {
+      const planned = async () => {
+        throw new NotImplemented(area)
+      }
+      app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
+      app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
+    }
+    for (const { family, service, webhooks, bodyLimits } of ROUTED) {
+      const options = {
+        upstream: upstreams[service]!,
+        preHandler: bufferBody,
+        internalRewriteLocationHeader: false,
+        undici: {
+          connections: 128,
+          pipelining: 1,
+          keepAliveTimeout: 30_000,
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+        },
+        replyOptions: {
+          rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>
+            forwardHeaders(req as FastifyRequest, headers, { base, service, secret: assertionSecret }),
+          rewriteHeaders: (headers: Record<string, string | string[] | undefined>) => {
+            // The service's keep-alive is about its connection to the gateway, not the client's
+            // (which may have asked for Connection: close).
+            delete headers.connection
+            delete headers['keep-alive']
+            const location = headers.location
+            if (typeof location === 'string' && location.startsWith('/')) headers.location = base + location
+            return headers
+          },
+          onError: (reply: unknown, { error }: { error: Error }) => {
+            const r = reply as FastifyReply
+            r.request.log.warn({ err: error.message, upstream: service }, 'upstream unavailable')
+            void sendProblem(
+              r,
+              new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`),
+            )
+          },
+        },
+      }
+      await app.register(proxy, {
+        ...options,
+        prefix: `${base}/${family}`,
+        rewritePrefix: `/${family}`,
+        httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
+      })
+      // A provider's callbacks carry no API token and may be form-encoded: the service checks
+      // their signature. No assertion is forwarded, so the service sees no principal.
+      for (const path of webhooks)
+        await app.register(proxy, {
+          ...options,
+          prefix: `${base}${path}`,
+          rewritePrefix: path,
+          httpMethods: ['POST'],
+          config: { public: true, webhook: true },
+        })
+      // Routes that take larger bodies than the default (a 64 KiB email body, JSON-escaped).
+      for (const [path, bodyLimit] of Object.entries(bodyLimits))
+        await app.register(proxy, {
+          ...options,
+          prefix: `${base}${path}`,
+          rewritePrefix: path,
+          httpMethods: ['POST'],
+          config: { bodyLimit },
+        })
+    }
+  }
+}
+
+/**
+ * What the upstream sees: no client credentials or tenant hints, a signed assertion instead,
+ * addressed to the family's service (another service refuses it).
+ */
+function forwardHeaders(
+  req: FastifyRequest,
+  headers: Record<string, string | string[] | undefined>,
+  { base, service, secret }: { base: string; service: string; secret: string },
+): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase()
+    if (!SPOOFABLE.test(name) && !CREDENTIALS.includes(lower) && !HOP_BY_HOP.includes(lower))
+      out[name] = value
+  }
+  const principal = req.principal
+  // Path and query as the service receives them; the body as buffered by bufferBody.
+  const path = req.url.slice(base.length)
+  if (principal)
+    Object.assign(
+      out,
+      assertionHeaders(
+        { auth: principal, requestId: String(req.id) },
+        { method: req.method, path, body: req.rawBody, audience: service },
+        secret,
+      ),
+    )
+  out['x-request-id'] = String(req.id)
+  out['x-forwarded-for'] = req.ip
+  return out
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request body as it is forwarded (bufferBody), for the assertion's body hash. */
+    rawBody?: Buffer
+  }
+}
+
+/**
+ * Reads a request body (64 KiB at most, or the route's own limit; chunked or not) before it is
+ * forwarded, so that the assertion can carry its hash; the proxy then sends exactly these bytes.
+ */
+async function bufferBody(req: FastifyRequest) {
+  const body = req.body
+  if (!(body instanceof Readable)) return
+  const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) throw new PayloadTooLarge(limit)
+    chunks.push(chunk)
+  }
+  req.rawBody = Buffer.concat(chunks)
+  req.body = Readable.from([req.rawBody])
+}

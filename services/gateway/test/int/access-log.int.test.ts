@@ -1,0 +1,48 @@
+import { createLogger } from '@clinic/platform'
+import { testPrincipal, waitFor } from '@clinic/platform/testing'
+import { AccessLog } from '../../src/access-log'
+import { infra } from './harness'
+
+let env: Awaited<ReturnType<typeof infra>>
+beforeAll(async () => {
+  env = await infra()
+})
+afterAll(() => env?.close())
+
+describe('access log', () => {
+  it('logs a failing outbox insert without the values it bound', async () => {
+    const lines: string[] = []
+    const log = createLogger({
+      service: 'gateway-test',
+      destination: { write: (l: string) => void lines.push(l) },
+    })
+    const accessLog = new AccessLog(env.knex, log, { retryMs: 60_000 })
+    try {
+      // A company id past PostgreSQL's integer: the insert fails, and PostgreSQL's message quotes
+      // the value it could not take (`value "98765432109" is out of range for type integer`).
+      const principal = testPrincipal({ companyId: 98_765_432_109 })
+      await accessLog.record({
+        method: 'GET',
+        path: '/api/patients',
+        status: 200,
+        durationMs: 1,
+        ip: '127.0.0.1',
+        requestId: 'req-access-log-error',
+        principal,
+        codalmacen: null,
+      })
+      const line = await waitFor(() => lines.find((l) => l.includes('access log write failed')), {
+        what: 'the write failure to be logged',
+      })
+      expect(JSON.parse(line)).toMatchObject({
+        level: 40,
+        pending: 1,
+        err: { code: '22003', message: 'database error 22003' },
+      })
+      expect(line).not.toContain('98765432109')
+      expect(line).not.toMatch(/insert into/i)
+    } finally {
+      await accessLog.close()
+    }
+  })
+})
