@@ -3,6 +3,10 @@ import { loadConfig, sharedConfig, v } from '@clinic/platform'
 export const configSpec = {
   ...sharedConfig,
   APPOINTMENTS_PORT: v.port({ default: '8082' }),
+  /** Where the patients service answers `GET /internal/patients/:id` (does the patient exist?). */
+  PATIENTS_URL: v.url({ default: 'http://127.0.0.1:8081', protocols: ['http:', 'https:'] }),
+  /** How long a booking waits for the patients service before answering 503. */
+  PATIENTS_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
 }
 
 export const loadAppointmentsConfig = (env = process.env) => loadConfig(configSpec, env)

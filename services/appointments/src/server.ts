@@ -1,16 +1,26 @@
-import { connectService, onShutdown, readVersion, runMain } from '@clinic/platform'
+import { runService } from '@clinic/platform'
 import { buildApp } from './app'
+import { PatientsClient } from './clients/patients-client'
 import { loadAppointmentsConfig } from './config'
-import { SCHEMA } from './db/migrations'
+import { APP_ROLE, SCHEMA } from './db/migrations'
 
-runMain('appointments', async () => {
-  const config = loadAppointmentsConfig()
-  const infra = await connectService({ service: 'appointments', schema: SCHEMA, config, outbox: true })
-  const app = await buildApp({
-    ...infra,
-    version: readVersion(),
-    assertionSecret: config.INTERNAL_AUTH_SECRET,
-  })
-  await app.listen({ port: config.APPOINTMENTS_PORT, host: config.HOST })
-  onShutdown(infra.logger, [() => app.close(), () => infra.close()])
-})
+runService(
+  {
+    service: 'appointments',
+    schema: SCHEMA,
+    role: APP_ROLE,
+    outbox: true,
+    config: loadAppointmentsConfig,
+    port: (c) => c.APPOINTMENTS_PORT,
+  },
+  async (deps, config) => ({
+    app: await buildApp({
+      ...deps,
+      patients: new PatientsClient({
+        baseUrl: config.PATIENTS_URL,
+        secret: config.INTERNAL_AUTH_SECRET,
+        timeoutMs: config.PATIENTS_TIMEOUT_MS,
+      }),
+    }),
+  }),
+)

@@ -1,0 +1,217 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { UUID_PATTERN } from '@clinic/platform/core'
+import { CenterCode, Instant, ListQuery, Uuid, nullable } from '@clinic/platform/http'
+
+/**
+ * The Appointment contract (DESIGN.md section 4). These schemas validate requests, filter
+ * responses and produce the OpenAPI document; the domain's types come from them.
+ */
+
+export const STATUSES = ['scheduled', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show'] as const
+export type AppointmentStatus = (typeof STATUSES)[number]
+export const SORTS = ['starts_at', '-starts_at'] as const
+export type AppointmentSort = (typeof SORTS)[number]
+export const DEFAULT_TIME_ZONE = 'Europe/Madrid'
+
+/**
+ * Text PostgreSQL can store and a screen can show: no NUL or other control characters, C0, DEL
+ * and C1 (U+0080-U+009F: NEL, CSI...; tab and line breaks allowed where noted), no lone UTF-16
+ * surrogates. Single-line text also refuses the Unicode line and paragraph separators
+ * (U+2028/U+2029). Ajv compiles patterns with the `u` flag, so a surrogate range matches only
+ * unpaired halves. Local: the platform's text check (text.ts) covers only NUL and surrogates.
+ */
+const CONTROL = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ud800-\\udfff'
+const LINE_BREAK = '\\t\\n\\r\\u2028\\u2029'
+export const SINGLE_LINE = `^[^${LINE_BREAK}${CONTROL}]*[^\\s${CONTROL}][^${LINE_BREAK}${CONTROL}]*$`
+export const MULTI_LINE = `^[^${CONTROL}]*[^\\s${CONTROL}][^${CONTROL}]*$`
+export const TIME_ZONE_NAME = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$'
+export const TEXT_MESSAGES: Record<string, string> = {
+  [SINGLE_LINE]: 'must not be blank nor contain line breaks or control characters',
+  [MULTI_LINE]: 'must not be blank nor contain control characters',
+  [TIME_ZONE_NAME]: 'must be an IANA time zone name, e.g. Europe/Madrid',
+  [UUID_PATTERN]: 'must be a UUID',
+  '^[A-Za-z0-9_-]+$': 'may contain only letters, digits, _ and -',
+}
+
+const statusOf = (values: readonly AppointmentStatus[], description?: string) =>
+  Type.Unsafe<AppointmentStatus>({
+    type: 'string',
+    enum: [...values],
+    ...(description ? { description } : {}),
+  })
+
+export const Practitioner = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: SINGLE_LINE,
+  description: 'who sees the patient (a stable id or name, compared exactly); one appointment at a time',
+  examples: ['dra-lopez'],
+})
+const When = (description: string, example: string) =>
+  Type.String({ format: 'date-time', maxLength: 40, description, examples: [example] })
+const TimeZone = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: TIME_ZONE_NAME,
+  description: `IANA time zone for reminders in local time (default ${DEFAULT_TIME_ZONE})`,
+  examples: ['Europe/Madrid'],
+})
+const Reason = Type.String({ maxLength: 500, pattern: MULTI_LINE, description: 'why the patient comes' })
+const Notes = Type.String({
+  maxLength: 4000,
+  pattern: MULTI_LINE,
+  description: 'free text; never sent in events',
+})
+const CancellationReason = Type.String({
+  maxLength: 500,
+  pattern: MULTI_LINE,
+  description: 'required to cancel',
+})
+
+export const CreateAppointmentBody = Type.Object(
+  {
+    patient_id: Uuid,
+    codalmacen: Type.Optional(CenterCode),
+    practitioner: Practitioner,
+    starts_at: When('RFC 3339 with any offset; stored and returned in UTC', '2026-11-23T09:30:00+01:00'),
+    ends_at: When('after starts_at, at most 12 h later', '2026-11-23T10:00:00+01:00'),
+    time_zone: Type.Optional(TimeZone),
+    reason: Type.Optional(nullable(Reason)),
+    notes: Type.Optional(nullable(Notes)),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        patient_id: '019ab2c4-1f00-7000-8000-000000000001',
+        codalmacen: 'ALM1',
+        practitioner: 'dra-lopez',
+        starts_at: '2026-11-23T09:30:00+01:00',
+        ends_at: '2026-11-23T10:00:00+01:00',
+        reason: 'revision anual',
+      },
+    ],
+  },
+)
+export type CreateAppointmentInput = Static<typeof CreateAppointmentBody>
+
+export const UpdateAppointmentBody = Type.Object(
+  {
+    codalmacen: Type.Optional(CenterCode),
+    practitioner: Type.Optional(Practitioner),
+    starts_at: Type.Optional(When('RFC 3339, any offset', '2026-11-23T11:00:00+01:00')),
+    ends_at: Type.Optional(When('RFC 3339, any offset', '2026-11-23T11:30:00+01:00')),
+    time_zone: Type.Optional(TimeZone),
+    reason: Type.Optional(nullable(Reason)),
+    notes: Type.Optional(nullable(Notes)),
+    status: Type.Optional(
+      statusOf(
+        STATUSES,
+        'scheduled -> confirmed -> (check-in endpoint) -> checked_in -> completed; scheduled or confirmed -> cancelled | no_show',
+      ),
+    ),
+    cancellation_reason: Type.Optional(CancellationReason),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      { starts_at: '2026-11-23T11:00:00+01:00', ends_at: '2026-11-23T11:30:00+01:00' },
+      { status: 'cancelled', cancellation_reason: 'el paciente avisa de que no puede venir' },
+    ],
+  },
+)
+export type UpdateAppointmentInput = Static<typeof UpdateAppointmentBody>
+
+export const Appointment = Type.Object(
+  {
+    id: Uuid,
+    patient_id: Uuid,
+    codalmacen: Type.String(),
+    practitioner: Type.String(),
+    starts_at: Instant,
+    ends_at: Instant,
+    time_zone: Type.String(),
+    reason: nullable(Type.String()),
+    notes: nullable(Type.String()),
+    status: statusOf(STATUSES),
+    cancellation_reason: nullable(Type.String()),
+    checked_in_at: nullable(Instant),
+    created_at: Instant,
+    updated_at: Instant,
+    version: Type.Integer({ minimum: 1, description: 'increments on every change; the ETag' }),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        id: '019ab2c5-2a00-7000-8000-000000000002',
+        patient_id: '019ab2c4-1f00-7000-8000-000000000001',
+        codalmacen: 'ALM1',
+        practitioner: 'dra-lopez',
+        starts_at: '2026-11-23T08:30:00.000Z',
+        ends_at: '2026-11-23T09:00:00.000Z',
+        time_zone: 'Europe/Madrid',
+        reason: 'revision anual',
+        notes: null,
+        status: 'scheduled',
+        cancellation_reason: null,
+        checked_in_at: null,
+        created_at: '2026-11-22T17:05:12.345Z',
+        updated_at: '2026-11-22T17:05:12.345Z',
+        version: 1,
+      },
+    ],
+  },
+)
+export type Appointment = Static<typeof Appointment>
+/** The stored, editable part of an appointment. */
+export type AppointmentFields = Omit<Appointment, 'id' | 'created_at' | 'updated_at' | 'version'>
+
+export const ListAppointmentsQuery = Type.Object(
+  {
+    ...ListQuery,
+    patient_id: Type.Optional(Uuid),
+    practitioner: Type.Optional(Practitioner),
+    status: Type.Optional(
+      Type.Array(statusOf(STATUSES), {
+        minItems: 1,
+        maxItems: STATUSES.length,
+        description: 'one or several, by repeating the parameter: `status=scheduled&status=confirmed`',
+      }),
+    ),
+    from: Type.Optional(
+      When('starts_at on or after this instant (URL-encode a + offset as %2B)', '2026-11-23T00:00:00Z'),
+    ),
+    to: Type.Optional(When('starts_at before this instant', '2026-11-24T00:00:00Z')),
+    sort: Type.Union(
+      SORTS.map((s) => Type.Literal(s)),
+      { default: 'starts_at', description: '`starts_at` (default, earliest first) or `-starts_at`' },
+    ),
+  },
+  { additionalProperties: false },
+)
+export type ListAppointmentsInput = Static<typeof ListAppointmentsQuery>
+
+/** Fields a client can never write; named as read-only in a 400 rather than as unknown. */
+export const READ_ONLY_FIELDS = [
+  'id',
+  'version',
+  'created_at',
+  'updated_at',
+  'checked_in_at',
+  'idempresa',
+  'idEmpresa',
+  'company_id',
+] as const
+
+/** What other services read (comms renders reminders from it): no reason, notes or history. */
+export const AppointmentSummary = Type.Pick(Appointment, [
+  'id',
+  'patient_id',
+  'codalmacen',
+  'practitioner',
+  'starts_at',
+  'ends_at',
+  'time_zone',
+  'status',
+])
