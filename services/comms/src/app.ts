@@ -1,20 +1,30 @@
-import Fastify from 'fastify'
-import { fastifyOptions, http, readinessOf, type ServiceDeps } from '@clinic/platform'
+import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { MessagesRepository } from './db/repositories/messages-repository'
+import type { AppointmentDirectory } from './domain/appointment-directory'
+import type { PatientDirectory } from './domain/patient-directory'
+import { messageRoutes } from './routes/messages'
+import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
 
-export type Deps = ServiceDeps
+/** knex: connected as the service role (row-level security applies), search_path = comms. */
+export interface Deps extends ServiceDeps {
+  patients: PatientDirectory
+  appointments: AppointmentDirectory
+  /** Twilio status callbacks; without an auth token every callback is refused (403). */
+  twilio?: Omit<TwilioWebhookOptions, 'knex'>
+}
 
-/**
- * The comms service. Its routes (POST /comms/send, GET /comms/messages/{id}) and delivery are the
- * next issue; today it serves its health, metrics and OpenAPI and refuses calls that did not come
- * through the gateway.
- */
+/** The comms service: queue messages to patients or guardians, follow their delivery. */
 export async function buildApp(deps: Deps) {
-  const app = Fastify(fastifyOptions(deps.logger))
-  await app.register(http, {
+  const app = await serviceApp(deps, {
     service: 'comms',
-    version: deps.version,
-    assertionSecret: deps.assertionSecret,
-    readiness: readinessOf(deps.knex, deps.amqp),
+    description:
+      'Messages to patients and their guardians by email (SMTP) and SMS (Twilio), delivered asynchronously.',
   })
+  await app.register(messageRoutes, {
+    store: new MessagesRepository(deps.knex),
+    patients: deps.patients,
+    appointments: deps.appointments,
+  })
+  await app.register(twilioWebhookRoutes, { knex: deps.knex, ...deps.twilio })
   return app
 }

@@ -1,4 +1,4 @@
 import { runMigrations } from '@clinic/platform'
-import { SCHEMA, migrations } from './migrations'
+import { APP_ROLE, SCHEMA, migrations } from './migrations'
 
-runMigrations(SCHEMA, migrations)
+runMigrations(SCHEMA, migrations, APP_ROLE)

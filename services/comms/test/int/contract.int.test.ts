@@ -1,11 +1,25 @@
 import { describeServiceContract } from '../../../../test-setup/service-contract'
 import { buildApp } from '../../src/app'
+import { AppointmentsClient } from '../../src/clients/appointments-client'
+import { PatientsClient } from '../../src/clients/patients-client'
 import { SCHEMA, migrations } from '../../src/db/migrations'
+
+// Nothing listens there: the contract checks never get as far as a patient lookup.
+const nowhere = {
+  baseUrl: 'http://127.0.0.1:9',
+  secret: 'unused-unused-unused-unused-unused',
+  timeoutMs: 200,
+}
 
 describeServiceContract({
   service: 'comms',
   schema: SCHEMA,
   migrations,
-  buildApp,
+  buildApp: (deps) =>
+    buildApp({
+      ...deps,
+      patients: new PatientsClient(nowhere),
+      appointments: new AppointmentsClient(nowhere),
+    }),
   protectedPath: '/comms/send',
 })

@@ -1,0 +1,34 @@
+import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
+import { callService } from '@clinic/platform/http'
+import type { PatientContact, PatientDirectory } from '../domain/patient-directory'
+
+export interface ClientOptions {
+  /** PATIENTS_URL or APPOINTMENTS_URL */
+  baseUrl: string
+  /** INTERNAL_AUTH_SECRET, shared with the gateway and the other services. */
+  secret: string
+  timeoutMs: number
+}
+
+/**
+ * The patients service's internal lookup, on behalf of the caller: the signed assertion carries the
+ * caller's company, so another company's patient is a 404 like a missing one. Down, slow or 5xx is
+ * 503 upstream_unavailable (platform `callService`); any other unexpected answer too.
+ */
+export class PatientsClient implements PatientDirectory {
+  constructor(private readonly o: ClientOptions) {}
+
+  async contact(ctx: Ctx, patientId: string): Promise<PatientContact | null> {
+    const answer = await callService<PatientContact>(ctx, this.o.secret, {
+      service: 'patients',
+      baseUrl: this.o.baseUrl,
+      method: 'GET',
+      path: `/internal/patients/${encodeURIComponent(patientId)}`,
+      timeoutMs: this.o.timeoutMs,
+    })
+    if (answer.status === 200 && answer.body) return answer.body
+    if (answer.status === 404) return null
+    ctx.log.warn({ upstream: 'patients', status: answer.status }, 'unexpected answer to a patient lookup')
+    throw new UpstreamUnavailable('The patients service is unavailable; retry shortly')
+  }
+}

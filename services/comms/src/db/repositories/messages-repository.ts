@@ -1,0 +1,133 @@
+import {
+  storedIdempotentResponse,
+  companyIdempotent,
+  companyTransaction,
+  enqueueEvents,
+  type StoredResponse,
+} from '@clinic/platform'
+import type { Knex } from 'knex'
+import type { ListFilter, MessageStore, MessageTx, NewMessage } from '../../domain/message-store'
+import type { Message, VersionedMessage } from '../../schemas/message'
+
+export const TABLE = 'messages'
+
+/**
+ * A row (any company's) as the API shows it: no company column, no body, instants in UTC, and
+ * `sending` (a worker holds it; DESIGN.md lists no such status) shown as `queued`.
+ */
+export function toMessage(r: Record<string, unknown>): VersionedMessage {
+  const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : (v as string | null))
+  return {
+    id: r.id as string,
+    patient_id: r.patient_id as string,
+    appointment_id: (r.appointment_id as string | null) ?? null,
+    codalmacen: (r.codalmacen as string | null) ?? null,
+    status: (r.status === 'sending' ? 'queued' : r.status) as Message['status'],
+    recipient: {
+      role: r.recipient_role as Message['recipient']['role'],
+      name: r.recipient_name as string,
+      address: r.recipient_address as string,
+    },
+    channel: r.channel as Message['channel'],
+    subject: (r.subject as string | null) ?? null,
+    template: (r.template as string | null) ?? null,
+    attempts: r.attempts as number,
+    last_error: (r.last_error as string | null) ?? null,
+    provider_id: (r.provider_id as string | null) ?? null,
+    created_at: iso(r.created_at) as string,
+    sent_at: iso(r.sent_at),
+    version: r.version as number,
+  }
+}
+
+export const MESSAGE_COLUMNS = [
+  'id',
+  'patient_id',
+  'appointment_id',
+  'codalmacen',
+  'status',
+  'recipient_role',
+  'recipient_name',
+  'recipient_address',
+  'channel',
+  'subject',
+  'template',
+  'attempts',
+  'last_error',
+  'provider_id',
+  'created_at',
+  'sent_at',
+  'version',
+]
+
+/**
+ * The only code that touches `comms.messages` for the API. Every statement filters by company; the
+ * transaction also sets `app.idempresa` for row-level security, the second wall.
+ */
+export class MessagesRepository implements MessageStore {
+  constructor(private readonly knex: Knex) {}
+
+  private tx(companyId: number, trx: Knex.Transaction): MessageTx {
+    return {
+      async insert(id: string, f: NewMessage) {
+        const [row] = await trx(TABLE)
+          .insert({ idempresa: companyId, id, ...f })
+          .returning(MESSAGE_COLUMNS)
+        return toMessage(row as Record<string, unknown>)
+      },
+      publish: (events) => enqueueEvents(trx, events),
+    }
+  }
+
+  idempotent<B>(
+    companyId: number,
+    idempotency: { tokenId: string; key: string | undefined; hash: string },
+    fn: (tx: MessageTx) => Promise<StoredResponse<B>>,
+  ): Promise<StoredResponse<B>> {
+    return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
+  }
+
+  /**
+   * The stored answer of an Idempotency-Key this token used within 24 h (the same window as
+   * `companyIdempotent`), read before anything else so a retry replays without the patient lookup;
+   * another body under the key is a conflict. Null: a new key (or an expired one).
+   */
+  storedResponse<B>(
+    companyId: number,
+    idempotency: { tokenId: string; key: string; hash: string },
+  ): Promise<StoredResponse<B> | null> {
+    return storedIdempotentResponse(this.knex, companyId, idempotency)
+  }
+
+  findById(companyId: number, id: string): Promise<VersionedMessage | null> {
+    return companyTransaction(this.knex, companyId, async (trx) => {
+      const row = await trx(TABLE).where({ idempresa: companyId, id }).first(MESSAGE_COLUMNS)
+      return row ? toMessage(row) : null
+    })
+  }
+
+  list(companyId: number, f: ListFilter): Promise<{ rows: VersionedMessage[]; total: number }> {
+    return companyTransaction(this.knex, companyId, async (trx) => {
+      const matching = trx(TABLE).where('idempresa', companyId)
+      if (f.centers) matching.whereIn('codalmacen', f.centers)
+      if (f.patientId) matching.where('patient_id', f.patientId)
+      if (f.appointmentId) matching.where('appointment_id', f.appointmentId)
+      // `sending` is shown as queued, so it is found as queued too.
+      if (f.status === 'queued') matching.whereIn('status', ['queued', 'sending'])
+      else if (f.status) matching.where('status', f.status)
+      if (f.channel) matching.where('channel', f.channel)
+      if (f.from) matching.where('created_at', '>=', f.from)
+      if (f.to) matching.where('created_at', '<', f.to)
+      const page = matching.clone().select(MESSAGE_COLUMNS)
+      if (f.after)
+        page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
+      page.orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      page.offset(f.offset).limit(f.limit + 1)
+      const [rows, [count]] = await Promise.all([page, matching.clone().count({ n: '*' })])
+      return { rows: (rows as Record<string, unknown>[]).map(toMessage), total: Number(count?.n ?? 0) }
+    })
+  }
+}

@@ -1,0 +1,130 @@
+import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import { messageEvent } from '../events/message-events'
+import type { Channel, Message } from '../schemas/message'
+
+/** What a provider needs to send one message (the row as claimed). */
+export interface OutgoingMessage {
+  id: string
+  channel: Channel
+  name: string
+  address: string
+  subject: string | null
+  body: string
+}
+
+/** Email or SMS: nodemailer, twilio, or files under var/outbox/ (adapters in providers/). */
+export interface Provider {
+  send(m: OutgoingMessage): Promise<{ providerId: string }>
+  close?(): Promise<void> | void
+}
+
+/**
+ * A provider's refusal, classified: `permanent` (invalid address, SMTP 5xx, Twilio 4xx) fails the
+ * message at once; otherwise it is retried later. `reason` is stored as last_error: no address,
+ * no body, only codes (it also reaches logs).
+ */
+export class DeliveryError extends Error {
+  constructor(
+    readonly permanent: boolean,
+    readonly reason: string,
+  ) {
+    super(reason)
+  }
+}
+
+/** Thrown to have the consumer put the job on its delayed retry queue. */
+export class RetryLater extends Error {}
+
+export interface DeliveryStore {
+  /** queued -> sending, attempts + 1, committed at once: nobody else sends it after this. */
+  claim(companyId: number, id: string): Promise<(Message & { body: string }) | null>
+  /** sending -> queued with last_error, committed at once (a transient failure). */
+  requeue(companyId: number, id: string, error: string): Promise<void>
+  /** In the job's transaction (with processed_events): the outcome and its event. */
+  finish(
+    companyId: number,
+    id: string,
+    outcome: { providerId: string } | { error: string },
+  ): Promise<Message | null>
+  /**
+   * In the job's transaction, after `finish` recorded an SMS sent: a Twilio receipt for `providerId`
+   * that arrived before the sid was recorded, applied now (the message as it became), or null.
+   */
+  applyEarlyReceipt(providerId: string): Promise<Message | null>
+  publish(events: CloudEvent[]): Promise<void>
+}
+
+export type Outcome = 'sent' | 'failed' | 'retry' | 'skipped'
+
+/**
+ * Sends one queued message at most once. The claim (a conditional UPDATE queued -> sending) commits
+ * before the provider is called, so a redelivered job or a second worker finds nothing to claim;
+ * if the process dies after the provider accepted, the row stays `sending` and the sweep marks it
+ * failed ("outcome unknown"): a patient never gets the same message twice.
+ */
+export async function deliverMessage(
+  deps: { store: DeliveryStore; providers: Record<Channel, Provider>; log: Ctx['log']; maxAttempts: number },
+  job: {
+    companyId: number
+    id: string
+    /** Who queued it, from the queued event: the sent or failed event names them too. */
+    cause?: Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
+  },
+): Promise<Outcome> {
+  const { store, log } = deps
+  const m = await store.claim(job.companyId, job.id)
+  if (!m) {
+    log.debug({ message_id: job.id }, 'message not queued (already claimed or done); nothing to send')
+    return 'skipped'
+  }
+  const attempt = m.attempts
+  let outcome: { providerId: string } | { error: string }
+  try {
+    outcome = await deps.providers[m.channel].send({
+      id: m.id,
+      channel: m.channel,
+      name: m.recipient.name,
+      address: m.recipient.address,
+      subject: m.subject,
+      body: m.body,
+    })
+  } catch (err) {
+    const e = err instanceof DeliveryError ? err : new DeliveryError(false, 'provider error')
+    if (!e.permanent && attempt < deps.maxAttempts) {
+      await store.requeue(job.companyId, m.id, e.reason)
+      log.warn(
+        { message_id: m.id, channel: m.channel, attempt, reason: e.reason },
+        'delivery failed; will retry',
+      )
+      return 'retry'
+    }
+    outcome = { error: e.permanent ? e.reason : `${e.reason} (gave up after ${attempt} attempts)` }
+  }
+  const done = await store.finish(job.companyId, m.id, outcome)
+  if (!done) {
+    // The row left `sending` meanwhile (the stale sweep failed it as "outcome unknown"): that stays
+    // the record, and its event was the sweep's.
+    log.warn(
+      { message_id: m.id, channel: m.channel, attempt },
+      'delivery outcome not recorded: the message was no longer sending',
+    )
+    return 'skipped'
+  }
+  // The sent or failed event names who queued the message (and their request).
+  const event = messageEvent(
+    done.status === 'sent' ? 'comms.message.sent' : 'comms.message.failed',
+    job.companyId,
+    done,
+  )
+  for (const [k, v] of Object.entries(job.cause ?? {})) if (v !== undefined) Object.assign(event, { [k]: v })
+  const events = [event]
+  if (done.status === 'sent' && done.channel === 'sms' && done.provider_id) {
+    // A receipt is Twilio's word, as when it comes through the webhook: no actor.
+    const receipt = await store.applyEarlyReceipt(done.provider_id)
+    if (receipt) events.push(messageEvent('comms.message.delivered', job.companyId, receipt))
+  }
+  await store.publish(events)
+  const result = done.status === 'sent' ? 'sent' : 'failed'
+  log.info({ message_id: m.id, channel: m.channel, attempt, status: result }, 'delivery finished')
+  return result
+}

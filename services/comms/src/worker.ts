@@ -1,0 +1,90 @@
+import { startConsumer, type Amqp, type Consumer } from '@clinic/platform'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import { deliveryStore, failStaleSending } from './db/repositories/delivery-repository'
+import { RetryLater, deliverMessage, type Provider } from './domain/deliver-message'
+import type { Channel } from './schemas/message'
+
+export const DELIVERY_QUEUE = 'comms.delivery'
+
+export interface WorkerOptions {
+  knex: Knex
+  amqp: Amqp
+  log: Logger
+  providers: Record<Channel, Provider>
+  maxAttempts: number
+  retryBaseMs: number
+  staleMinutes: number
+  /** How often the stale-sending sweep runs. */
+  sweepEveryMs?: number
+  prefetch?: number
+}
+
+/** Exponential backoff with full jitter in [d/2, d], capped at 10 minutes. */
+export const retryDelay = (base: number, attempt: number, random = Math.random) => {
+  const d = Math.min(600_000, base * 2 ** (attempt - 1))
+  return Math.round(d / 2 + (random() * d) / 2)
+}
+
+/**
+ * The delivery worker: consumes `comms.message.queued` (platform idempotent consumer: redelivered
+ * events are no-ops; failures go to the `.retry` delay queue, then the `.dlq`), and sweeps
+ * messages left `sending` by a dead worker to `failed`.
+ */
+export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
+  const consumer: Consumer = await startConsumer({
+    amqp: o.amqp,
+    knex: o.knex,
+    log: o.log,
+    queue: DELIVERY_QUEUE,
+    bindings: ['comms.message.queued'],
+    // A handler holds a pooled connection for its job and takes another for the claim: stay well
+    // under the pool size.
+    prefetch: o.prefetch ?? 4,
+    // The domain gives up (failed) after maxAttempts; the consumer's own limit only catches
+    // poison jobs (a broken event, a database fault) and dead-letters them.
+    maxAttempts: o.maxAttempts + 3,
+    backoffMs: (n) => retryDelay(o.retryBaseMs, n),
+    handle: async (event, trx) => {
+      const data = event.data as { id?: unknown }
+      if (event.type !== 'comms.message.queued' || typeof data.id !== 'string') return
+      const outcome = await deliverMessage(
+        {
+          store: deliveryStore(o.knex, trx),
+          providers: o.providers,
+          log: o.log.child({ request_id: event.requestid }),
+          maxAttempts: o.maxAttempts,
+        },
+        {
+          companyId: event.idempresa,
+          id: data.id,
+          cause: {
+            actorid: event.actorid,
+            actorname: event.actorname,
+            actortokenid: event.actortokenid,
+            requestid: event.requestid,
+          },
+        },
+      )
+      if (outcome === 'retry') throw new RetryLater('transient delivery failure')
+    },
+  })
+  const sweep = async () => {
+    try {
+      const failed = await failStaleSending(o.knex, o.staleMinutes)
+      if (failed.length)
+        o.log.warn({ count: failed.length }, 'messages left sending marked failed (outcome unknown)')
+    } catch (err) {
+      o.log.error({ err }, 'stale sending sweep failed')
+    }
+  }
+  const timer = setInterval(() => void sweep(), o.sweepEveryMs ?? 60_000)
+  timer.unref()
+  return {
+    async stop() {
+      clearInterval(timer)
+      await consumer.stop()
+      await Promise.all(Object.values(o.providers).map((p) => p.close?.()))
+    },
+  }
+}

@@ -1,0 +1,274 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import {
+  Amqp,
+  OutboxRelay,
+  createDb,
+  createLogger,
+  migrate,
+  verifyAssertion,
+  ASSERTION_HEADER,
+  type Principal,
+} from '@clinic/platform'
+import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import type { Knex } from 'knex'
+import { SMTPServer } from 'smtp-server'
+import { buildApp } from '../src/app'
+import { AppointmentsClient } from '../src/clients/appointments-client'
+import { PatientsClient } from '../src/clients/patients-client'
+import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
+import type { AppointmentInfo } from '../src/domain/appointment-directory'
+import type { Provider } from '../src/domain/deliver-message'
+import type { PatientContact } from '../src/domain/patient-directory'
+import type { Channel } from '../src/schemas/message'
+import { startDeliveryWorker } from '../src/worker'
+
+export type App = Awaited<ReturnType<typeof buildApp>>
+const secret = () => process.env.INTERNAL_AUTH_SECRET!
+
+/**
+ * Stands in for the patients and appointments services' internal endpoints: a real HTTP server
+ * that checks the signed assertion of each call (company, method, path) like the real ones, and
+ * answers only for the company the record belongs to.
+ */
+export async function startDirectory() {
+  const patients = new Map<string, PatientContact>()
+  const appointments = new Map<string, AppointmentInfo>()
+  let calls = 0
+  let down = false
+  const server = http.createServer((req, res) => {
+    calls++
+    if (down) {
+      req.socket.destroy()
+      return
+    }
+    const url = new URL(req.url ?? '/', 'http://x')
+    const claims = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, secret(), {
+      method: req.method ?? '',
+      path: url.pathname,
+    })
+    if (!claims.ok) {
+      res.writeHead(401).end()
+      return
+    }
+    const m = /^\/internal\/(patients|appointments)\/([^/]+)$/.exec(url.pathname)
+    const key = m ? `${claims.claims.companyId}:${m[2]}` : ''
+    const found = m?.[1] === 'patients' ? patients.get(key) : appointments.get(key)
+    if (!found) {
+      res.writeHead(404, { 'content-type': 'application/problem+json' }).end('{"code":"not_found"}')
+      return
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(found))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return {
+    url,
+    get calls() {
+      return calls
+    },
+    /** Drop every call (as a crashed service would) until set back. */
+    setDown: (v: boolean) => (down = v),
+    addPatient: (companyId: number, p: PatientContact) => patients.set(`${companyId}:${p.id}`, p),
+    addAppointment: (companyId: number, a: AppointmentInfo) => appointments.set(`${companyId}:${a.id}`, a),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
+}
+export type Directory = Awaited<ReturnType<typeof startDirectory>>
+
+export interface Harness {
+  app: App
+  knex: Knex
+  owner: Knex
+  amqp: Amqp
+  directory: Directory
+  close(): Promise<void>
+}
+
+/**
+ * The comms app on the run's database (as the service role), with the directory server above.
+ * With `providers`, also the outbox relay and the delivery worker on the run's vhost.
+ */
+export async function startComms(
+  o: {
+    providers?: Record<Channel, Provider>
+    twilio?: { authToken: string; webhookUrl: string }
+    /** Every log line of the app and the worker, at every level (silent without). */
+    logLines?: string[]
+  } = {},
+): Promise<Harness> {
+  const url = process.env.DATABASE_URL!
+  await migrate(url, SCHEMA, migrations)
+  const lines = o.logLines
+  const logger = lines
+    ? createLogger({
+        service: 'comms',
+        level: 'trace',
+        destination: { write: (line) => void lines.push(line) },
+      })
+    : createLogger({ service: 'comms', level: process.env.LOG_LEVEL ?? 'silent' })
+  const knex = createDb(url, { schema: SCHEMA, role: APP_ROLE, poolMax: 10 })
+  const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
+  const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'comms-test' })
+  const directory = await startDirectory()
+  const client = { baseUrl: directory.url, secret: secret(), timeoutMs: 2000 }
+  const app = await buildApp({
+    logger,
+    knex,
+    amqp,
+    version: '261122.01',
+    assertionSecret: secret(),
+    patients: new PatientsClient(client),
+    appointments: new AppointmentsClient(client),
+    twilio: o.twilio,
+  })
+  await app.ready()
+  let stopWorker: (() => Promise<void>) | null = null
+  let relay: OutboxRelay | null = null
+  if (o.providers) {
+    await amqp.start()
+    const worker = await startDeliveryWorker({
+      knex,
+      amqp,
+      log: logger,
+      providers: o.providers,
+      maxAttempts: 3,
+      retryBaseMs: 50,
+      staleMinutes: 10,
+    })
+    stopWorker = () => worker.stop()
+    relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: url, amqp, log: logger, pollMs: 200 })
+    await relay.start()
+  }
+  return {
+    app,
+    knex,
+    owner,
+    amqp,
+    directory,
+    async close() {
+      await app.close()
+      await relay?.stop()
+      await stopWorker?.()
+      await amqp.close()
+      await directory.close()
+      await Promise.all([knex.destroy(), owner.destroy()])
+    },
+  }
+}
+
+/** Calls the app as the gateway would on behalf of `principal`. */
+export function clientFor(app: App, principal: Principal = testPrincipal()) {
+  const call = (method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+    app.inject({
+      method,
+      url,
+      headers: { ...gatewayHeaders(principal, method, url, undefined, undefined, body), ...headers },
+      ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
+    })
+  return {
+    principal,
+    get: (url: string) => call('GET', url),
+    post: (url: string, body: unknown, headers?: Record<string, string>) => call('POST', url, body, headers),
+  }
+}
+export type Client = ReturnType<typeof clientFor>
+
+/**
+ * A real SMTP server (smtp-server) on a free port. Recipients decide its answer: `tempfail*@`
+ * gets 451 on its first RCPT and is accepted after; `reject*@` always gets 550; others are accepted.
+ */
+export async function startSmtp() {
+  const received: Array<{ to: string[]; raw: string }> = []
+  const tempfailed = new Set<string>()
+  let rcptCalls = 0
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onRcptTo(address, _session, cb) {
+      rcptCalls++
+      const local = address.address.split('@')[0] ?? ''
+      if (local.startsWith('reject'))
+        return cb(Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }))
+      if (local.startsWith('tempfail') && !tempfailed.has(address.address)) {
+        tempfailed.add(address.address)
+        return cb(Object.assign(new Error('Try again later'), { responseCode: 451 }))
+      }
+      cb()
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = []
+      stream.on('data', (c: Buffer) => chunks.push(c))
+      stream.on('end', () => {
+        received.push({
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks).toString('utf8'),
+        })
+        cb()
+      })
+    },
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  const port = (server.server.address() as AddressInfo).port
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    get rcptCalls() {
+      return rcptCalls
+    },
+    /** Emails that carried this message id. */
+    copiesOf: (messageId: string) =>
+      received.filter((m) => /^x-clinic-message-id: *(.*)$/im.exec(m.raw)?.[1]?.trim() === messageId).length,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
+}
+
+/**
+ * The part of Twilio's REST API the client uses to send (POST .../Messages.json), on a free port.
+ * `To` decides the answer: +34600000400 is a 400 (invalid number), +34600000503 a 503 once.
+ */
+export async function startTwilio(accountSid: string, authToken: string) {
+  const sent: Array<Record<string, string>> = []
+  let failedOnce = false
+  let n = 0
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      const auth = Buffer.from(`${accountSid}:${authToken}`).toString('base64')
+      const json = (status: number, o: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(o))
+      if (req.headers.authorization !== `Basic ${auth}`)
+        return json(401, { code: 20003, message: 'Authenticate', status: 401 })
+      if (req.method !== 'POST' || req.url !== `/2010-04-01/Accounts/${accountSid}/Messages.json`)
+        return json(404, { code: 20404, message: 'Not found', status: 404 })
+      const p = Object.fromEntries(new URLSearchParams(body))
+      if (p.To === '+34600000400')
+        return json(400, { code: 21211, message: "The 'To' number is not valid", status: 400 })
+      if (p.To === '+34600000503' && !failedOnce) {
+        failedOnce = true
+        return json(503, { code: 20503, message: 'Service unavailable', status: 503 })
+      }
+      n++
+      const sid = `SM${String(n).padStart(32, '0')}`
+      sent.push({ ...p, sid })
+      json(201, {
+        sid,
+        account_sid: accountSid,
+        to: p.To,
+        from: p.From ?? null,
+        body: p.Body,
+        status: 'queued',
+        num_segments: '1',
+        date_created: new Date().toUTCString(),
+      })
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    sent,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
+}

@@ -1,0 +1,80 @@
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import type { CloudEvent } from '@clinic/platform/core'
+import { deliverMessage, type DeliveryStore, type Provider } from '../../src/domain/deliver-message'
+import type { Message } from '../../src/schemas/message'
+
+/** A pino logger whose lines (parsed) land in `lines`. */
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>)
+      done()
+    },
+  })
+  return { log: pino({ level: 'trace' }, stream), lines }
+}
+
+const message = (over: Partial<Message> = {}): Message & { body: string } => ({
+  id: '0190c5a0-0000-7000-8000-0000000d0001',
+  patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
+  appointment_id: null,
+  codalmacen: 'ALM1',
+  status: 'queued',
+  recipient: { role: 'patient', name: 'Testa Ficticia', address: 'ficticia@example.test' },
+  channel: 'email',
+  subject: 'Cita',
+  template: null,
+  attempts: 1,
+  last_error: null,
+  provider_id: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+  sent_at: null,
+  body: 'Recordatorio',
+  ...over,
+})
+
+function fakeStore(finish: Message | null, receipt: Message | null = null) {
+  const published: CloudEvent[] = []
+  const store: DeliveryStore = {
+    claim: async () => message(),
+    requeue: async () => undefined,
+    finish: async () => finish,
+    applyEarlyReceipt: async () => receipt,
+    publish: async (events) => void published.push(...events),
+  }
+  return { store, published }
+}
+
+const accepting: Provider = { send: async () => ({ providerId: 'SM0001' }) }
+
+describe('deliverMessage', () => {
+  it('the provider accepted but the row had left sending (swept): no event, no "sent" in the log', async () => {
+    const { store, published } = fakeStore(null)
+    const { log, lines } = capturingLogger()
+    const outcome = await deliverMessage(
+      { store, providers: { email: accepting, sms: accepting }, log, maxAttempts: 3 },
+      { companyId: 7, id: message().id },
+    )
+    expect(outcome).toBe('skipped')
+    expect(published).toEqual([])
+    expect(lines.length).toBeGreaterThan(0)
+    for (const line of lines) expect(JSON.stringify(line)).not.toMatch(/\bsent\b/)
+  })
+
+  it('an SMS receipt that came before the sid was recorded is applied with it: sent, then delivered', async () => {
+    const sent = message({ channel: 'sms', status: 'sent', provider_id: 'SM0001' })
+    const { store, published } = fakeStore(sent, { ...sent, status: 'undelivered' })
+    const { log } = capturingLogger()
+    const outcome = await deliverMessage(
+      { store, providers: { email: accepting, sms: accepting }, log, maxAttempts: 3 },
+      { companyId: 7, id: sent.id, cause: { actorid: 'u-1' } },
+    )
+    expect(outcome).toBe('sent')
+    expect(published.map((e) => [e.type, (e.data as { status: string }).status, e.actorid])).toEqual([
+      ['comms.message.sent', 'sent', 'u-1'],
+      ['comms.message.delivered', 'undelivered', undefined],
+    ])
+  })
+})
