@@ -68,7 +68,7 @@ export function describeServiceContract(o: {
       const res = await app.inject({
         method: 'GET',
         url,
-        headers: gatewayHeaders(testPrincipal(), 'GET', url),
+        headers: gatewayHeaders(testPrincipal(), 'GET', url, undefined, undefined, undefined, o.service),
       })
       expect(res.statusCode).toBe(404)
       expect(res.json().code).toBe('not_found')
@@ -79,6 +79,16 @@ export function describeServiceContract(o: {
         'http_request_duration_seconds',
       )
       expect((await app.inject({ method: 'GET', url: '/openapi.json' })).json().openapi).toBe('3.1.0')
+    })
+
+    it('counts the SQL statements it sends in db_statements_total', async () => {
+      const count = async () => {
+        const body = (await app.inject({ method: 'GET', url: '/metrics' })).body
+        return Number(/^db_statements_total(?:\{[^}]*\})? (\d+)/m.exec(body)?.[1])
+      }
+      const before = await count()
+      expect((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200)
+      expect(await count()).toBe(before + 1) // its `select 1`
     })
   })
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { randomInt } from 'node:crypto'
+import { connect } from 'node:net'
 import type { ChildProcess } from 'node:child_process'
 import { waitFor } from '@clinic/platform/testing'
 import { admin, freePort, startProcess, waitHealthy, type StackInfo } from './stack'
@@ -22,10 +23,12 @@ export interface CallOptions {
   basic?: { username: string; token: string }
   headers?: Record<string, string>
   body?: unknown
-  /** Sent as is, with `contentType`. */
-  raw?: string
+  /** Sent as is (bytes too: not UTF-8 on purpose), with `contentType`. */
+  raw?: string | Buffer
   contentType?: string
   base?: string
+  /** Aborts the request (and the reading of its answer) after this many ms: a `TimeoutError`. */
+  timeoutMs?: number
 }
 
 /** One HTTP call through the gateway, as a client would make it. */
@@ -34,7 +37,7 @@ export async function call<T = any>(method: string, path: string, o: CallOptions
   if (o.token) headers['x-service-token'] = o.token
   if (o.basic)
     headers.authorization = `Basic ${Buffer.from(`${o.basic.username}:${o.basic.token}`).toString('base64')}`
-  let body: string | undefined
+  let body: string | Buffer | undefined
   if (o.raw !== undefined) {
     body = o.raw
     headers['content-type'] = o.contentType ?? 'application/json'
@@ -42,7 +45,8 @@ export async function call<T = any>(method: string, path: string, o: CallOptions
     body = JSON.stringify(o.body)
     headers['content-type'] = 'application/json'
   }
-  const res = await fetch(`${o.base ?? stack().api}${path}`, { method, headers, body })
+  const signal = o.timeoutMs === undefined ? undefined : AbortSignal.timeout(o.timeoutMs)
+  const res = await fetch(`${o.base ?? stack().api}${path}`, { method, headers, body, signal })
   const text = await res.text()
   let parsed: unknown = text
   try {
@@ -124,4 +128,85 @@ export async function sql<T = any>(text: string, params: unknown[] = []): Promis
   } finally {
     await db.end()
   }
+}
+
+export interface RawAnswer {
+  /** Status codes of the status lines received, in order (interim 1xx ones too). */
+  statuses: number[]
+  /** Header lines of the first final answer, lower-cased names. */
+  headers: Array<[string, string]>
+  /** Everything received, as latin1 text. */
+  text: string
+  /** A final answer arrived whole (by its Content-Length or chunked framing). */
+  complete: boolean
+  /** The server closed the connection before a whole answer arrived, or without one. */
+  closed: boolean
+  /** Neither a whole answer nor a close within the time allowed: we gave up on the socket. */
+  timedOut: boolean
+  /** A socket error (e.g. ECONNRESET), if one ended the exchange. */
+  error?: string
+  ms: number
+}
+
+const FINAL_STATUS = /(?:^|\r\n)HTTP\/\d\.\d [2-9]\d\d/
+
+/** The header lines of the first final answer in `text`, and whether its body has arrived whole. */
+function parseAnswer(text: string): { headers: Array<[string, string]>; complete: boolean } {
+  const at = text.search(FINAL_STATUS)
+  if (at < 0) return { headers: [], complete: false }
+  const rest = text.slice(at).replace(/^\r\n/, '')
+  const end = rest.indexOf('\r\n\r\n')
+  if (end < 0) return { headers: [], complete: false }
+  const headers = rest
+    .slice(0, end)
+    .split('\r\n')
+    .slice(1)
+    .map((l): [string, string] => [
+      l.slice(0, l.indexOf(':')).trim().toLowerCase(),
+      l.slice(l.indexOf(':') + 1).trim(),
+    ])
+  const body = rest.slice(end + 4)
+  const length = headers.find(([n]) => n === 'content-length')?.[1]
+  const chunked = headers.some(([n, v]) => n === 'transfer-encoding' && /chunked/i.test(v))
+  const complete = chunked
+    ? /(?:^|\r\n)0\r\n(?:[^\r\n]+\r\n)*\r\n$/.test(body)
+    : length !== undefined && Buffer.byteLength(body, 'latin1') >= Number(length)
+  return { headers, complete }
+}
+
+/**
+ * Bytes written as they are to a raw TCP connection (no client library to fix them up), and what
+ * comes back until a final answer has arrived whole, the server closes the connection, or
+ * `timeoutMs` passes. For requests no HTTP client would send: CRLF inside header values,
+ * duplicate framing headers, odd request lines.
+ */
+export function rawExchange(url: string, request: string | Buffer, timeoutMs = 5000): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url)
+  const started = Date.now()
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let done = false
+    const socket = connect({ host: hostname, port: Number(port) })
+    const finish = (o: { closed: boolean; timedOut: boolean; error?: string }) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      socket.destroy()
+      const text = Buffer.concat(chunks).toString('latin1')
+      const statuses = [...text.matchAll(/(?:^|\r\n)HTTP\/\d\.\d (\d{3})/g)].map((m) => Number(m[1]))
+      resolve({ statuses, text, ...parseAnswer(text), ...o, ms: Date.now() - started })
+    }
+    const timer = setTimeout(() => finish({ closed: false, timedOut: true }), timeoutMs)
+    socket.on('connect', () => socket.write(request))
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d)
+      if (parseAnswer(Buffer.concat(chunks).toString('latin1')).complete)
+        finish({ closed: false, timedOut: false })
+    })
+    socket.on('end', () => finish({ closed: true, timedOut: false }))
+    socket.on('close', () => finish({ closed: true, timedOut: false }))
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      finish({ closed: true, timedOut: false, error: err.code ?? err.message }),
+    )
+  })
 }

@@ -1,5 +1,8 @@
+import { createHmac } from 'node:crypto'
+import os from 'node:os'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import {
@@ -9,21 +12,29 @@ import {
   dropTestDatabase,
   waitFor,
 } from '@clinic/platform/testing'
+import serviceList from '@clinic/platform/services.json'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
-export const SERVICES = ['patients', 'appointments', 'comms', 'audit'] as const
-type ServiceName = (typeof SERVICES)[number] | 'gateway'
+/** The resource services of packages/platform/services.json (the gateway comes on top). */
+export const SERVICES: readonly string[] = serviceList.services.map((s) => s.name)
+type ServiceName = string
+/** PATIENTS_PORT, PATIENTS_URL, ... for a service name. */
+const envName = (name: string, what: 'PORT' | 'URL') => `${name.toUpperCase().replace(/-/g, '_')}_${what}`
 
 export interface StackInfo {
   gatewayUrl: string
   /** `${gatewayUrl}/api` */
   api: string
-  serviceUrls: Record<(typeof SERVICES)[number], string>
+  serviceUrls: Record<string, string>
   env: Record<string, string>
   pids: number[]
+  /** The pid of each process by service name ('gateway' too). */
+  processes: Record<string, number>
+  /** Where each process of the stack writes its logs (stdout and stderr), by service name. */
+  logFiles: Record<string, string>
   /** What to clean up afterwards. */
-  cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[] }
+  cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[]; logDir?: string }
 }
 
 /** A port nothing listens on right now (also what a dead upstream looks like). */
@@ -80,20 +91,49 @@ async function infrastructure(): Promise<{
 
 const children: ChildProcess[] = []
 
-/** Starts one service from its build (dist), logs to e2e/logs/<name>.log when E2E_LOGS is set. */
+/**
+ * As `npm start` does (scripts/lib.mjs serviceEnv): the stack's DATABASE_URL is the owner's, for
+ * migrations and the admin CLI; each service logs in as its own role `clinic_<name>`, and signs its
+ * events with its own key, which audit checks per source.
+ */
+function asService(name: string, env: Record<string, string>): Record<string, string> {
+  const login = new URL(env.DATABASE_URL!)
+  login.username = `clinic_${name}`
+  const keyOf = (s: string) =>
+    createHmac('sha256', env.EVENT_SIGNING_SECRET!).update(`clinic-events:${s}`).digest('hex')
+  return {
+    ...env,
+    DATABASE_URL: login.toString(),
+    MIGRATION_DATABASE_URL: env.DATABASE_URL!,
+    EVENT_SIGNING_SECRET: keyOf(name),
+    ...(name === 'audit' && {
+      EVENT_VERIFY_KEYS: ['gateway', ...SERVICES].map((s) => `${s}=${keyOf(s)}`).join(','),
+    }),
+  }
+}
+
+/**
+ * Starts one service from its build (dist). Its stdout and stderr go to `<E2E_LOG_DIR>/<name>.log`
+ * (the stack's env names the folder), where tests read what the services logged.
+ */
 export function startProcess(name: ServiceName, env: Record<string, string>): ChildProcess {
+  const log = env.E2E_LOG_DIR ? openSync(path.join(env.E2E_LOG_DIR, `${name}.log`), 'a') : 'ignore'
   const child = spawn(process.execPath, [path.join(ROOT, 'services', name, 'dist', 'server.js')], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', process.env.E2E_LOGS ? 'inherit' : 'ignore', 'inherit'],
+    env: { ...process.env, ...asService(name, env) },
+    stdio: ['ignore', log, log],
   })
+  if (typeof log === 'number') closeSync(log) // the child has its own copy
   children.push(child)
   return child
 }
 
+/** The ChildProcess this module started with that pid (to watch its exit). */
+export const childOf = (pid: number): ChildProcess | undefined => children.find((c) => c.pid === pid)
+
 export async function runMigrations(env: Record<string, string>) {
   for (const s of ['gateway', ...SERVICES])
     await exec(process.execPath, [path.join(ROOT, 'services', s, 'dist', 'db', 'migrate.js')], {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...asService(s, env) },
     })
 }
 
@@ -108,42 +148,47 @@ export async function waitHealthy(url: string, timeoutMs = 30_000) {
 }
 
 /**
- * The whole stack as separate processes, the way `npm start` runs it. `amqpVia` may put something
- * between the services and the broker (the outage test's cuttable proxy).
+ * The whole stack as separate processes, the way `npm start` runs it. `amqpVia` and `databaseVia`
+ * may put something between the services and the broker or the database (a cuttable proxy).
  */
 export async function startStack(
-  o: { amqpVia?: (amqpUrl: string) => Promise<string> } = {},
+  o: {
+    amqpVia?: (amqpUrl: string) => Promise<string>
+    databaseVia?: (databaseUrl: string) => Promise<string>
+    /** Settings on top of the defaults below. */
+    env?: Record<string, string>
+  } = {},
 ): Promise<StackInfo> {
   const infra = await infrastructure()
-  const ports = {
-    gateway: await freePort(),
-    patients: await freePort(),
-    appointments: await freePort(),
-    comms: await freePort(),
-    audit: await freePort(),
-  }
-  const serviceUrls = Object.fromEntries(
-    SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`]),
-  ) as StackInfo['serviceUrls']
+  // Kept after the run when E2E_LOGS is set (its path is printed), else removed with the stack.
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-logs-'))
+  if (process.env.E2E_LOGS) process.stderr.write(`e2e: service logs in ${logDir}\n`)
+  const ports: Record<string, number> = {}
+  for (const s of ['gateway', ...SERVICES]) ports[s] = await freePort()
+  const serviceUrls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`]))
   const env: Record<string, string> = {
-    DATABASE_URL: infra.databaseUrl,
+    DATABASE_URL: o.databaseVia ? await o.databaseVia(infra.databaseUrl) : infra.databaseUrl,
     AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
     INTERNAL_AUTH_SECRET: 'e2e-secret-0123456789abcdef0123456789abcdef',
-    LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn',
-    GATEWAY_PORT: String(ports.gateway),
-    PATIENTS_PORT: String(ports.patients),
-    APPOINTMENTS_PORT: String(ports.appointments),
-    COMMS_PORT: String(ports.comms),
-    AUDIT_PORT: String(ports.audit),
-    PATIENTS_URL: serviceUrls.patients,
-    APPOINTMENTS_URL: serviceUrls.appointments,
-    COMMS_URL: serviceUrls.comms,
-    AUDIT_URL: serviceUrls.audit,
+    EVENT_SIGNING_SECRET: 'e2e-event-signing-0123456789abcdef0123456789',
+    AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
+    // Production's level, so the suites see what production would log (the fuzz reads the files).
+    LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
+    E2E_LOG_DIR: logDir,
+    ...Object.fromEntries(Object.entries(ports).map(([s, port]) => [envName(s, 'PORT'), String(port)])),
+    ...Object.fromEntries(Object.entries(serviceUrls).map(([s, url]) => [envName(s, 'URL'), url])),
     TOKEN_CACHE_TTL_MS: '1000',
+    // Every client of the suites is 127.0.0.1: the per-address limit would count them all as one.
+    RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
     SMTP_URL: '',
+    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here, for the tests to read.
+    OUTBOX_DIR: path.join(os.tmpdir(), `clinic-e2e-outbox-${process.pid}-${Date.now().toString(36)}`),
+    DELIVERY_RETRY_BASE_MS: '100',
+    ...o.env,
   }
   await runMigrations(env)
-  const procs = [...SERVICES.map((s) => startProcess(s, env)), startProcess('gateway', env)]
+  const names = [...SERVICES, 'gateway']
+  const procs = names.map((s) => startProcess(s, env))
   const gatewayUrl = `http://127.0.0.1:${ports.gateway}`
   await waitHealthy(`${gatewayUrl}/api/health`)
   return {
@@ -152,7 +197,9 @@ export async function startStack(
     serviceUrls,
     env,
     pids: procs.map((p) => p.pid!),
-    cleanup: infra.cleanup,
+    processes: Object.fromEntries(names.map((s, i) => [s, procs[i]!.pid!])),
+    logFiles: Object.fromEntries(names.map((s) => [s, path.join(logDir, `${s}.log`)])),
+    cleanup: { ...infra.cleanup, logDir: process.env.E2E_LOGS ? undefined : logDir },
   }
 }
 
@@ -170,7 +217,8 @@ export async function stopStack(info: StackInfo) {
   }).catch(() => {
     for (const pid of info.pids) if (alive(pid)) process.kill(pid, 'SIGKILL')
   })
-  const { databaseUrl, amqpUrl, containers } = info.cleanup
+  const { databaseUrl, amqpUrl, containers, logDir } = info.cleanup
+  if (logDir) rmSync(logDir, { recursive: true, force: true })
   if (containers?.length) await exec('docker', ['rm', '-f', ...containers]).catch(() => undefined)
   if (databaseUrl) await dropTestDatabase(databaseUrl)
   if (amqpUrl) await deleteTestVhost(amqpUrl)

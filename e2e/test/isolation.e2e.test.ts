@@ -1,0 +1,549 @@
+import { randomUUID } from 'node:crypto'
+import { waitFor } from '@clinic/platform/testing'
+import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/client'
+
+/**
+ * Tenant and center isolation, generated from the gateway's merged OpenAPI route table. Two
+ * loops over every operation and method of /api/openapi.json (webhooks aside: public,
+ * signature-checked, no company):
+ *
+ * - company A with company B's ids in paths, bodies and filters: every id of B is 404 (a body's
+ *   reference 422), nothing of B appears in any answer, and B's records, totals and audit actors
+ *   are unchanged afterwards;
+ * - a token of A limited to center ALM2 on A's records of center ALM1: ids of ALM1 records are
+ *   404, bodies naming ALM1 are 403 center_forbidden, bodies referencing ALM1 records 404 or 422
+ *   (DESIGN.md), `?codalmacen=ALM1` is 403 on every operation, lists show nothing of ALM1; no id
+ *   of an ALM1 record the request did not send, and no text of one, appears in any answer; ALM1's
+ *   records, totals and audit actors are unchanged afterwards.
+ *
+ * An operation without a generator fails the suite: a new endpoint cannot be added without being
+ * covered here. Then A's list totals are compared with what A itself created.
+ */
+
+const TIMEOUT_MS = 5000
+const day = '2031-09-01'
+type Kind = 'patients' | 'appointments' | 'messages'
+
+/** What company A created, by kind, with each record's center: A's totals must be exactly this. */
+const ledger: Record<Kind, Map<string, string | null>> = {
+  patients: new Map(),
+  appointments: new Map(),
+  messages: new Map(),
+}
+/** Records the answer of a create by company A (any of its tokens) in the ledger. */
+function note(company: Tenant, method: string, path: string, sent: unknown, res: Answer) {
+  if (company !== a || method !== 'post' || res.status >= 300) return
+  const body = res.body as { id: string; codalmacen?: string | null }
+  if (path === '/patients') ledger.patients.set(body.id, body.codalmacen ?? null)
+  if (path === '/appointments') ledger.appointments.set(body.id, body.codalmacen ?? null)
+  // A message belongs to its patient's center.
+  if (path === '/comms/send')
+    ledger.messages.set(body.id, ledger.patients.get((sent as { patient_id: string }).patient_id) ?? null)
+}
+
+interface World {
+  patient: string
+  appointment: string
+  message: string
+  /** Text that exists only in this company's (or center's) records. */
+  marker: string
+}
+
+const ok = async (t: Tenant, method: string, path: string, body: unknown, status: number) => {
+  const res = await call(method, path, { token: t.token, body, timeoutMs: TIMEOUT_MS })
+  if (res.status !== status) throw new Error(`setup ${path}: ${res.status} ${JSON.stringify(res.body)}`)
+  note(t, method.toLowerCase(), path, body, res)
+  return res.body as { id: string }
+}
+
+async function populate(t: Tenant, center: string): Promise<World> {
+  const marker = `Iso${randomUUID().slice(0, 8)}`
+  const patient = await ok(
+    t,
+    'POST',
+    '/patients',
+    {
+      first_name: marker,
+      last_name: marker,
+      birth_date: '1980-01-01',
+      codalmacen: center,
+      email: `${marker.toLowerCase()}@example.test`,
+      notes: marker,
+    },
+    201,
+  )
+  const appointment = await ok(
+    t,
+    'POST',
+    '/appointments',
+    {
+      patient_id: patient.id,
+      codalmacen: center,
+      practitioner: `dra-${marker}`,
+      starts_at: `${day}T09:00:00Z`,
+      ends_at: `${day}T09:30:00Z`,
+      reason: marker,
+    },
+    201,
+  )
+  const message = await ok(t, 'POST', '/comms/send', { patient_id: patient.id, body: marker }, 202)
+  await settled(t, message.id)
+  return { patient: patient.id, appointment: appointment.id, message: message.id, marker }
+}
+
+/**
+ * Delivery changes a message (status, attempts, provider_id): let it settle first, so snapshots
+ * compare what other requests might have changed, not the worker.
+ */
+const settled = (t: Tenant, id: string) =>
+  waitFor(
+    async () =>
+      ['sent', 'failed'].includes(
+        (await call('GET', `/comms/messages/${id}`, { token: t.token, timeoutMs: TIMEOUT_MS })).body?.status,
+      ),
+    { what: 'the message to settle', timeoutMs: 20_000 },
+  )
+
+/** One request of a loop and the answers it may get (DESIGN.md sections 2-3). */
+interface Probe {
+  url: string
+  body?: unknown
+  status: number[]
+  /** The problem `code` expected with an error status, when the status alone says too little. */
+  code?: string
+}
+
+type OpenApi = { paths: Record<string, Record<string, unknown>> }
+const METHODS = ['get', 'post', 'patch', 'put', 'delete']
+const operationsOf = (doc: OpenApi) =>
+  Object.entries(doc.paths)
+    .filter(([path]) => !path.includes('/webhooks/')) // public provider callbacks: no company, signature-checked
+    .flatMap(([path, ops]) =>
+      Object.keys(ops)
+        .filter((m) => METHODS.includes(m))
+        .map((method) => ({ method, path })),
+    )
+
+const openapi = async () => (await call('GET', '/openapi.json', { timeoutMs: TIMEOUT_MS })).body as OpenApi
+
+/** Ids a request sent, in its URL or body: an answer may show those back. */
+const sentIds = (p: Probe, ids: string[]) =>
+  ids.filter((id) => `${p.url} ${JSON.stringify(p.body ?? '')}`.includes(id))
+
+/**
+ * Runs every probe of every operation with `token`, and returns what leaked (ids of `foreign`
+ * records the request did not send or `known` does not list, or `marker` text) and which answers
+ * were not among those expected.
+ */
+async function sweep(
+  company: Tenant,
+  token: string,
+  probesFor: (method: string, path: string) => Probe[],
+  foreign: { ids: string[]; markers: string[] },
+  o: { known?: Set<string>; ignoreAccessEvents?: boolean } = {},
+) {
+  const ops = operationsOf(await openapi())
+  const leaks: string[] = []
+  const unexpected: string[] = []
+  let requests = 0
+  for (const { method, path } of ops) {
+    for (const p of probesFor(method, path)) {
+      requests++
+      const res = await call(method.toUpperCase(), p.url, {
+        token,
+        body: p.body,
+        headers: method === 'get' ? {} : { 'idempotency-key': randomUUID() },
+        timeoutMs: TIMEOUT_MS,
+      })
+      note(company, method, path, p.body, res)
+      // An audit trail records the caller's own requests, ids in their paths included: what it
+      // sent, not what it learnt. Everything else must hold nothing foreign: no id, no text.
+      const body = res.body as { data?: Array<{ action?: string }> } | undefined
+      const shown =
+        o.ignoreAccessEvents && Array.isArray(body?.data)
+          ? { ...body, data: body.data.filter((e) => e.action !== 'http.request') }
+          : body
+      const text = JSON.stringify(shown ?? '')
+      const all = JSON.stringify(res.body ?? '')
+      const allowed = new Set([...sentIds(p, foreign.ids), ...(o.known ?? [])])
+      for (const id of foreign.ids)
+        if (!allowed.has(id) && text.includes(id)) leaks.push(`${method} ${p.url}: ${id}`)
+      for (const m of foreign.markers) if (all.includes(m)) leaks.push(`${method} ${p.url}: ${m}`)
+      const code = (res.body as { code?: string } | undefined)?.code
+      if (!p.status.includes(res.status) || (p.code && res.status >= 400 && code !== p.code))
+        unexpected.push(
+          `${method} ${p.url}: ${res.status} ${code ?? ''} (expected ${p.status.join('|')} ${p.code ?? ''})`,
+        )
+      // What the token wrote itself it may read back (an appointment it booked names its patient).
+      if (res.status < 300 && method !== 'get') for (const id of sentIds(p, foreign.ids)) o.known?.add(id)
+    }
+  }
+  return { operations: ops.length, requests, leaks, unexpected }
+}
+
+/**
+ * What a token of the owner reads of records, to prove nothing changed: the records, the totals of
+ * the lists (of one center, with `query`), and who acted on the records according to the audit
+ * trail (access events aside with `actions`: they record attempts, not changes).
+ */
+async function snapshot(
+  t: Tenant,
+  records: Record<string, string>,
+  o: { query?: string; actions?: boolean } = {},
+) {
+  const read = async (p: string) => (await call('GET', p, { token: t.token, timeoutMs: TIMEOUT_MS })).body
+  const rows = await Promise.all(Object.values(records).map(read))
+  const totals = await Promise.all(
+    ['/patients', '/appointments', '/comms/messages'].map(
+      async (p) => (await read(`${p}${o.query ?? ''}`)).meta.total as number,
+    ),
+  )
+  const actors = new Set<string>()
+  for (const id of Object.keys(records))
+    for (const e of (await read(`/audit/events?resource_id=${id}&limit=100`)).data)
+      if (o.actions !== false || e.action !== 'http.request')
+        actors.add(`${e.actor?.username ?? 'system'}/${e.actor?.token_id ?? ''}`)
+  return { records: rows, totals, actors: [...actors].sort() }
+}
+
+/** Each record's path, by id. */
+const recordsOf = (w: World & { otherAppointment?: string }): Record<string, string> => ({
+  [w.patient]: `/patients/${w.patient}`,
+  [w.appointment]: `/appointments/${w.appointment}`,
+  [w.message]: `/comms/messages/${w.message}`,
+  ...(w.otherAppointment ? { [w.otherAppointment]: `/appointments/${w.otherAppointment}` } : {}),
+})
+
+let a: Tenant
+let b: Tenant
+/** A's records at ALM1, and an ALM1 appointment of A's ALM2 patient. */
+let alm1: World & { otherAppointment: string }
+/** A's patient at ALM2 (which a token limited to ALM2 sees). */
+let alm2Patient: string
+let worldB: World
+beforeAll(async () => {
+  ;[a, b] = await Promise.all([makeTenant(['ALM1', 'ALM2']), makeTenant(['ALM1', 'ALM2'])])
+  const [worldA] = await Promise.all([populate(a, 'ALM1'), populate(b, 'ALM1').then((w) => (worldB = w))])
+  alm2Patient = (
+    await ok(
+      a,
+      'POST',
+      '/patients',
+      {
+        first_name: 'Alm',
+        last_name: 'Dos',
+        birth_date: '1990-02-02',
+        codalmacen: 'ALM2',
+        email: 'alm2@example.test',
+      },
+      201,
+    )
+  ).id
+  const otherAppointment = await ok(
+    a,
+    'POST',
+    '/appointments',
+    {
+      patient_id: alm2Patient,
+      codalmacen: 'ALM1',
+      practitioner: `dra-${worldA!.marker}`,
+      starts_at: `${day}T12:00:00Z`,
+      ends_at: `${day}T12:30:00Z`,
+      reason: worldA!.marker,
+    },
+    201,
+  )
+  alm1 = { ...worldA!, otherAppointment: otherAppointment.id }
+  // A message at ALM2, so a limited token's list of messages has something to show.
+  await settled(a, (await ok(a, 'POST', '/comms/send', { patient_id: alm2Patient, body: 'hola' }, 202)).id)
+}, 60_000)
+
+// ---------------------------------------------------------------------------------------------
+// Company A on company B
+
+/** Path parameters of B's records, by path; an unknown parameter has no generator. */
+function pathFor(path: string, w: World): string | null {
+  const ids: Record<string, string> = {
+    '/patients/{id}': w.patient,
+    '/appointments/{id}': w.appointment,
+    '/appointments/{id}/checkin': w.appointment,
+    '/comms/messages/{id}': w.message,
+  }
+  if (!path.includes('{')) return path
+  const id = ids[path]
+  return id ? path.replace('{id}', id) : null
+}
+
+/** A body that names B's records where the operation takes references, else a plain valid one. */
+function bodyFor(method: string, path: string, w: World): unknown {
+  const key = `${method} ${path}`
+  const bodies: Record<string, unknown> = {
+    'post /patients': { first_name: 'Otra', last_name: 'Empresa', birth_date: '1990-01-01' },
+    'patch /patients/{id}': { notes: 'changed by another company' },
+    'post /appointments': {
+      patient_id: w.patient,
+      codalmacen: 'ALM1',
+      practitioner: 'dra-other',
+      starts_at: `${day}T11:00:00Z`,
+      ends_at: `${day}T11:30:00Z`,
+    },
+    'patch /appointments/{id}': { status: 'cancelled', cancellation_reason: 'another company' },
+    'post /appointments/{id}/checkin': undefined,
+    'post /comms/send': { patient_id: w.patient, body: 'hola', appointment_id: w.appointment },
+  }
+  if (!(key in bodies)) throw new Error(`no body generator for ${key}: cover it in isolation.e2e.test.ts`)
+  return bodies[key]
+}
+
+/** Filters that name B's records, for list operations. */
+const filtersFor = (path: string, w: World): string[] =>
+  ({
+    '/patients': ['', `?q=${w.marker}`],
+    '/appointments': ['', `?patient_id=${w.patient}`],
+    '/comms/messages': ['', `?patient_id=${w.patient}`, `?appointment_id=${w.appointment}`],
+    '/audit/events': ['', `?resource_id=${w.patient}`],
+  })[path] ?? ['']
+
+function companyProbes(method: string, path: string): Probe[] {
+  const target = pathFor(path, worldB)
+  if (target === null) throw new Error(`no path generator for ${method} ${path}`)
+  if (method === 'get' && !path.includes('{'))
+    return filtersFor(path, worldB).map((f) => ({ url: target + f, status: [200] }))
+  const body = method === 'get' ? undefined : bodyFor(method, path, worldB)
+  const refersToB = method === 'post' && /patient_id/.test(JSON.stringify(body ?? {}))
+  const status = path.includes('{') ? [404] : refersToB ? [422] : method === 'post' ? [201, 202] : [200]
+  return [{ url: target, body, status }]
+}
+
+test('company A reaches nothing of company B, on every operation of the API', async () => {
+  const records = recordsOf(worldB)
+  const ids = Object.keys(records)
+  const before = await snapshot(b, records)
+  const r = await sweep(
+    a,
+    a.token,
+    companyProbes,
+    { ids, markers: [worldB.marker] },
+    { ignoreAccessEvents: true },
+  )
+  process.stdout.write(
+    `isolation (company): operations=${r.operations} requests=${r.requests} leaks=${r.leaks.length} unexpected=${r.unexpected.length}\n`,
+  )
+  expect(r.leaks).toEqual([])
+  expect(r.unexpected).toEqual([])
+  // B's records, totals and audit actors are as they were.
+  expect(await snapshot(b, records)).toEqual(before)
+  // And A's own records are there for A: the check above did not pass by answering 404 to everyone.
+  expect((await call('GET', `/patients/${alm1.patient}`, { token: a.token })).status).toBe(200)
+}, 120_000)
+
+// ---------------------------------------------------------------------------------------------
+// A token of A limited to ALM2, on A's records of ALM1
+
+/**
+ * What a token limited to ALM2 sends to each operation about A's ALM1 records, and what it must
+ * get back. Every operation is also called with `?codalmacen=ALM1`: 403 center_forbidden.
+ */
+function centerProbes(method: string, path: string): Probe[] {
+  const forbidden = (url: string): Probe => ({
+    url: `${url}${url.includes('?') ? '&' : '?'}codalmacen=ALM1`,
+    status: [403],
+    code: 'center_forbidden',
+  })
+  const slot = (hour: number) => ({ starts_at: `${day}T${hour}:00:00Z`, ends_at: `${day}T${hour}:30:00Z` })
+  const notFound = { status: [404], code: 'not_found' }
+  const key = `${method} ${path}`
+  const probes: Record<string, () => Probe[]> = {
+    'get /patients': () => [
+      { url: '/patients', status: [200] },
+      { url: `/patients?q=${alm1.marker}`, status: [200] },
+      { url: '/patients?codalmacen=ALM2&limit=100', status: [200] },
+      forbidden('/patients'),
+    ],
+    'post /patients': () => [
+      {
+        url: '/patients',
+        body: { first_name: 'Centro', last_name: 'Uno', birth_date: '1990-01-01', codalmacen: 'ALM1' },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      forbidden('/patients'),
+      // The token's own center: the refusals above are about ALM1, not about creating.
+      {
+        url: '/patients',
+        body: { first_name: 'Centro', last_name: 'Dos', birth_date: '1990-01-01', codalmacen: 'ALM2' },
+        status: [201],
+      },
+    ],
+    'get /patients/{id}': () => [
+      { url: `/patients/${alm1.patient}`, ...notFound },
+      forbidden(`/patients/${alm2Patient}`),
+    ],
+    'patch /patients/{id}': () => [
+      { url: `/patients/${alm1.patient}`, body: { notes: 'changed by another center' }, ...notFound },
+      { url: `/patients/${alm1.patient}`, body: { codalmacen: 'ALM2' }, ...notFound },
+      // Moving a patient of the token's center to ALM1: the center is forbidden.
+      {
+        url: `/patients/${alm2Patient}`,
+        body: { codalmacen: 'ALM1' },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      { ...forbidden(`/patients/${alm1.patient}`), body: { notes: 'x' } },
+    ],
+    'get /appointments': () => [
+      { url: '/appointments', status: [200] },
+      { url: `/appointments?patient_id=${alm1.patient}`, status: [200] },
+      // A's ALM2 patient has an appointment at ALM1: not to be shown.
+      { url: `/appointments?patient_id=${alm2Patient}`, status: [200] },
+      { url: `/appointments?practitioner=dra-${alm1.marker}`, status: [200] },
+      forbidden('/appointments'),
+    ],
+    'post /appointments': () => [
+      {
+        url: '/appointments',
+        body: { patient_id: alm1.patient, codalmacen: 'ALM1', practitioner: 'dra-limited', ...slot(13) },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      {
+        url: '/appointments',
+        body: { patient_id: alm2Patient, codalmacen: 'ALM1', practitioner: 'dra-limited', ...slot(14) },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      {
+        ...forbidden('/appointments'),
+        body: { patient_id: alm2Patient, practitioner: 'dra-limited', ...slot(14) },
+      },
+      // A patient of another center may be booked at the token's center (DESIGN.md section 10: the
+      // patient lookup checks the company, not the center); the answer shows only the id sent.
+      {
+        url: '/appointments',
+        body: { patient_id: alm1.patient, codalmacen: 'ALM2', practitioner: 'dra-limited', ...slot(15) },
+        status: [201],
+      },
+    ],
+    'get /appointments/{id}': () => [
+      { url: `/appointments/${alm1.appointment}`, ...notFound },
+      { url: `/appointments/${alm1.otherAppointment}`, ...notFound },
+      forbidden(`/appointments/${alm1.appointment}`),
+    ],
+    'patch /appointments/{id}': () => [
+      {
+        url: `/appointments/${alm1.appointment}`,
+        body: { status: 'cancelled', cancellation_reason: 'x' },
+        ...notFound,
+      },
+      { url: `/appointments/${alm1.otherAppointment}`, body: { codalmacen: 'ALM2' }, ...notFound },
+      {
+        url: `/appointments/${alm1.otherAppointment}`,
+        body: { notes: 'changed by another center' },
+        ...notFound,
+      },
+      { ...forbidden(`/appointments/${alm1.appointment}`), body: { notes: 'x' } },
+    ],
+    'post /appointments/{id}/checkin': () => [
+      { url: `/appointments/${alm1.appointment}/checkin`, ...notFound },
+      { url: `/appointments/${alm1.otherAppointment}/checkin`, ...notFound },
+      forbidden(`/appointments/${alm1.appointment}/checkin`),
+    ],
+    'post /comms/send': () => [
+      {
+        url: '/comms/send',
+        body: { patient_id: alm1.patient, body: 'x' },
+        status: [422],
+        code: 'unknown_patient',
+      },
+      {
+        url: '/comms/send',
+        body: {
+          patient_id: alm2Patient,
+          appointment_id: alm1.otherAppointment,
+          template: 'appointment_reminder',
+        },
+        status: [422],
+        code: 'unknown_appointment',
+      },
+      {
+        url: '/comms/send',
+        body: { patient_id: alm2Patient, appointment_id: alm1.appointment, body: 'x' },
+        status: [422],
+        code: 'unknown_appointment',
+      },
+      { ...forbidden('/comms/send'), body: { patient_id: alm2Patient, body: 'x' } },
+    ],
+    'get /comms/messages': () => [
+      { url: '/comms/messages', status: [200] },
+      { url: `/comms/messages?patient_id=${alm1.patient}`, status: [200] },
+      { url: `/comms/messages?appointment_id=${alm1.appointment}`, status: [200] },
+      forbidden('/comms/messages'),
+    ],
+    'get /comms/messages/{id}': () => [
+      { url: `/comms/messages/${alm1.message}`, ...notFound },
+      forbidden(`/comms/messages/${alm1.message}`),
+    ],
+    'get /audit/events': () => [
+      { url: '/audit/events?limit=100', status: [200] },
+      { url: `/audit/events?resource_id=${alm1.patient}`, status: [200] },
+      { url: `/audit/events?resource_id=${alm1.otherAppointment}`, status: [200] },
+      forbidden('/audit/events'),
+    ],
+  }
+  if (!probes[key]) throw new Error(`no center generator for ${key}: cover it in isolation.e2e.test.ts`)
+  return probes[key]()
+}
+
+test('a token limited to one center reaches nothing of the company’s other centers, on every operation', async () => {
+  const limited = await tokenFor(a, '--centers', 'ALM2')
+  const records = recordsOf(alm1)
+  const ids = Object.keys(records)
+  const before = await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })
+  const r = await sweep(a, limited, centerProbes, { ids, markers: [alm1.marker] }, { known: new Set() })
+  process.stdout.write(
+    `isolation (center): operations=${r.operations} requests=${r.requests} leaks=${r.leaks.length} unexpected=${r.unexpected.length}\n`,
+  )
+  expect(r.leaks).toEqual([])
+  expect(r.unexpected).toEqual([])
+  // ALM1's records, ALM1's totals and who acted on ALM1's records are as they were.
+  expect(await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })).toEqual(before)
+}, 120_000)
+
+// ---------------------------------------------------------------------------------------------
+// Totals
+
+test('A’s totals count exactly what A created: nothing of B, and a limited token only its center', async () => {
+  const limited = await tokenFor(a, '--centers', 'ALM2')
+  const lists: Record<Kind, string> = {
+    patients: '/patients',
+    appointments: '/appointments',
+    messages: '/comms/messages',
+  }
+  const seen: Record<string, unknown> = {}
+  const expected: Record<string, unknown> = {}
+  for (const [kind, path] of Object.entries(lists) as Array<[Kind, string]>) {
+    const created = ledger[kind]
+    for (const [who, token, query, keep] of [
+      ['A', a.token, '', () => true],
+      ['A ALM1', a.token, '&codalmacen=ALM1', (c: string | null) => c === 'ALM1'],
+      ['A ALM2', a.token, '&codalmacen=ALM2', (c: string | null) => c === 'ALM2'],
+      ['limited to ALM2', limited, '', (c: string | null) => c === 'ALM2'],
+    ] as const) {
+      const res = await call('GET', `${path}?limit=100${query}`, { token, timeoutMs: TIMEOUT_MS })
+      const ids = [...created].filter(([, c]) => keep(c)).map(([id]) => id)
+      seen[`${who} ${kind}`] = {
+        total: res.body.meta.total,
+        ids: res.body.data.map((r: { id: string }) => r.id).sort(),
+      }
+      expected[`${who} ${kind}`] = { total: ids.length, ids: ids.sort() }
+    }
+  }
+  process.stdout.write(
+    `isolation (totals): ${Object.entries(expected)
+      .map(([k, v]) => `${k}=${(v as { total: number }).total}`)
+      .join(' ')}\n`,
+  )
+  expect(seen).toEqual(expected)
+  // The ledger is not empty: A created records of both centers and of none.
+  expect(ledger.patients.size).toBeGreaterThanOrEqual(3)
+}, 60_000)
