@@ -1,0 +1,33 @@
+// Shared by the deploy checks: the repository root, the one list of services, and reporting.
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { apps, root, serviceList } from '../../scripts/lib.mjs'
+
+export { root }
+export const require = createRequire(import.meta.url)
+export const rel = (p) => path.relative(root, p) || '.'
+export const read = (p) => readFileSync(path.join(root, p), 'utf8')
+export const get = (obj, dotted) => dotted.split('.').reduce((o, k) => (o == null ? undefined : o[k]), obj)
+export const has = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0
+
+/** packages/platform/services.json: every app (gateway first), its names, its ports, the resource services. */
+export const APPS = apps
+export const SERVICES = apps.map((s) => s.name)
+export const PORTS = Object.fromEntries(apps.map((s) => [s.name, s.port]))
+export const RESOURCES = serviceList.services.map((s) => s.name)
+export const envName = (name, what) => `${name.toUpperCase().replace(/-/g, '_')}_${what}`
+
+export const state = { failed: 0 }
+/** One line per file: ok with what was checked, or FAIL with every problem found. */
+export function report(file, problems, what) {
+  if (problems.length) {
+    state.failed++
+    console.log(`FAIL ${file}: ${problems.length} problem(s)`)
+    for (const p of problems) console.log(`       - ${p}`)
+  } else console.log(`ok   ${file} (${what})`)
+}
+export function skip(what, why) {
+  console.log(`skip ${what} (${why})`)
+}
