@@ -3,24 +3,9 @@
 // upstream called directly. Target: well under the 354 us/request measured for express-gateway.
 // Run: npm run bench -- (or node bench/gateway.mjs) after `npm run build`.
 import http from 'node:http'
-import {
-  cpuSeconds,
-  freePort,
-  freshDatabase,
-  load,
-  machine,
-  node,
-  record,
-  startService,
-  waitOk,
-} from './lib.mjs'
+import { benchTenant, cpuSeconds, freePort, load, machine, record, startService, waitOk } from './lib.mjs'
 
-const databaseUrl = await freshDatabase('clinic_bench_gateway')
-const env = { DATABASE_URL: databaseUrl, INTERNAL_AUTH_SECRET: 'bench-secret-0123456789abcdef0123456789' }
-node('services/gateway/dist/db/migrate.js', env)
-node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Bench'])
-node('scripts/admin.mjs', env, ['user:create', '--company', '1', '--username', 'bench'])
-const token = node('scripts/admin.mjs', env, ['token:create', '--username', 'bench'])
+const { env, token } = await benchTenant('clinic_bench_gateway', { services: [] })
 
 // A trivial upstream, so the numbers are the gateway's.
 const body = JSON.stringify({ data: [], meta: { total: 0, offset: 0, limit: 25, next: null } })
@@ -40,6 +25,7 @@ const gw = startService(
     GATEWAY_PORT: String(gatewayPort),
     PATIENTS_URL: `http://127.0.0.1:${upstreamPort}`,
     RATE_LIMIT_PER_MINUTE: '100000000',
+    RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '100000000',
   },
   1,
 )

@@ -1,7 +1,9 @@
 import os from 'node:os'
 // Shared by the benchmarks: a throwaway database, processes from the build, CPU time per process.
 import { spawn, execFileSync } from 'node:child_process'
+import { serviceEnv } from '../scripts/lib.mjs'
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -46,7 +48,7 @@ export function startService(name, env) {
       path.join(ROOT, 'services', name, 'dist', 'server.js'),
     ],
     {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      env: serviceEnv(name, { ...process.env, LOG_LEVEL: 'warn', ...env }),
       stdio: ['ignore', 'inherit', 'inherit'],
     },
   )
@@ -87,3 +89,122 @@ export function record(name, markdown) {
 
 export const machine = () =>
   `node ${process.version}, ${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}`
+
+export const BENCH_SECRET = 'bench-secret-0123456789abcdef0123456789'
+
+/**
+ * A throwaway database with the given services migrated, company 1 with `centers` and a user
+ * `bench`; returns the env the services need and the user's API token.
+ */
+export async function benchTenant(name, { services, centers = [] }) {
+  const env = {
+    DATABASE_URL: await freshDatabase(name),
+    INTERNAL_AUTH_SECRET: BENCH_SECRET,
+    EVENT_SIGNING_SECRET: BENCH_SECRET,
+  }
+  for (const s of ['gateway', ...services]) node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env))
+  node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Bench'])
+  for (const c of centers)
+    node('scripts/admin.mjs', env, ['center:create', '--company', '1', '--code', c, '--name', c])
+  node('scripts/admin.mjs', env, ['user:create', '--company', '1', '--username', 'bench'])
+  return { env, token: node('scripts/admin.mjs', env, ['token:create', '--username', 'bench']) }
+}
+
+/** One service behind a gateway without a practical rate limit; `api` ends in /api. */
+export async function behindGateway(service, env) {
+  const port = await freePort()
+  const gatewayPort = await freePort()
+  const upper = service.toUpperCase()
+  const procs = {
+    service: startService(service, { ...env, [`${upper}_PORT`]: String(port) }),
+    gateway: startService('gateway', {
+      ...env,
+      GATEWAY_PORT: String(gatewayPort),
+      [`${upper}_URL`]: `http://127.0.0.1:${port}`,
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '100000000',
+    }),
+  }
+  const api = `http://127.0.0.1:${gatewayPort}/api`
+  // The service itself first: the gateway's document answers while a service is still starting.
+  await waitOk(`http://127.0.0.1:${port}/health/ready`)
+  await waitOk(`${api}/openapi.json`)
+  return { api, procs, stop: () => Object.values(procs).forEach((p) => p.kill('SIGTERM')) }
+}
+
+/** autocannon at `connections` for `duration` s; one markdown table row of rate and latency. */
+export async function measure(url, token, connections, duration = 8) {
+  const r = await load({ url, headers: { 'x-service-token': token }, connections, duration })
+  return {
+    result: r,
+    row: `${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} |`,
+  }
+}
+
+/** A local SMTP server that accepts every message: the comms benches' sink. */
+export async function smtpSink() {
+  const require = createRequire(path.join(ROOT, 'services', 'comms', 'package.json'))
+  const { SMTPServer } = require('smtp-server')
+  let received = 0
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData(stream, _s, cb) {
+      stream.on('data', () => undefined)
+      stream.on('end', () => {
+        received++
+        cb()
+      })
+    },
+  })
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `smtp://127.0.0.1:${server.server.address().port}`,
+    received: () => received,
+    close: () => server.close(),
+  }
+}
+
+/**
+ * `services` and a gateway from the build, on free ports, in a RabbitMQ vhost of their own, without
+ * practical rate limits; `api` ends in /api. `stop()` ends them and deletes the vhost.
+ */
+export async function startStack(base, services, extra = {}) {
+  const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
+  const { createTestVhost, deleteTestVhost } = require(
+    path.join(ROOT, 'packages', 'platform', 'dist', 'testing', 'index.js'),
+  )
+  const amqpUrl = await createTestVhost()
+  const ports = { gateway: await freePort() }
+  for (const s of services) ports[s] = await freePort()
+  const env = {
+    ...base,
+    AMQP_URL: amqpUrl,
+    AUDIT_CHAIN_KEY: BENCH_SECRET,
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '100000000',
+    ...Object.fromEntries(
+      Object.entries(ports).flatMap(([s, port]) => [
+        [`${s.toUpperCase()}_PORT`, String(port)],
+        [`${s.toUpperCase()}_URL`, `http://127.0.0.1:${port}`],
+      ]),
+    ),
+    ...extra,
+  }
+  const procs = Object.fromEntries([...services, 'gateway'].map((s) => [s, startService(s, env)]))
+  const api = `http://127.0.0.1:${ports.gateway}/api`
+  await waitOk(`${api}/openapi.json`)
+  for (const s of services) await waitOk(`http://127.0.0.1:${ports[s]}/health/ready`)
+  return {
+    api,
+    env,
+    ports,
+    procs,
+    async stop() {
+      for (const p of Object.values(procs)) p.kill('SIGTERM')
+      await new Promise((r) => setTimeout(r, 2000))
+      await deleteTestVhost(amqpUrl)
+    },
+  }
+}

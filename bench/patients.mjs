@@ -2,18 +2,14 @@
 // with an exact meta.total costs through the gateway, against a plain count(*) per call.
 // Run: node bench/patients.mjs after `npm run build` (seeding takes a minute or two).
 import pg from 'pg'
-import { freePort, freshDatabase, load, machine, node, record, startService, waitOk } from './lib.mjs'
+import { behindGateway, benchTenant, machine, measure, record } from './lib.mjs'
 
 const BIG = 400_000
-const databaseUrl = await freshDatabase('clinic_bench_patients')
-const env = { DATABASE_URL: databaseUrl, INTERNAL_AUTH_SECRET: 'bench-secret-0123456789abcdef0123456789' }
-for (const s of ['gateway', 'patients']) node(`services/${s}/dist/db/migrate.js`, env)
-node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Big'])
-for (const c of ['C1', 'C2', 'C3', 'C4'])
-  node('scripts/admin.mjs', env, ['center:create', '--company', '1', '--code', c, '--name', c])
-node('scripts/admin.mjs', env, ['user:create', '--company', '1', '--username', 'bench'])
-const token = node('scripts/admin.mjs', env, ['token:create', '--username', 'bench'])
-
+const { env, token } = await benchTenant('clinic_bench_patients', {
+  services: ['patients'],
+  centers: ['C1', 'C2', 'C3', 'C4'],
+})
+const databaseUrl = env.DATABASE_URL
 const db = new pg.Client({ connectionString: databaseUrl })
 await db.connect()
 const seed = async (company, n) => {
@@ -44,18 +40,7 @@ const timeQuery = async (sql, params, runs = 21) => {
 const countMs = await timeQuery('SELECT count(*) FROM patients.patients WHERE idempresa = $1', [1])
 const counterMs = await timeQuery('SELECT sum(n) FROM patients.patient_counts WHERE idempresa = $1', [1])
 
-const ports = { gateway: await freePort(), patients: await freePort() }
-const procs = [
-  startService('patients', { ...env, PATIENTS_PORT: String(ports.patients) }),
-  startService('gateway', {
-    ...env,
-    GATEWAY_PORT: String(ports.gateway),
-    PATIENTS_URL: `http://127.0.0.1:${ports.patients}`,
-    RATE_LIMIT_PER_MINUTE: '100000000',
-  }),
-]
-const api = `http://127.0.0.1:${ports.gateway}/api`
-await waitOk(`${api}/openapi.json`)
+const { api, stop } = await behindGateway('patients', env)
 const check = await (await fetch(`${api}/patients?limit=1`, { headers: { 'x-service-token': token } })).json()
 if (check.meta.total !== BIG) throw new Error(`meta.total is ${check.meta.total}, expected ${BIG}`)
 
@@ -68,18 +53,9 @@ const cases = [
   ['q, national id', '/patients?q=N1-250000'],
 ]
 const rows = []
-for (const [name, path] of cases) {
-  const r = await load({
-    url: api + path,
-    headers: { 'x-service-token': token },
-    connections: 8,
-    duration: 8,
-  })
-  rows.push(
-    `| ${name} | \`${path}\` | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} |`,
-  )
-}
-for (const p of procs) p.kill('SIGTERM')
+for (const [name, path] of cases)
+  rows.push(`| ${name} | \`${path}\` | ${(await measure(api + path, token, 8)).row}`)
+stop()
 await db.end()
 
 record(
