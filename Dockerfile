@@ -2,7 +2,7 @@
 #
 # One image per service, from one Dockerfile:
 #   docker build --build-arg SERVICE=patients -t clinic/patients:$(cat VERSION) .
-# SERVICE is one of: gateway, patients, appointments, comms, audit.
+# SERVICE is a name in packages/platform/services.json (the one list of services).
 #
 # The image starts the service (`node dist/server.js`); the same image runs the migrations
 # (`node dist/db/migrate.js`) and, for gateway and audit, the admin CLI (`node dist/cli/admin.js`).
@@ -33,10 +33,8 @@ RUN --mount=type=cache,id=clinic-pnpm-store,target=/pnpm/store \
     pnpm install --offline --frozen-lockfile --ignore-scripts --store-dir /pnpm/store
 
 ARG SERVICE
-RUN case "${SERVICE}" in \
-      gateway|patients|appointments|comms|audit) ;; \
-      *) echo "build-arg SERVICE must be one of gateway, patients, appointments, comms, audit (got '${SERVICE}')" >&2; exit 1 ;; \
-    esac
+# SERVICE must be in packages/platform/services.json, the one list of services.
+RUN node -e "const l=require('./packages/platform/services.json'),n=[l.gateway,...l.services].map(s=>s.name);if(!n.includes(process.env.SERVICE)){console.error('build-arg SERVICE must be one of '+n.join(', ')+' (got \''+process.env.SERVICE+'\')');process.exit(1)}"
 
 # tsc -b on the service follows its project references (packages/platform first).
 RUN pnpm exec tsc -b "services/${SERVICE}"
@@ -74,8 +72,9 @@ RUN mkdir -p /app/var && chown 1000:1000 /app/var
 # uid of the image's `node` user, numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
 
-# Port of this service: ${SERVICE}_PORT if set, else its default (8080-8084).
+# Port of this service: ${SERVICE}_PORT if set, else its default from services.json (the platform
+# package, deployed with the service, exports it).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "const s=process.env.SERVICE;const port=process.env[s.toUpperCase()+'_PORT']||{gateway:8080,patients:8081,appointments:8082,comms:8083,audit:8084}[s];fetch('http://127.0.0.1:'+port+'/health/live',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const s=process.env.SERVICE,l=require('@clinic/platform/services.json');const port=process.env[s.toUpperCase().replace(/-/g,'_')+'_PORT']||[l.gateway,...l.services].find(x=>x.name===s).port;fetch('http://127.0.0.1:'+port+'/health/live',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 CMD ["node", "dist/server.js"]

@@ -4,8 +4,11 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 import prettier from 'eslint-config-prettier'
 import globals from 'globals'
+import { readFileSync } from 'node:fs'
 
-const services = ['gateway', 'patients', 'appointments', 'comms', 'audit']
+// The one list of services (packages/platform/services.json): no imports between any two of them.
+const list = JSON.parse(readFileSync(new URL('./packages/platform/services.json', import.meta.url), 'utf8'))
+const services = [list.gateway, ...list.services].map((s) => s.name)
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'var/**', 'coverage/**', 'deploy/**'] },
@@ -44,10 +47,23 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['fastify', 'knex', 'objection', 'amqplib', 'pg'].map((name) => ({
-            name,
-            message: 'domain/ stays free of frameworks and drivers.',
-          })),
+          paths: [
+            ...['fastify', 'knex', 'amqplib', 'pg', 'pino', 'prom-client'].map((name) => ({
+              name,
+              message: 'domain/ stays free of frameworks and drivers.',
+            })),
+            {
+              name: '@clinic/platform',
+              message:
+                'domain/ imports @clinic/platform/core (framework-free); the root loads fastify, knex, pg.',
+            },
+          ],
+          patterns: [
+            {
+              group: ['@clinic/platform/*', '!@clinic/platform/core'],
+              message: 'domain/ imports @clinic/platform/core only.',
+            },
+          ],
         },
       ],
     },

@@ -24,6 +24,8 @@ module.exports = function project(dir, overrides = {}) {
     moduleNameMapper: {
       '^@clinic/platform$': path.join(root, 'packages/platform/src/index.ts'),
       '^@clinic/platform/testing$': path.join(root, 'packages/platform/src/testing/index.ts'),
+      '^@clinic/platform/(core|http|db|events)$': path.join(root, 'packages/platform/src/entry/$1.ts'),
+      '^@clinic/platform/services.json$': path.join(root, 'packages/platform/services.json'),
     },
     testMatch: ['<rootDir>/test/**/*.test.ts'],
     ...overrides,

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { root } from './lib.mjs'
+import { loadDotEnv, localSecrets, root } from './lib.mjs'
 
 const [command = ''] = process.argv.slice(2)
 const service = command.startsWith('audit:') ? 'audit' : 'gateway'
@@ -12,5 +12,8 @@ if (!existsSync(cli)) {
   console.error(`${cli} is missing: run \`npm start\` (or \`npm run build\`) first`)
   process.exit(1)
 }
-const r = spawnSync(process.execPath, [cli, ...process.argv.slice(2)], { stdio: 'inherit' })
+// The same settings as the stack `npm start` runs: .env, then the secrets it keeps (the chain key).
+loadDotEnv()
+const env = localSecrets({ ...process.env })
+const r = spawnSync(process.execPath, [cli, ...process.argv.slice(2)], { stdio: 'inherit', env })
 process.exit(r.status ?? 1)

@@ -1,7 +1,8 @@
 // Shared by the root scripts (start, test, migrate, admin). Plain Node, no dependencies:
 // these run before anything is installed.
 import { spawnSync, execFileSync } from 'node:child_process'
-import { existsSync, statSync, readFileSync } from 'node:fs'
+import { createHmac, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, statSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import net from 'node:net'
@@ -58,6 +59,26 @@ export const defaults = {
   AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
 }
 
+/**
+ * A process's environment in the local stack: DATABASE_URL (the root's) is the owner's, for
+ * migrations and the admin CLI; each service logs in as its own role `clinic_<name>` (same host,
+ * database and password), which its migration step makes and which owns nothing. Each signs its
+ * events with a key of its own, derived from the root's EVENT_SIGNING_SECRET; audit checks each
+ * source with that source's key (EVENT_VERIFY_KEYS), so no service can sign as another.
+ */
+export function serviceEnv(name, env) {
+  const owner = env.DATABASE_URL || defaults.DATABASE_URL
+  const login = new URL(owner)
+  login.username = `clinic_${name}`
+  const out = { ...env, DATABASE_URL: login.toString(), MIGRATION_DATABASE_URL: owner }
+  const secret = env.EVENT_SIGNING_SECRET
+  if (!secret) return out
+  const keyOf = (s) => createHmac('sha256', secret).update(`clinic-events:${s}`).digest('hex')
+  out.EVENT_SIGNING_SECRET = keyOf(name)
+  if (name === 'audit') out.EVENT_VERIFY_KEYS = services.map((s) => `${s}=${keyOf(s)}`).join(',')
+  return out
+}
+
 function reachable(urlString, defaultPort) {
   const url = new URL(urlString)
   return new Promise((resolve) => {
@@ -93,10 +114,43 @@ export async function checkDependencies(env = process.env) {
   }
 }
 
-export const services = ['gateway', 'patients', 'appointments', 'comms', 'audit']
+/** packages/platform/services.json: the one list of services (the gateway, then the resource services). */
+export const serviceList = JSON.parse(
+  readFileSync(path.join(root, 'packages', 'platform', 'services.json'), 'utf8'),
+)
+/** Every process of the stack, the gateway first: [{ name, port, replicas, family?, resource_type? }]. */
+export const apps = [serviceList.gateway, ...serviceList.services]
+/** Their names: gateway, patients, ... */
+export const services = apps.map((s) => s.name)
 
 /** Reads `.env` at the root when present (variables already set win). */
 export function loadDotEnv() {
   const file = path.join(root, '.env')
   if (existsSync(file)) process.loadEnvFile(file)
+}
+
+// The local stack's secrets when `.env` sets none: made once per checkout and kept (git-ignored) in
+// var/local-secrets.env, so a restarted stack still verifies the audit trail it wrote and the admin
+// CLI (another terminal) uses the same chain key. Anywhere else, set them yourself.
+const localSecretsFile = path.join(root, 'var', 'local-secrets.env')
+const localSecretNames = ['INTERNAL_AUTH_SECRET', 'EVENT_SIGNING_SECRET', 'AUDIT_CHAIN_KEY']
+
+/** Fills the secrets `env` lacks from var/local-secrets.env; with `create`, makes the missing ones. */
+export function localSecrets(env, { create = false } = {}) {
+  const text = existsSync(localSecretsFile) ? readFileSync(localSecretsFile, 'utf8') : ''
+  const kept = Object.fromEntries(
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=', 2)),
+  )
+  const missing = localSecretNames.filter((n) => !env[n] && !kept[n])
+  if (create && missing.length) {
+    for (const n of missing) kept[n] = randomBytes(32).toString('hex')
+    mkdirSync(path.dirname(localSecretsFile), { recursive: true })
+    const lines = localSecretNames.filter((n) => kept[n]).map((n) => `${n}=${kept[n]}`)
+    writeFileSync(localSecretsFile, `${lines.join('\n')}\n`, { mode: 0o600 })
+  }
+  for (const n of localSecretNames) if (!env[n] && kept[n]) env[n] = kept[n]
+  return env
 }

@@ -2,13 +2,13 @@
 // its own schema. `npm start` runs this first.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { root, run, services, loadDotEnv } from './lib.mjs'
+import { root, run, services, serviceEnv, loadDotEnv } from './lib.mjs'
 
 export function migrateAll(env = process.env) {
   for (const s of services) {
     const script = path.join(root, 'services', s, 'dist', 'db', 'migrate.js')
     if (!existsSync(script)) throw new Error(`${script} is missing: build first (npm run build)`)
-    run(process.execPath, [script], { env })
+    run(process.execPath, [script], { env: serviceEnv(s, env) })
   }
 }
 

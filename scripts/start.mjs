@@ -1,18 +1,28 @@
 // `npm start`: install what is missing, build, migrate, then run the gateway and the four services
-// as separate processes with prefixed logs. Ctrl-C (or SIGTERM) stops them all.
+// as separate processes with prefixed logs. A process that dies is started again with a growing
+// delay (scripts/supervisor.mjs, logged with its exit code or signal). Ctrl-C (or SIGTERM) stops
+// them all at once.
+// In a terminal the services' JSON log lines are pretty-printed (pino-pretty); piped or redirected
+// they pass through unchanged, one JSON object per line after the `[service] ` prefix.
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import readline from 'node:readline'
-import { build, checkDependencies, ensureInstalled, loadDotEnv, root, services } from './lib.mjs'
+import {
+  build,
+  checkDependencies,
+  ensureInstalled,
+  loadDotEnv,
+  localSecrets,
+  root,
+  serviceEnv,
+  services,
+} from './lib.mjs'
 import { migrateAll } from './migrate.mjs'
+import { supervise } from './supervisor.mjs'
 
 loadDotEnv()
-const env = { ...process.env }
-if (!env.INTERNAL_AUTH_SECRET) {
-  // Only for this run on this machine; set INTERNAL_AUTH_SECRET yourself anywhere else.
-  env.INTERNAL_AUTH_SECRET = randomBytes(32).toString('hex')
-}
+// Secrets `.env` does not set are made once and kept in var/local-secrets.env (scripts/lib.mjs).
+const env = localSecrets({ ...process.env }, { create: true })
 
 try {
   await checkDependencies(env)
@@ -25,46 +35,56 @@ try {
   process.exit(1)
 }
 
-const colors = { gateway: 36, patients: 32, appointments: 33, comms: 35, audit: 34 }
-const children = new Map()
-let stopping = false
+const tty = Boolean(process.stdout.isTTY)
+const palette = [36, 32, 33, 35, 34, 31, 96, 92, 93, 95, 94]
+const color = (name) => palette[services.indexOf(name) % palette.length]
+// pino-pretty as a library: one formatter for every child; lines that are not JSON pass through.
+const pretty = tty
+  ? (await import('pino-pretty')).prettyFactory({
+      colorize: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,service',
+    })
+  : null
 
 function prefix(name, stream, out) {
-  const label = process.stdout.isTTY ? `\x1b[${colors[name]}m[${name}]\x1b[0m ` : `[${name}] `
-  readline.createInterface({ input: stream }).on('line', (line) => out.write(label + line + '\n'))
+  const label = tty ? `\x1b[${color(name)}m[${name}]\x1b[0m ` : `[${name}] `
+  readline.createInterface({ input: stream }).on('line', (line) => {
+    const text = pretty && line.startsWith('{') ? pretty(line).replace(/\n$/, '') : line
+    out.write(
+      text
+        .split('\n')
+        .map((l) => label + l)
+        .join('\n') + '\n',
+    )
+  })
 }
 
 // Services first, the gateway last (it proxies to them).
-for (const name of [...services.filter((s) => s !== 'gateway'), 'gateway']) {
-  const child = spawn(process.execPath, [path.join(root, 'services', name, 'dist', 'server.js')], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  prefix(name, child.stdout, process.stdout)
-  prefix(name, child.stderr, process.stderr)
-  children.set(name, child)
-  child.on('exit', (code, signal) => {
-    children.delete(name)
-    if (!stopping) {
-      console.error(`[${name}] exited (${signal ?? code}); stopping the stack`)
-      stop(1)
-    } else if (children.size === 0) process.exit(process.exitCode ?? 0)
-  })
-}
+const stack = supervise(
+  [...services.filter((s) => s !== 'gateway'), 'gateway'].map((name) => ({
+    name,
+    start: () => {
+      const child = spawn(process.execPath, [path.join(root, 'services', name, 'dist', 'server.js')], {
+        env: serviceEnv(name, env),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      prefix(name, child.stdout, process.stdout)
+      prefix(name, child.stderr, process.stderr)
+      return child
+    },
+  })),
+  { log: (line) => console.error(line) },
+)
 
-function stop(code = 0) {
+let stopping = false
+function stop() {
   if (stopping) return
   stopping = true
-  process.exitCode = code
-  for (const child of children.values()) child.kill('SIGTERM')
-  setTimeout(() => {
-    for (const child of children.values()) child.kill('SIGKILL')
-    process.exit(code)
-  }, 15_000).unref()
-  if (children.size === 0) process.exit(code)
+  void stack.stop().then(() => process.exit(0))
 }
-process.on('SIGINT', () => stop(0))
-process.on('SIGTERM', () => stop(0))
+process.on('SIGINT', stop)
+process.on('SIGTERM', stop)
 
 const port = env.GATEWAY_PORT || '8080'
 const base = `http://127.0.0.1:${port}/api`

@@ -1,0 +1,2 @@
+// Tests of the repository scripts (the `npm start` supervisor).
+module.exports = require('../jest.preset')(__dirname)
