@@ -89,6 +89,9 @@ export class Amqp {
     })
     try {
       const pub = await conn.createConfirmChannel()
+      // Every publish waiting for its confirms listens for 'close' until they come (`confirmed`),
+      // so a busy service has many such listeners at once, each removed when its wait ends.
+      pub.setMaxListeners(0)
       pub.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP publish channel error'))
       // A channel error (a refused publish) closes the channel and not the connection: start over
       // on a new connection rather than keep a dead channel that every publish would fail on.
