@@ -14,6 +14,8 @@ export interface AuditConsumerOptions {
   knex: Knex
   log: Logger
   queue?: string
+  /** Routing keys the queue is bound to: every event (`#`) unless a test sends to the queue itself. */
+  bindings?: string[]
   prefetch?: number
   /**
    * Each source's key (EVENT_VERIFY_KEYS), or one key for all (EVENT_SIGNING_SECRET): unsigned or
@@ -41,7 +43,7 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     knex: o.knex,
     log: o.log,
     queue: o.queue ?? AUDIT_QUEUE,
-    bindings: ['#'],
+    bindings: o.bindings ?? ['#'],
     prefetch,
     signingSecret: o.signingSecret,
     metrics: o.metrics,
