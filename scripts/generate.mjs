@@ -2,10 +2,12 @@
 //   tsconfig.json                                  project references
 //   .env.example                                   the ports and URLs section
 //   deploy/compose/compose.yaml                    x-env ports and URLs, one migrate-<name> and one
-//                                                  <name> entry per service
-//   deploy/compose/.env.example                    the database password of each service's login role
+//                                                  <name> entry per service, broker-users' passwords
+//   deploy/compose/.env.example                    each service's database and broker passwords and
+//                                                  event signing key
 //   deploy/k8s/configmap.yaml                      the ports and URLs section
-//   deploy/k8s/secret.example.yaml                 each service's <NAME>_DATABASE_URL (placeholders)
+//   deploy/k8s/secret.example.yaml                 each service's <NAME>_DATABASE_URL, _AMQP_URL and
+//                                                  _EVENT_SIGNING_SECRET, audit's EVENT_VERIFY_KEYS
 //   deploy/k8s/kustomization.yaml                  resources and images
 //   deploy/k8s/services/<name>/{values,kustomization}.yaml   name, port, replicas, env prefix
 //                                                  (+ patch.yaml if present)
@@ -28,6 +30,19 @@ const dbPassword = (name) => `${upper(name)}_DB_PASSWORD`
 /** Compose: the service's own DATABASE_URL, the same in its migration (which makes the role) and in it. */
 const composeDatabaseUrl = (name) =>
   `      DATABASE_URL: postgres://${loginRole(name)}:\${${dbPassword(name)}:?set ${dbPassword(name)} in deploy/compose/.env}@postgres:5432/clinic`
+/** A service's own broker user (deploy/rabbitmq/definitions.json), whose password broker-users sets. */
+const brokerUser = (name) => `clinic-${name}`
+const amqpPassword = (name) => `${upper(name)}_AMQP_PASSWORD`
+const required = (v, what = '') => `\${${v}:?set ${v}${what} in deploy/compose/.env}`
+/** The key a service signs its events with; audit checks each source with that source's key. */
+const eventKey = (name) => `${upper(name)}_EVENT_SIGNING_SECRET`
+const composeBroker = (name) => [
+  `      AMQP_URL: amqp://${brokerUser(name)}:${required(amqpPassword(name))}@rabbitmq:5672/clinic`,
+  `      EVENT_SIGNING_SECRET: ${required(eventKey(name), ' (32+ characters)')}`,
+  ...(name === 'audit'
+    ? [`      EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${required(eventKey(s.name))}`).join(',')}`]
+    : []),
+]
 
 /** Replaces the lines between the BEGIN/END GENERATED <id> markers of `text`. */
 function section(text, id, lines, file) {
@@ -139,11 +154,14 @@ function compose() {
       '    environment:',
       '      <<: *env',
       composeDatabaseUrl(s.name),
+      ...composeBroker(s.name),
       ...(x.environment ?? []),
       ...(x.more ?? []),
       ...(s === serviceList.gateway ? [] : ['    deploy:', `      replicas: ${s.replicas.min}`]),
       '    depends_on:',
       '      <<: *infra',
+      '      broker-users:',
+      '        condition: service_completed_successfully',
       `      migrate-${s.name}:`,
       '        condition: service_completed_successfully',
       ...(x.dependsOn ?? []),
@@ -152,28 +170,61 @@ function compose() {
     ]
   })
   text = section(text, 'migrations', migrations.slice(0, -1), file)
+  text = section(
+    text,
+    'broker-passwords',
+    apps.map((s) => `      ${amqpPassword(s.name)}: ${required(amqpPassword(s.name))}`),
+    file,
+  )
   return section(text, 'services', entries.slice(0, -1), file)
 }
 
 function composeEnvExample() {
   const file = 'deploy/compose/.env.example'
-  return section(
+  let text = section(
     read(file),
     'db-passwords',
     apps.map((s) => `${dbPassword(s.name)}=change-me-db-${s.name}`),
+    file,
+  )
+  text = section(
+    text,
+    'amqp-passwords',
+    apps.map((s) => `${amqpPassword(s.name)}=change-me-amqp-${s.name}`),
+    file,
+  )
+  return section(
+    text,
+    'event-keys',
+    apps.map((s) => `${eventKey(s.name)}=change-me-events-${s.name}-to-64-hex-characters-from-openssl`),
     file,
   )
 }
 
 function secretExample() {
   const file = 'deploy/k8s/secret.example.yaml'
-  return section(
+  const text = section(
     read(file),
     'database',
     apps.map(
       (s) =>
         `  ${upper(s.name)}_DATABASE_URL: postgres://${loginRole(s.name)}:CHANGE_ME@postgres.example.internal:5432/clinic?sslmode=require`,
     ),
+    file,
+  )
+  const keyPlaceholder = (name) =>
+    `CHANGE_ME_${upper(name)}_EVENT_KEY_64_HEX_CHARACTERS_FROM_OPENSSL_RAND_HEX_32`
+  return section(
+    text,
+    'broker',
+    [
+      ...apps.map(
+        (s) =>
+          `  ${upper(s.name)}_AMQP_URL: amqps://${brokerUser(s.name)}:CHANGE_ME@rabbitmq.example.internal:5671/clinic`,
+      ),
+      ...apps.map((s) => `  ${eventKey(s.name)}: ${keyPlaceholder(s.name)}`),
+      `  EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${keyPlaceholder(s.name)}`).join(',')}`,
+    ],
     file,
   )
 }

@@ -1,6 +1,6 @@
 // deploy/compose/compose.yaml: the compose-spec JSON schema and lint rules (dclint), then the stack's
 // own rules after ${VAR} interpolation with .env.example, against packages/platform/services.json
-// (database roles: compose-db.mjs); plus `docker compose config` when the compose plugin is installed.
+// (database roles: compose-db.mjs; broker users and event keys: compose-broker.mjs); plus `docker compose config` when the compose plugin is installed.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -20,6 +20,7 @@ import {
   root,
   skip,
 } from './lib.mjs'
+import { checkBrokerUsers } from './compose-broker.mjs'
 import { checkDatabaseRoles } from './compose-db.mjs'
 import { interpolate, parseEnvFile } from './compose-env.mjs'
 
@@ -155,6 +156,7 @@ export function checkCompose() {
     }
   }
   checkDatabaseRoles(services, env0, problems)
+  checkBrokerUsers(services, env0, problems)
   const g = env0(services.gateway)
   for (const s of RESOURCES)
     if (g[envName(s, 'URL')] !== `http://${s}:${PORTS[s]}`)

@@ -1,13 +1,16 @@
 // The database roles in Kubernetes: each service's migrations run in a Job of its own (<name>-migrate),
 // the only object holding the owner's credentials (the migration Secret); each Deployment logs in
 // with its own DATABASE_URL key, which its Job gets too (it makes that role), and never sees the
-// owner's Secret. Plus the Secret examples: placeholders, and distinct login roles.
+// owner's Secret; its broker user and event key are its own too, and only audit reads the chain key
+// and the other services' event keys. Plus the Secret examples: placeholders, and distinct login roles.
 import { SERVICES } from './lib.mjs'
 import { checkContainer, checkPodSecurity } from './k8s-rules.mjs'
 
 export const MIGRATION_SECRET = 'clinic-migration-secrets'
 export const jobName = (service) => `${service}-migrate`
 
+const OWN = ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET']
+const AUDIT_ONLY = ['AUDIT_CHAIN_KEY', 'EVENT_VERIFY_KEYS']
 const refOf = (c, name) => (c?.env ?? []).find((e) => e.name === name)?.valueFrom?.secretKeyRef
 const sameRef = (a, b) => a && b && a.name === b.name && a.key === b.key
 
@@ -34,13 +37,21 @@ export function checkMigrations(all, ctx, problemsOf) {
       if (v.secret?.secretName === MIGRATION_SECRET)
         problems.push(`Deployment ${name}: mounts ${MIGRATION_SECRET} (the owner's credentials)`)
     const main = (pod.containers ?? []).find((c) => c.name === name)
+    // Its own database login, broker user and event key: a Secret key no other Deployment reads.
+    for (const v of OWN) {
+      const ref = refOf(main, v)
+      if (!ref) problems.push(`Deployment ${name}: ${v} must come from a Secret key of its own`)
+      else if (keys.has(`${ref.name}/${ref.key}`))
+        problems.push(
+          `Deployment ${name}: ${v} ${ref.name}/${ref.key} is also ${keys.get(`${ref.name}/${ref.key}`)}'s`,
+        )
+      else keys.set(`${ref.name}/${ref.key}`, name)
+    }
+    // The chain key and every source's event key are audit's alone.
+    for (const v of AUDIT_ONLY)
+      if (name !== 'audit' && containers.some((c) => refOf(c, v)))
+        problems.push(`Deployment ${name}: ${v} is audit's only`)
     const own = refOf(main, 'DATABASE_URL')
-    if (!own) problems.push(`Deployment ${name}: DATABASE_URL must come from a Secret key of its own`)
-    else if (keys.has(`${own.name}/${own.key}`))
-      problems.push(
-        `Deployment ${name}: DATABASE_URL ${own.name}/${own.key} is also ${keys.get(`${own.name}/${own.key}`)}'s`,
-      )
-    else keys.set(`${own.name}/${own.key}`, name)
 
     const job = jobs.get(jobName(name))
     if (!job) {

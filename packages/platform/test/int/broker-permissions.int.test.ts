@@ -6,7 +6,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import amqplib, { type ConfirmChannel } from 'amqplib'
 import { Amqp, EXCHANGE, assertWorkQueue } from '@clinic/platform'
-import { uniqueName, waitFor } from '@clinic/platform/testing'
+import { uniqueName } from '@clinic/platform/testing'
 import { amqpUrl, testLog } from './helpers'
 
 // Per-service broker users (deploy/rabbitmq/definitions.json, deploy/README.md): topic permissions
@@ -18,29 +18,33 @@ jest.setTimeout(60_000)
 const exec = promisify(execFile)
 const rabbitmqctl = (...args: string[]) => exec('rabbitmqctl', args)
 /**
- * `rabbitmqctl import_definitions`: through a file the broker's user can read (rabbitmqctl runs as
- * that user; the definitions hold no secret), then until the (asynchronous) import has made `users`.
+ * deploy/rabbitmq/users.sh, as Compose runs it, on `json` with `env` (the <NAME>_AMQP_PASSWORD
+ * variables). Through a file the broker's user can read (rabbitmqctl runs as that user; the
+ * definitions hold no secret).
  */
-async function importDefinitions(json: string, users: string[]) {
+async function runUsersScript(json: string, env: Record<string, string>) {
   const dir = await mkdtemp(path.join(tmpdir(), 'clinic-defs-'))
   try {
     await chmod(dir, 0o755)
     const file = path.join(dir, 'definitions.json')
     await writeFile(file, json, { mode: 0o644 })
-    await rabbitmqctl('import_definitions', file)
-    await waitFor(
-      async () => {
-        const { stdout } = await rabbitmqctl('list_users', '--quiet', '--no-table-headers')
-        const listed = new Set(stdout.split('\n').map((l) => l.split('\t')[0]))
-        return users.every((u) => listed.has(u))
-      },
-      { timeoutMs: 20_000, intervalMs: 250, what: 'the definitions import' },
-    )
+    return await exec('sh', [USERS_SCRIPT], { env: { ...process.env, DEFINITIONS: file, ...env } })
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
 }
+const passwordVar = (user: string) =>
+  `${user
+    .replace(/^clinic-/, '')
+    .toUpperCase()
+    .replace(/-/g, '_')}_AMQP_PASSWORD`
+const brokerUsers = async () =>
+  (await rabbitmqctl('list_users', '--quiet', '--no-table-headers')).stdout
+    .split('\n')
+    .map((l) => l.split('\t')[0])
+
 const DEFINITIONS = path.resolve(__dirname, '../../../../deploy/rabbitmq/definitions.json')
+const USERS_SCRIPT = path.resolve(__dirname, '../../../../deploy/rabbitmq/users.sh')
 
 const vhost = uniqueName('clinic_test_perm')
 const prefix = `t${randomBytes(4).toString('hex')}`
@@ -112,7 +116,7 @@ describe('deploy/rabbitmq/definitions.json', () => {
     users: Array<{ name: string }>
     topic_permissions: Array<{ user: string; write: string }>
   }
-  const service = (user: string) => `${prefix}-${user.replace(/^clinic-/, '')}`
+  const service = (user: string) => `clinic-${prefix}-${user.replace(/^clinic-/, '')}`
   let defs: Definitions
 
   beforeAll(async () => {
@@ -127,12 +131,25 @@ describe('deploy/rabbitmq/definitions.json', () => {
           : value,
     ) as Definitions
     users.push(...renamed.users.map((u) => u.name))
-    await importDefinitions(
-      JSON.stringify(renamed),
-      renamed.users.map((u) => u.name),
+    // What Compose's broker-users step runs: the import, then each password from the environment.
+    const names = renamed.users.map((u) => u.name)
+    const { stdout } = await runUsersScript(
+      JSON.stringify(renamed, null, 2),
+      Object.fromEntries(names.map((u) => [passwordVar(u), password])),
     )
-    // No password in the file: set one, as the operator does.
-    for (const u of renamed.users) await rabbitmqctl('change_password', u.name, password)
+    expect(stdout.trim().split('\n').sort()).toEqual(names.map((u) => `${u}: password set`).sort())
+  })
+
+  it('users.sh changes nothing on the broker while a password is missing', async () => {
+    const other = `clinic-${prefix}x-patients`
+    // This run's vhost too, so that even a broken script could not touch the broker's `clinic`.
+    const json = (await readFile(DEFINITIONS, 'utf8'))
+      .replace(/"clinic-[a-z]+"/g, `"${other}"`)
+      .replace(/"(vhost|name)": "clinic"/g, `"$1": "${vhost}"`)
+    await expect(runUsersScript(json, {})).rejects.toMatchObject({
+      stderr: expect.stringContaining(`${passwordVar(other)} is not set`),
+    })
+    expect(await brokerUsers()).not.toContain(other)
   })
 
   it('names one user per service, audit publishing nothing', () => {

@@ -1,0 +1,36 @@
+#!/bin/sh
+# The broker's per-service users, from definitions.json (users without passwords, vhost `clinic`,
+# permissions, topic permissions, exchanges), then each user's password from the environment:
+# clinic-<name> gets <NAME>_AMQP_PASSWORD. Safe to run again: the import resets the passwords, which
+# are then set again. Compose runs it as the one-shot `broker-users` (rabbitmqctl of the broker's
+# image, with the broker's Erlang cookie). By hand: RABBITMQ_NODE=rabbit@<host> sh users.sh.
+set -eu
+
+definitions=${DEFINITIONS:-$(dirname "$0")/definitions.json}
+# RABBITMQ_NODE: the broker's node (rabbitmqctl's own default when unset).
+ctl() { rabbitmqctl -q ${RABBITMQ_NODE:+-n "$RABBITMQ_NODE"} "$@"; }
+
+users=$(grep -o '"name": *"clinic-[a-z0-9-]*"' "$definitions" | sed 's/.*"\(clinic-[a-z0-9-]*\)"/\1/' | sort -u)
+[ -n "$users" ] || { echo "no clinic-<name> users in $definitions" >&2; exit 1; }
+varOf() { echo "$(echo "${1#clinic-}" | tr 'a-z-' 'A-Z_')_AMQP_PASSWORD"; }
+passwordOf() { printenv "$(varOf "$1")" || true; }
+# Every password first: a missing one changes nothing on the broker.
+for user in $users; do
+  [ -n "$(passwordOf "$user")" ] || {
+    echo "$(varOf "$user") is not set (the password of $user)" >&2
+    exit 1
+  }
+done
+
+ctl import_definitions "$definitions"
+for user in $users; do
+  # The import is asynchronous: wait until the user exists.
+  tries=0
+  until ctl list_users --no-table-headers | cut -f1 | grep -qx "$user"; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 30 ] || { echo "$user did not appear after the import" >&2; exit 1; }
+    sleep 1
+  done
+  ctl change_password "$user" "$(passwordOf "$user")"
+  echo "$user: password set"
+done
