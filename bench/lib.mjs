@@ -40,18 +40,18 @@ export function node(script, env, args = []) {
   }).trim()
 }
 
-export function startService(name, env) {
-  const child = spawn(
+export function startService(name, env, core) {
+  const argv = [
     process.execPath,
-    [
-      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
-      path.join(ROOT, 'services', name, 'dist', 'server.js'),
-    ],
-    {
-      env: serviceEnv(name, { ...process.env, LOG_LEVEL: 'warn', ...env }),
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
-  )
+    ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+    path.join(ROOT, 'services', name, 'dist', 'server.js'),
+  ]
+  // On one core when asked (taskset execs node: the pid is node's).
+  const [command, ...args] = core === undefined ? argv : ['taskset', '-c', String(core), ...argv]
+  const child = spawn(command, args, {
+    env: serviceEnv(name, { ...process.env, LOG_LEVEL: 'warn', ...env }),
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
   return child
 }
 
