@@ -6,12 +6,13 @@ import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
 
 /**
- * Writes events in the caller's transaction: they exist exactly when the change commits.
+ * Writes events in the caller's transaction: they exist exactly when the change commits. Or, given
+ * the pool itself, on their own: one statement commits the whole batch or none of it.
  * One statement and one parameter whatever the batch size (a JSON array, unpacked by PostgreSQL).
  * Each event is signed here with the process key (event-signing.ts): the relay only forwards, so
  * a row written to the outbox by anything but this code carries no valid signature.
  */
-export async function enqueueEvents(trx: Knex.Transaction, events: CloudEvent[]): Promise<void> {
+export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
   await trx.raw(
     `INSERT INTO outbox (event_id, idempresa, type, payload)

@@ -123,7 +123,10 @@ export class AccessLog {
     })
   }
 
-  /** Writes what is buffered, one transaction per batch; returns when nothing is left to try. */
+  /**
+   * Writes what is buffered, one statement per batch (atomic by itself: no BEGIN/COMMIT round
+   * trips); returns when nothing is left to try.
+   */
   flush(): Promise<void> {
     this.writing ??= this.writeAll().finally(() => (this.writing = null))
     return this.writing
@@ -133,11 +136,9 @@ export class AccessLog {
     while (this.buffer.length) {
       const batch = this.buffer.splice(0, this.opts.maxBatch ?? 500)
       try {
-        await this.knex.transaction((trx) =>
-          enqueueEvents(
-            trx,
-            batch.map((b) => b.event),
-          ),
+        await enqueueEvents(
+          this.knex,
+          batch.map((b) => b.event),
         )
       } catch (err) {
         // Kept for the retry timer; the answers go out meanwhile.
