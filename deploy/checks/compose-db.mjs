@@ -2,15 +2,7 @@
 // MIGRATION_DATABASE_URL) reach the migrate-<name> one-shots only; each service logs in with a
 // DATABASE_URL of its own (a user that is not the owner, one per service), the same its migration
 // gets so that it creates or ALTERs exactly that role.
-import { SERVICES } from './lib.mjs'
-
-const parse = (url) => {
-  try {
-    return new URL(url)
-  } catch {
-    return undefined
-  }
-}
+import { SERVICES, parseUrl } from './lib.mjs'
 
 /** services: the interpolated `services:`; envOf(service) its environment as an object. */
 export function checkDatabaseRoles(services, envOf, problems) {
@@ -22,7 +14,7 @@ export function checkDatabaseRoles(services, envOf, problems) {
     if (!services[s]) continue
     const e = envOf(services[s])
     if ('MIGRATION_DATABASE_URL' in e) problems.push(`${s}: MIGRATION_DATABASE_URL is for migrate-${s} only`)
-    const url = parse(e.DATABASE_URL)
+    const url = parseUrl(e.DATABASE_URL)
     const user = url?.username
     if (!user) problems.push(`${s}: DATABASE_URL has no user of its own`)
     else if (user === owner) problems.push(`${s}: DATABASE_URL logs in as the owner ${owner}`)
@@ -32,14 +24,14 @@ export function checkDatabaseRoles(services, envOf, problems) {
     for (const [k, v] of Object.entries(e))
       if (
         (ownerPassword && String(v).includes(ownerPassword)) ||
-        (/^postgres/.test(String(v)) && parse(String(v))?.username === owner)
+        (/^postgres/.test(String(v)) && parseUrl(String(v))?.username === owner)
       )
         problems.push(`${s}: ${k} carries the owner's credentials (POSTGRES_USER / POSTGRES_PASSWORD)`)
 
     const mig = services[`migrate-${s}`]
     if (!mig) continue
     const me = envOf(mig)
-    const m = parse(me.MIGRATION_DATABASE_URL)
+    const m = parseUrl(me.MIGRATION_DATABASE_URL)
     if (!m) problems.push(`migrate-${s}: MIGRATION_DATABASE_URL (the owner's) not set`)
     else if (m.username !== owner)
       problems.push(`migrate-${s}: MIGRATION_DATABASE_URL logs in as ${m.username}, not the owner ${owner}`)

@@ -10,6 +10,14 @@ export const require = createRequire(import.meta.url)
 export const rel = (p) => path.relative(root, p) || '.'
 export const read = (p) => readFileSync(path.join(root, p), 'utf8')
 export const get = (obj, dotted) => dotted.split('.').reduce((o, k) => (o == null ? undefined : o[k]), obj)
+/** The URL, or undefined when it is none. */
+export const parseUrl = (url) => {
+  try {
+    return new URL(url)
+  } catch {
+    return undefined
+  }
+}
 export const has = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0
 
 /** packages/platform/services.json: every app (gateway first), its names, its ports, the resource services. */
