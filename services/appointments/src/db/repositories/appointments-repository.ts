@@ -1,5 +1,12 @@
 import { NotFound, type StoredResponse } from '@clinic/platform/core'
-import { companyIdempotent, companyTransaction, storedIdempotentResponse } from '@clinic/platform/db'
+import {
+  companyIdempotent,
+  companyPage,
+  companyPageStatement,
+  companyRead,
+  companyTransaction,
+  storedIdempotentResponse,
+} from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { AppointmentStore, AppointmentTx, ListFilter } from '../../domain/appointment-store'
@@ -138,35 +145,36 @@ export class AppointmentsRepository implements AppointmentStore {
     return storedIdempotentResponse(this.knex, companyId, idempotency)
   }
 
-  findById(companyId: number, id: string): Promise<Appointment | null> {
-    return companyTransaction(this.knex, companyId, (trx) => this.tx(companyId, trx).findById(id))
+  /** One round trip (companyRead). */
+  async findById(companyId: number, id: string): Promise<Appointment | null> {
+    const [row] = await companyRead<Row>(
+      this.knex,
+      companyId,
+      this.knex(TABLE).where('idempresa', companyId).where('id', id).select(SELECT).limit(1),
+    )
+    return row ? toAppointment(row) : null
   }
 
   /**
-   * One page and the exact total in one statement (one snapshot, one round trip): `listStatement`.
-   * The total always comes back, on a row of nulls when the page is empty.
+   * One page and the exact total in one statement (one snapshot, one round trip, the company's
+   * setting included: companyPage).
    */
-  list(companyId: number, f: ListFilter): Promise<{ rows: Appointment[]; total: number }> {
-    return companyTransaction(this.knex, companyId, async (trx) => {
-      const { rows } = (await listStatement(trx, companyId, f)) as {
-        rows: Array<Row & { list_total: number }>
-      }
-      return {
-        rows: rows.filter((r) => r.id !== null).map((r) => toAppointment(r)),
-        total: Number(rows[0]?.list_total ?? 0),
-      }
-    })
+  async list(companyId: number, f: ListFilter): Promise<{ rows: Appointment[]; total: number }> {
+    const { rows, total } = await companyPage<Row>(this.knex, companyId, listParts(this.knex, companyId, f))
+    return { rows: rows.map((r) => toAppointment(r)), total }
   }
 }
 
+/** The statement `list` sends (the benchmark explains this very statement: `.toSQL().toNative()`). */
+export const listStatement = (db: Knex, companyId: number, f: ListFilter): Knex.Raw =>
+  companyPageStatement(db, companyId, listParts(db, companyId, f))
+
 /**
- * The list statement: the page and its exact total, as `list` sends it (exported so the benchmark
- * explains this very statement: `listStatement(knex, ...).toSQL().toNative()`). Filtered by center
- * and status only, the total is the sum of a few counter rows; with a time range, patient or
- * practitioner it is counted over the same index range as the page (a center's day: a few dozen
- * index entries).
+ * The page and its exact total. Filtered by center and status only, the total is the sum of a few
+ * counter rows; with a time range, patient or practitioner it is counted over the same index
+ * range as the page (a center's day: a few dozen index entries).
  */
-export function listStatement(db: Knex, companyId: number, f: ListFilter): Knex.Raw {
+function listParts(db: Knex, companyId: number, f: ListFilter) {
   const matching = db(TABLE).where('idempresa', companyId)
   if (f.centers) matching.whereIn('codalmacen', f.centers)
   if (f.statuses) matching.whereIn('status', f.statuses)
@@ -197,9 +205,5 @@ export function listStatement(db: Knex, companyId: number, f: ListFilter): Knex.
     if (f.centers) total.whereIn('codalmacen', f.centers)
     if (f.statuses) total.whereIn('status', f.statuses)
   }
-  return db.raw(
-    // The outer ORDER BY restates the page's (SQL keeps no order through a join otherwise).
-    `select t.n as list_total, p.* from (?) t left join lateral (?) p on true order by p.starts_at ${order}, p.id ${order}`,
-    [total, page],
-  )
+  return { page, total, orderBy: `p.starts_at ${order}, p.id ${order}` }
 }

@@ -1,7 +1,8 @@
 import {
   storedIdempotentResponse,
   companyIdempotent,
-  companyTransaction,
+  companyPage,
+  companyRead,
   enqueueEvents,
   type StoredResponse,
 } from '@clinic/platform'
@@ -99,35 +100,45 @@ export class MessagesRepository implements MessageStore {
     return storedIdempotentResponse(this.knex, companyId, idempotency)
   }
 
-  findById(companyId: number, id: string): Promise<VersionedMessage | null> {
-    return companyTransaction(this.knex, companyId, async (trx) => {
-      const row = await trx(TABLE).where({ idempresa: companyId, id }).first(MESSAGE_COLUMNS)
-      return row ? toMessage(row) : null
-    })
+  /** One round trip (companyRead). */
+  async findById(companyId: number, id: string): Promise<VersionedMessage | null> {
+    const [row] = await companyRead<Record<string, unknown>>(
+      this.knex,
+      companyId,
+      this.knex(TABLE).where({ idempresa: companyId, id }).select(MESSAGE_COLUMNS).limit(1),
+    )
+    return row ? toMessage(row) : null
   }
 
-  list(companyId: number, f: ListFilter): Promise<{ rows: VersionedMessage[]; total: number }> {
-    return companyTransaction(this.knex, companyId, async (trx) => {
-      const matching = trx(TABLE).where('idempresa', companyId)
-      if (f.centers) matching.whereIn('codalmacen', f.centers)
-      if (f.patientId) matching.where('patient_id', f.patientId)
-      if (f.appointmentId) matching.where('appointment_id', f.appointmentId)
-      // `sending` is shown as queued, so it is found as queued too.
-      if (f.status === 'queued') matching.whereIn('status', ['queued', 'sending'])
-      else if (f.status) matching.where('status', f.status)
-      if (f.channel) matching.where('channel', f.channel)
-      if (f.from) matching.where('created_at', '>=', f.from)
-      if (f.to) matching.where('created_at', '<', f.to)
-      const page = matching.clone().select(MESSAGE_COLUMNS)
-      if (f.after)
-        page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
-      page.orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      page.offset(f.offset).limit(f.limit + 1)
-      const [rows, [count]] = await Promise.all([page, matching.clone().count({ n: '*' })])
-      return { rows: (rows as Record<string, unknown>[]).map(toMessage), total: Number(count?.n ?? 0) }
-    })
+  /** One page (and one row more, to know there is a next) and the exact total: one statement. */
+  async list(companyId: number, f: ListFilter): Promise<{ rows: VersionedMessage[]; total: number }> {
+    const matching = this.knex(TABLE).where('idempresa', companyId)
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
+    if (f.patientId) matching.where('patient_id', f.patientId)
+    if (f.appointmentId) matching.where('appointment_id', f.appointmentId)
+    // `sending` is shown as queued, so it is found as queued too.
+    if (f.status === 'queued') matching.whereIn('status', ['queued', 'sending'])
+    else if (f.status) matching.where('status', f.status)
+    if (f.channel) matching.where('channel', f.channel)
+    if (f.from) matching.where('created_at', '>=', f.from)
+    if (f.to) matching.where('created_at', '<', f.to)
+    const page = matching.clone().select(MESSAGE_COLUMNS)
+    if (f.after)
+      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
+    page.orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    page.offset(f.offset).limit(f.limit + 1)
+    const { rows, total } = await companyPage<Record<string, unknown> & { id: unknown }>(
+      this.knex,
+      companyId,
+      {
+        page,
+        total: matching.clone().count({ n: '*' }),
+        orderBy: 'p.created_at DESC, p.id DESC',
+      },
+    )
+    return { rows: rows.map(toMessage), total }
   }
 }

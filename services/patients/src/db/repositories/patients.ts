@@ -1,6 +1,7 @@
 import {
   NotFound,
   companyIdempotent,
+  companyPage,
   companyRead,
   companyTransaction,
   enqueueEvents,
@@ -120,57 +121,53 @@ export class PatientsRepository implements PatientStore {
   }
 
   /**
-   * One page and the exact total from the same snapshot. Without `q` the total is the sum of the
-   * counter rows of the visible centers (a handful of rows, whatever the company's size); with `q`
-   * it is counted through the trigram index (search_patients, see migration 0004).
+   * One page and the exact total in one statement (one snapshot, one round trip: companyPage).
+   * Without `q` the total is the sum of the counter rows of the visible centers (a handful of rows,
+   * whatever the company's size); with `q` it is counted through the trigram index
+   * (search_patients, see migration 0004).
    */
-  list(companyId: number, f: ListFilter): Promise<{ rows: Patient[]; total: number }> {
-    return this.scoped(
-      companyId,
-      async (trx) => {
-        // With q, the rows come from search_patients() (same columns, trigram index); else the table.
-        const source = f.q
-          ? trx.from(trx.raw(`search_patients(?, ?) AS ${TABLE}`, [`%${escapeLike(f.q)}%`, f.q]))
-          : trx.from(TABLE)
-        const matching = source.where('idempresa', companyId)
-        if (f.centers) matching.whereIn('codalmacen', f.centers)
+  async list(companyId: number, f: ListFilter): Promise<{ rows: Patient[]; total: number }> {
+    const db = this.knex
+    // With q, the rows come from search_patients() (same columns, trigram index); else the table.
+    const source = f.q
+      ? db.from(db.raw(`search_patients(?, ?) AS ${TABLE}`, [`%${escapeLike(f.q)}%`, f.q]))
+      : db.from(TABLE)
+    const matching = source.where('idempresa', companyId)
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
 
-        const page = matching.clone().select(SELECT)
-        if (f.sort === 'last_name') {
-          if (f.after?.sort === 'last_name')
-            page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [
-              f.after.last_name,
-              f.after.first_name,
-              f.after.id,
-            ])
-          page.orderBy([
-            { column: 'last_name', order: 'asc' },
-            { column: 'first_name', order: 'asc' },
-            { column: 'id', order: 'asc' },
-          ])
-        } else {
-          if (f.after?.sort === '-created_at')
-            page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
-          page.orderBy([
-            { column: 'created_at', order: 'desc' },
-            { column: 'id', order: 'desc' },
-          ])
-        }
-        const rows = (await page.offset(f.offset).limit(f.limit)) as unknown as Row[]
+    const page = matching.clone().select(SELECT)
+    let orderBy: string
+    if (f.sort === 'last_name') {
+      if (f.after?.sort === 'last_name')
+        page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [
+          f.after.last_name,
+          f.after.first_name,
+          f.after.id,
+        ])
+      page.orderBy([
+        { column: 'last_name', order: 'asc' },
+        { column: 'first_name', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      orderBy = 'p.last_name, p.first_name, p.id'
+    } else {
+      if (f.after?.sort === '-created_at')
+        page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
+      page.orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      orderBy = 'p.created_at DESC, p.id DESC'
+    }
+    page.offset(f.offset).limit(f.limit)
 
-        let total: number
-        if (f.q) {
-          const [c] = await matching.clone().count<{ n: number }[]>({ n: '*' })
-          total = Number(c?.n ?? 0)
-        } else {
-          const counts = trx('patient_counts').where('idempresa', companyId)
-          if (f.centers) counts.whereIn('codalmacen', f.centers)
-          const [c] = await counts.sum<{ n: number | null }[]>({ n: 'n' })
-          total = Number(c?.n ?? 0)
-        }
-        return { rows: rows.map(toPatient), total }
-      },
-      { isolationLevel: 'repeatable read', readOnly: true },
-    )
+    let total: Knex.QueryBuilder
+    if (f.q) total = matching.clone().count({ n: '*' })
+    else {
+      total = db('patient_counts').where('idempresa', companyId).select(db.raw('coalesce(sum(n), 0) AS n'))
+      if (f.centers) total.whereIn('codalmacen', f.centers)
+    }
+    const { rows, total: n } = await companyPage<Row>(db, companyId, { page, total, orderBy })
+    return { rows: rows.map(toPatient), total: n }
   }
 }
