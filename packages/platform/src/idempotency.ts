@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { canonicalJson } from './canonical-json'
-import { companyTransaction } from './db'
+import { companyRead, companyTransaction } from './db'
 import { IdempotencyConflict, ValidationFailed } from './errors'
 
 /** What a create made (`body`), or what it made the first time its Idempotency-Key was used. */
@@ -32,11 +32,14 @@ export async function withIdempotency<B>(
   key: { companyId: number; tokenId: string; key: string | undefined; hash: string },
   create: (trx: Knex.Transaction) => Promise<StoredResponse<B>>,
 ): Promise<StoredResponse<B>> {
-  if (key.key === undefined) return knex.transaction(create)
+  // In the caller's transaction when there is one (no SAVEPOINT: a failure rolls it all back).
+  const inTransaction = <T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> =>
+    knex.isTransaction ? fn(knex as Knex.Transaction) : knex.transaction(fn)
+  if (key.key === undefined) return inTransaction(create)
   if (!KEY.test(key.key))
     throw new ValidationFailed([{ path: 'Idempotency-Key', message: 'must be 1-255 printable characters' }])
   const where = { idempresa: key.companyId, token_id: key.tokenId, key: key.key }
-  return knex.transaction(async (trx) => {
+  return inTransaction(async (trx) => {
     await trx('idempotency_keys')
       .where(where)
       .where('created_at', '<', trx.raw(`now() - interval '${WINDOW_HOURS} hours'`))
@@ -71,12 +74,16 @@ export async function storedIdempotentResponse<B>(
   key: { tokenId: string; key: string | undefined; hash: string },
 ): Promise<StoredResponse<B> | null> {
   if (key.key === undefined || !KEY.test(key.key)) return null // a bad key is refused on the way in
-  const prior = (await companyTransaction(knex, companyId, (trx) =>
-    trx('idempotency_keys')
+  // One round trip (companyRead).
+  const [prior] = await companyRead<{ request_hash: string; body: B | null }>(
+    knex,
+    companyId,
+    knex('idempotency_keys')
       .where({ idempresa: companyId, token_id: key.tokenId, key: key.key })
-      .where('created_at', '>=', trx.raw(`now() - interval '${WINDOW_HOURS} hours'`))
-      .first('request_hash', 'body'),
-  )) as { request_hash: string; body: B | null } | undefined
+      .where('created_at', '>=', knex.raw(`now() - interval '${WINDOW_HOURS} hours'`))
+      .select('request_hash', 'body')
+      .limit(1),
+  )
   if (!prior || prior.body === null) return null
   if (prior.request_hash !== key.hash) throw new IdempotencyConflict()
   return { body: prior.body, replayed: true }
@@ -84,7 +91,7 @@ export async function storedIdempotentResponse<B>(
 
 /**
  * `withIdempotency` inside a `companyTransaction`: the create and its key row are written for one
- * company under row-level security (the key check runs in a savepoint of that transaction).
+ * company under row-level security, in that one transaction.
  */
 export function companyIdempotent<B>(
   knex: Knex,
