@@ -83,6 +83,9 @@ export function record(name, markdown) {
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true })
   const file = path.join(ROOT, 'bench', 'results', `${name}.md`)
   writeFileSync(file, markdown)
+  // As the repository keeps markdown (npm test checks it): the root's prettier.
+  const prettier = createRequire(path.join(ROOT, 'package.json')).resolve('prettier/bin/prettier.cjs')
+  execFileSync(process.execPath, [prettier, '--write', '--log-level', 'warn', file], { cwd: ROOT })
   console.log(markdown)
   console.log(`(written to ${path.relative(ROOT, file)})`)
 }
