@@ -1,11 +1,14 @@
 // Shared by the root scripts (start, test, migrate, admin). Plain Node, no dependencies:
 // these run before anything is installed.
 import { spawnSync, execFileSync } from 'node:child_process'
-import { createHmac, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, statSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
+import serviceEnvModule from './service-env.cjs'
 import net from 'node:net'
+
+const { serviceEnv: sharedServiceEnv } = serviceEnvModule
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -59,24 +62,9 @@ export const defaults = {
   AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
 }
 
-/**
- * A process's environment in the local stack: DATABASE_URL (the root's) is the owner's, for
- * migrations and the admin CLI; each service logs in as its own role `clinic_<name>` (same host,
- * database and password), which its migration step makes and which owns nothing. Each signs its
- * events with a key of its own, derived from the root's EVENT_SIGNING_SECRET; audit checks each
- * source with that source's key (EVENT_VERIFY_KEYS), so no service can sign as another.
- */
+/** A process's environment in the local stack: service-env.cjs, with the default database. */
 export function serviceEnv(name, env) {
-  const owner = env.DATABASE_URL || defaults.DATABASE_URL
-  const login = new URL(owner)
-  login.username = `clinic_${name}`
-  const out = { ...env, DATABASE_URL: login.toString(), MIGRATION_DATABASE_URL: owner }
-  const secret = env.EVENT_SIGNING_SECRET
-  if (!secret) return out
-  const keyOf = (s) => createHmac('sha256', secret).update(`clinic-events:${s}`).digest('hex')
-  out.EVENT_SIGNING_SECRET = keyOf(name)
-  if (name === 'audit') out.EVENT_VERIFY_KEYS = services.map((s) => `${s}=${keyOf(s)}`).join(',')
-  return out
+  return sharedServiceEnv(name, env, env.DATABASE_URL || defaults.DATABASE_URL)
 }
 
 function reachable(urlString, defaultPort) {

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto'
 import os from 'node:os'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
@@ -13,6 +12,7 @@ import {
   waitFor,
 } from '@clinic/platform/testing'
 import serviceList from '@clinic/platform/services.json'
+import { serviceEnv } from '../../scripts/service-env.cjs'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -92,34 +92,13 @@ async function infrastructure(): Promise<{
 const children: ChildProcess[] = []
 
 /**
- * As `npm start` does (scripts/lib.mjs serviceEnv): the stack's DATABASE_URL is the owner's, for
- * migrations and the admin CLI; each service logs in as its own role `clinic_<name>`, and signs its
- * events with its own key, which audit checks per source.
- */
-function asService(name: string, env: Record<string, string>): Record<string, string> {
-  const login = new URL(env.DATABASE_URL!)
-  login.username = `clinic_${name}`
-  const keyOf = (s: string) =>
-    createHmac('sha256', env.EVENT_SIGNING_SECRET!).update(`clinic-events:${s}`).digest('hex')
-  return {
-    ...env,
-    DATABASE_URL: login.toString(),
-    MIGRATION_DATABASE_URL: env.DATABASE_URL!,
-    EVENT_SIGNING_SECRET: keyOf(name),
-    ...(name === 'audit' && {
-      EVENT_VERIFY_KEYS: ['gateway', ...SERVICES].map((s) => `${s}=${keyOf(s)}`).join(','),
-    }),
-  }
-}
-
-/**
  * Starts one service from its build (dist). Its stdout and stderr go to `<E2E_LOG_DIR>/<name>.log`
  * (the stack's env names the folder), where tests read what the services logged.
  */
 export function startProcess(name: ServiceName, env: Record<string, string>): ChildProcess {
   const log = env.E2E_LOG_DIR ? openSync(path.join(env.E2E_LOG_DIR, `${name}.log`), 'a') : 'ignore'
   const child = spawn(process.execPath, [path.join(ROOT, 'services', name, 'dist', 'server.js')], {
-    env: { ...process.env, ...asService(name, env) },
+    env: { ...process.env, ...serviceEnv(name, env) },
     stdio: ['ignore', log, log],
   })
   if (typeof log === 'number') closeSync(log) // the child has its own copy
@@ -133,7 +112,7 @@ export const childOf = (pid: number): ChildProcess | undefined => children.find(
 export async function runMigrations(env: Record<string, string>) {
   for (const s of ['gateway', ...SERVICES])
     await exec(process.execPath, [path.join(ROOT, 'services', s, 'dist', 'db', 'migrate.js')], {
-      env: { ...process.env, ...asService(s, env) },
+      env: { ...process.env, ...serviceEnv(s, env) },
     })
 }
 
