@@ -222,6 +222,25 @@ export async function companyRead<T>(knex: Knex, companyId: number, query: Knex.
   return rows
 }
 
+/** Row `id` of the company in `table` (those columns) in one round trip (companyRead), or null. */
+export async function companyRowById<T>(
+  knex: Knex,
+  companyId: number,
+  table: string,
+  id: string,
+  columns: readonly string[],
+): Promise<T | null> {
+  const [row] = await companyRead<T>(
+    knex,
+    companyId,
+    knex(table)
+      .where({ idempresa: companyId, id })
+      .select([...columns])
+      .limit(1),
+  )
+  return row ?? null
+}
+
 /**
  * A list's statement: one page and its exact total under the company's row-level security, in one
  * statement (one snapshot, one round trip, its own transaction), as companyRead. `total` is a

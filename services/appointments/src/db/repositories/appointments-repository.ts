@@ -3,7 +3,7 @@ import {
   companyIdempotent,
   companyPage,
   companyPageStatement,
-  companyRead,
+  companyRowById,
   companyTransaction,
   storedIdempotentResponse,
 } from '@clinic/platform/db'
@@ -145,13 +145,9 @@ export class AppointmentsRepository implements AppointmentStore {
     return storedIdempotentResponse(this.knex, companyId, idempotency)
   }
 
-  /** One round trip (companyRead). */
+  /** One round trip (companyRowById). */
   async findById(companyId: number, id: string): Promise<Appointment | null> {
-    const [row] = await companyRead<Row>(
-      this.knex,
-      companyId,
-      this.knex(TABLE).where('idempresa', companyId).where('id', id).select(SELECT).limit(1),
-    )
+    const row = await companyRowById<Row>(this.knex, companyId, TABLE, id, SELECT)
     return row ? toAppointment(row) : null
   }
 

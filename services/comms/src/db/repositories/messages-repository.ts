@@ -2,7 +2,7 @@ import {
   storedIdempotentResponse,
   companyIdempotent,
   companyPage,
-  companyRead,
+  companyRowById,
   enqueueEvents,
   type StoredResponse,
 } from '@clinic/platform'
@@ -100,12 +100,14 @@ export class MessagesRepository implements MessageStore {
     return storedIdempotentResponse(this.knex, companyId, idempotency)
   }
 
-  /** One round trip (companyRead). */
+  /** One round trip (companyRowById). */
   async findById(companyId: number, id: string): Promise<VersionedMessage | null> {
-    const [row] = await companyRead<Record<string, unknown>>(
+    const row = await companyRowById<Record<string, unknown>>(
       this.knex,
       companyId,
-      this.knex(TABLE).where({ idempresa: companyId, id }).select(MESSAGE_COLUMNS).limit(1),
+      TABLE,
+      id,
+      MESSAGE_COLUMNS,
     )
     return row ? toMessage(row) : null
   }

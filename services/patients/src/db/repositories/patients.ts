@@ -2,7 +2,7 @@ import {
   NotFound,
   companyIdempotent,
   companyPage,
-  companyRead,
+  companyRowById,
   companyTransaction,
   enqueueEvents,
   isUniqueViolation,
@@ -110,13 +110,9 @@ export class PatientsRepository implements PatientStore {
     return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
   }
 
-  /** One round trip (companyRead): the most frequent call of the API. */
+  /** One round trip (companyRowById): the most frequent call of the API. */
   async findById(companyId: number, id: string): Promise<Patient | null> {
-    const [row] = await companyRead<Row>(
-      this.knex,
-      companyId,
-      this.knex(TABLE).where('idempresa', companyId).where('id', id).select(SELECT).limit(1),
-    )
+    const row = await companyRowById<Row>(this.knex, companyId, TABLE, id, SELECT)
     return row ? toPatient(row) : null
   }
 
