@@ -207,6 +207,7 @@ export function companyTransaction<T>(
  * statement, or ran an aggregate first: the read saw no rows (it fails closed, never open).
  */
 const SETTING = `(SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0) c`
+// Always true (set_config returns the value): it only makes the part depend on the setting's row.
 const afterSetting = (part: Knex.QueryBuilder) => part.clone().whereRaw('c.tenant IS NOT NULL')
 
 /**
