@@ -1,4 +1,4 @@
-import { UsageError, createDb, exitOnConfigError, parseCommand } from '@clinic/platform'
+import { UsageError, parseCommand, runCli, usageMessage, withAdminDb } from '@clinic/platform'
 import { loadAuditDbConfig, loadAuditVerifyConfig } from '../config'
 import { SCHEMA, WRITER_ROLE } from '../db/migrations'
 import { chainReader, ensurePartitions } from '../db/repositories/audit-events'
@@ -14,6 +14,8 @@ const USAGE = `usage: admin <command> [options]
   audit:retention --before YYYY-MM              drop whole partitions recorded before that month`
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
+/** The service role: verification and partitions need no more. */
+const asWriter = { schema: SCHEMA, role: WRITER_ROLE, applicationName: 'audit-admin' }
 
 /** The value of a whole-number option, or a UsageError naming it. */
 const wholeNumber = (value: string | undefined, name: string, max = Number.MAX_SAFE_INTEGER): number => {
@@ -36,9 +38,7 @@ export async function run(
     return await runCommand(args)
   } catch (e) {
     if (!(e instanceof UsageError)) throw e
-    // node:util parseArgs explains some mistakes over several lines: one line here.
-    const line = e.message.replace(/\s*\n\s*/g, ' ')
-    err.write(line === '' ? `${USAGE}\n` : `admin: ${line} (run admin alone for usage)\n`)
+    err.write(usageMessage(e, USAGE))
     return 2
   }
 }
@@ -55,35 +55,19 @@ async function runCommand(args: string[]): Promise<number> {
       const config = loadAuditDbConfig()
       const { AUDIT_CHAIN_KEY } = loadAuditVerifyConfig()
       // Verification only reads: it runs as the service role.
-      const knex = createDb(config.DATABASE_URL, {
-        schema: SCHEMA,
-        role: WRITER_ROLE,
-        poolMax: 1,
-        applicationName: 'audit-admin',
-      })
-      try {
+      return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
         const result = await verifyCompany(chainReader(knex), company, AUDIT_CHAIN_KEY, allowUnkeyed)
         out(formatVerifyResult(result))
         return result.ok ? 0 : 1
-      } finally {
-        await knex.destroy()
-      }
+      })
     }
     case 'audit:partitions': {
       const months = wholeNumber(values['months-ahead'] ?? '1', 'months-ahead', 24)
       const config = loadAuditDbConfig()
-      const knex = createDb(config.DATABASE_URL, {
-        schema: SCHEMA,
-        role: WRITER_ROLE,
-        poolMax: 1,
-        applicationName: 'audit-admin',
-      })
-      try {
+      return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
         out(`created ${await ensurePartitions(knex, months)} partitions`)
         return 0
-      } finally {
-        await knex.destroy()
-      }
+      })
     }
     case 'audit:retention': {
       const before = values.before
@@ -91,31 +75,20 @@ async function runCommand(args: string[]): Promise<number> {
       if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(before)) throw new UsageError('--before must be a month, YYYY-MM')
       const config = loadAuditDbConfig()
       // Dropping partitions is the owner's: the service role cannot.
-      const knex = createDb(config.DATABASE_URL, {
-        schema: SCHEMA,
-        poolMax: 1,
-        applicationName: 'audit-admin',
-      })
-      try {
-        const dropped = await dropPartitionsBefore(knex, before)
-        out(dropped.length ? `dropped ${dropped.join(', ')}` : 'nothing to drop')
-        return 0
-      } finally {
-        await knex.destroy()
-      }
+      return withAdminDb(
+        config.DATABASE_URL,
+        { schema: SCHEMA, applicationName: 'audit-admin' },
+        async (knex) => {
+          const dropped = await dropPartitionsBefore(knex, before)
+          out(dropped.length ? `dropped ${dropped.join(', ')}` : 'nothing to drop')
+          return 0
+        },
+      )
     }
     default:
       throw new UsageError(`unknown command ${command}`)
   }
 }
 
-if (require.main === module) {
-  run(process.argv.slice(2))
-    .then((code) => process.exit(code))
-    .catch((err) => {
-      exitOnConfigError(err)
-      // One line, no stack trace; 2 as for usage (1 means a broken chain).
-      process.stderr.write(`admin failed: ${(err as Error).message}\n`)
-      process.exit(2)
-    })
-}
+// A failure is 2 as for usage: 1 means a broken chain.
+if (require.main === module) runCli(() => run(process.argv.slice(2)), USAGE, 2)

@@ -1,11 +1,11 @@
 import {
   CENTER_CODE,
   UsageError,
-  createDb,
-  exitOnConfigError,
   isUniqueViolation,
   parseCommand,
   required,
+  runCli,
+  withAdminDb,
 } from '@clinic/platform'
 import { loadAdminConfig } from '../config'
 import { identityRepository, type IdentityRepository } from '../db/identity-repository'
@@ -152,32 +152,14 @@ export async function runAdmin(
   }
 }
 
-async function main() {
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2)
+  if (!argv.length) throw new UsageError('') // the whole usage, no database needed
   const config = loadAdminConfig()
-  const knex = createDb(config.DATABASE_URL, {
-    schema: SCHEMA,
-    poolMax: 1,
-    applicationName: 'identity-admin',
-  })
-  try {
-    await runAdmin(process.argv.slice(2), identityRepository(knex))
-  } finally {
-    await knex.destroy()
-  }
+  await withAdminDb(config.DATABASE_URL, { schema: SCHEMA, applicationName: 'identity-admin' }, (knex) =>
+    runAdmin(argv, identityRepository(knex)),
+  )
+  return 0
 }
 
-if (require.main === module) {
-  main().catch((err) => {
-    exitOnConfigError(err)
-    if (err instanceof UsageError) {
-      // One line, no stack trace; the whole usage only when no command was given.
-      const noCommand = /^no command given/.test((err as Error).message)
-      process.stderr.write(
-        noCommand ? `${USAGE}\n` : `admin: ${(err as Error).message} (run admin alone for usage)\n`,
-      )
-      process.exit(2)
-    }
-    process.stderr.write(`admin failed: ${(err as Error).message}\n`)
-    process.exit(1)
-  })
-}
+if (require.main === module) runCli(main, USAGE)
