@@ -201,9 +201,7 @@ async function snapshot(
   const read = async (p: string) => (await call('GET', p, { token: t.token, timeoutMs: TIMEOUT_MS })).body
   const rows = await Promise.all(Object.values(records).map(read))
   const totals = await Promise.all(
-    LISTS.map(
-      async (p) => (await read(`${p}${o.query ?? ''}`)).meta.total as number,
-    ),
+    LISTS.map(async (p) => (await read(`${p}${o.query ?? ''}`)).meta.total as number),
   )
   const actors = new Set<string>()
   for (const id of Object.keys(records))

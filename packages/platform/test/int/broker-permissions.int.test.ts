@@ -6,6 +6,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import amqplib, { type ConfirmChannel } from 'amqplib'
 import { Amqp, EXCHANGE, assertWorkQueue } from '@clinic/platform'
+import { namesOf } from '@clinic/platform/naming'
 import { uniqueName } from '@clinic/platform/testing'
 import { amqpUrl, testLog } from './helpers'
 
@@ -33,11 +34,7 @@ async function runUsersScript(json: string, env: Record<string, string>) {
     await rm(dir, { recursive: true, force: true })
   }
 }
-const passwordVar = (user: string) =>
-  `${user
-    .replace(/^clinic-/, '')
-    .toUpperCase()
-    .replace(/-/g, '_')}_AMQP_PASSWORD`
+const passwordVar = (user: string) => namesOf(user.replace(/^clinic-/, '')).env.amqpPassword
 const brokerUsers = async () =>
   (await rabbitmqctl('list_users', '--quiet', '--no-table-headers')).stdout
     .split('\n')
