@@ -11,7 +11,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { apps, list, namesOf, resources } from '@clinic/platform/naming'
+import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
 import { upstreamEnv } from '../../services/gateway/src/families'
 import { serviceEnv } from '../service-env.cjs'
 
