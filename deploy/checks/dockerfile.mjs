@@ -88,7 +88,16 @@ export function checkDockerfile() {
   if (!runtime.some((i) => i.op === 'ENV' && /\bHOST=0\.0\.0\.0\b/.test(i.args)))
     problems.push('runtime must set HOST=0.0.0.0')
 
-  // The image runs what the packages say they run.
+  checkServicePackages(problems)
+  report(
+    file,
+    problems,
+    `${froms.length} stages on node:24-slim, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
+  )
+}
+
+/** The image runs what the packages say they run. */
+function checkServicePackages(problems) {
   for (const s of SERVICES) {
     const p = `services/${s}/package.json`
     if (!existsSync(path.join(root, p))) {
@@ -101,11 +110,6 @@ export function checkDockerfile() {
     if (scripts['db:migrate'] !== 'node dist/db/migrate.js')
       problems.push(`${p}: db:migrate script is not "node dist/db/migrate.js"`)
   }
-  report(
-    file,
-    problems,
-    `${froms.length} stages on node:24-slim, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
-  )
 }
 
 export function checkDockerignore() {
