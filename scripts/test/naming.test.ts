@@ -69,6 +69,23 @@ describe('naming.cjs', () => {
     expect(env.MIGRATION_DATABASE_URL).toBe('postgres://owner:pw@db.example:5432/clinic')
     expect(upstreamEnv('a-b')).toBe('A_B_URL')
   })
+
+  it('gives the same password variable to deploy/rabbitmq/users.sh (shell, no node in the broker image)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'clinic-users-'))
+    try {
+      const file = path.join(dir, 'definitions.json')
+      writeFileSync(file, JSON.stringify({ users: [{ name: namesOf('a-b').brokerUser }] }, null, 2))
+      // It checks every password before it runs rabbitmqctl: a missing one names its variable.
+      const r = spawnSync('sh', [path.join(ROOT, 'deploy/rabbitmq/users.sh')], {
+        env: { PATH: process.env.PATH, DEFINITIONS: file },
+        encoding: 'utf8',
+      })
+      expect(r.status).toBe(1)
+      expect(r.stderr).toContain(`${namesOf('a-b').env.amqpPassword} is not set (the password of clinic-a-b)`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
 
 describe('no name made by hand', () => {
