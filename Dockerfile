@@ -33,8 +33,8 @@ RUN --mount=type=cache,id=clinic-pnpm-store,target=/pnpm/store \
     pnpm install --offline --frozen-lockfile --ignore-scripts --store-dir /pnpm/store
 
 ARG SERVICE
-# SERVICE must be in packages/platform/services.json, the one list of services.
-RUN node -e "const l=require('./packages/platform/services.json'),n=[l.gateway,...l.services].map(s=>s.name);if(!n.includes(process.env.SERVICE)){console.error('build-arg SERVICE must be one of '+n.join(', ')+' (got \''+process.env.SERVICE+'\')');process.exit(1)}"
+# SERVICE must be in packages/platform/services.json, the one list of services (naming.cjs reads it).
+RUN node -e "const n=require('./packages/platform/naming.cjs').apps.map(s=>s.name);if(!n.includes(process.env.SERVICE)){console.error('build-arg SERVICE must be one of '+n.join(', ')+' (got \''+process.env.SERVICE+'\')');process.exit(1)}"
 
 # tsc -b on the service follows its project references (packages/platform first).
 RUN pnpm exec tsc -b "services/${SERVICE}"
@@ -72,9 +72,9 @@ RUN mkdir -p /app/var && chown 1000:1000 /app/var
 # uid of the image's `node` user, numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
 
-# Port of this service: ${SERVICE}_PORT if set, else its default from services.json (the platform
-# package, deployed with the service, exports it).
+# Port of this service: its <PREFIX>_PORT if set, else its default from services.json (the platform
+# package, deployed with the service, exports both through @clinic/platform/naming).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "const s=process.env.SERVICE,l=require('@clinic/platform/services.json');const port=process.env[s.toUpperCase().replace(/-/g,'_')+'_PORT']||[l.gateway,...l.services].find(x=>x.name===s).port;fetch('http://127.0.0.1:'+port+'/health/live',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const s=process.env.SERVICE,n=require('@clinic/platform/naming');const port=process.env[n.namesOf(s).env.port]||n.apps.find(x=>x.name===s).port;fetch('http://127.0.0.1:'+port+'/health/live',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 CMD ["node", "dist/server.js"]

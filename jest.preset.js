@@ -26,6 +26,7 @@ module.exports = function project(dir, overrides = {}) {
       '^@clinic/platform/testing$': path.join(root, 'packages/platform/src/testing/index.ts'),
       '^@clinic/platform/(core|http|db|events)$': path.join(root, 'packages/platform/src/entry/$1.ts'),
       '^@clinic/platform/services.json$': path.join(root, 'packages/platform/services.json'),
+      '^@clinic/platform/naming$': path.join(root, 'packages/platform/naming.cjs'),
     },
     testMatch: ['<rootDir>/test/**/*.test.ts'],
     ...overrides,

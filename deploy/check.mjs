@@ -2,7 +2,7 @@
 // installed from the Debian packages when missing). Run through deploy/check.sh. Prints one line per
 // file checked ("ok" or "FAIL" with the reasons) and exits 1 if any check failed.
 //
-//   generated files             match what `node scripts/generate.mjs` makes of packages/platform/services.json
+//   generated files             (also networkpolicy.yaml, rabbitmq/definitions.json) match what `node scripts/generate.mjs` makes of packages/platform/services.json
 //   checks/dockerfile.mjs       Dockerfile, .dockerignore
 //   checks/compose.mjs          deploy/compose/compose.yaml (+ checks/compose-env.mjs: .env.example)
 //   checks/k8s.mjs              deploy/k8s via `kubectl kustomize` (+ checks/k8s-rules.mjs: API types, rules)
@@ -19,7 +19,7 @@ const outdated = await stale()
 report(
   'generated files',
   outdated.map((f) => `${f} differs from what services.json makes: run node scripts/generate.mjs`),
-  'tsconfig.json, .env.example, Compose and Kubernetes match packages/platform/services.json',
+  'tsconfig.json, .env.example, Compose, Kubernetes and the broker definitions match packages/platform/services.json',
 )
 checkDockerfile()
 checkDockerignore()

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, statSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
+import naming from '../packages/platform/naming.cjs'
 import serviceEnvModule from './service-env.cjs'
 import net from 'node:net'
 
@@ -103,11 +104,11 @@ export async function checkDependencies(env = process.env) {
 }
 
 /** packages/platform/services.json: the one list of services (the gateway, then the resource services). */
-export const serviceList = JSON.parse(
-  readFileSync(path.join(root, 'packages', 'platform', 'services.json'), 'utf8'),
-)
+export const serviceList = naming.list
 /** Every process of the stack, the gateway first: [{ name, port, replicas, family?, resource_type? }]. */
-export const apps = [serviceList.gateway, ...serviceList.services]
+export const apps = naming.apps
+/** How a service's names are made (packages/platform/naming.cjs). */
+export const { namesOf, envName } = naming
 /** Their names: gateway, patients, ... */
 export const services = apps.map((s) => s.name)
 

@@ -3,7 +3,7 @@
 // vhost `clinic`, whose password the one-shot broker-users sets (deploy/rabbitmq/users.sh) before
 // any service starts; each signs its events with a key of its own, and audit checks each source
 // with that source's key (EVENT_VERIFY_KEYS).
-import { SERVICES, envName, get, parseUrl, read } from './lib.mjs'
+import { SERVICES, envName, get, namesOf, parseUrl, read } from './lib.mjs'
 
 /** services: the interpolated `services:`; envOf(service) its environment as an object. */
 export function checkBrokerUsers(services, envOf, problems) {
@@ -29,7 +29,7 @@ export function checkBrokerUsers(services, envOf, problems) {
     const svc = services[s]
     if (!svc) continue
     const e = envOf(svc)
-    const user = `clinic-${s}`
+    const user = namesOf(s).brokerUser
     const url = parseUrl(e.AMQP_URL)
     if (!url) problems.push(`${s}: AMQP_URL not set`)
     else {

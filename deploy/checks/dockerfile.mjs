@@ -69,11 +69,12 @@ export function checkDockerfile() {
   const health = runtime.find((i) => i.op === 'HEALTHCHECK')?.args ?? ''
   if (!health.includes('/health/live') || !health.includes('fetch('))
     problems.push('runtime HEALTHCHECK must fetch /health/live with node')
-  if (!health.includes("require('@clinic/platform/services.json')"))
-    problems.push('runtime HEALTHCHECK must take the default port from @clinic/platform/services.json')
+  if (!health.includes("require('@clinic/platform/naming')"))
+    problems.push('runtime HEALTHCHECK must take the port and its variable from @clinic/platform/naming')
+  if (/toUpperCase|_PORT'/.test(health)) problems.push('runtime HEALTHCHECK names the port variable by hand')
   // No hand copy of the list: the allow-list of SERVICE comes from services.json at build time.
-  if (!runs.includes("require('./packages/platform/services.json')"))
-    problems.push('no RUN step checks SERVICE against packages/platform/services.json')
+  if (!runs.includes("require('./packages/platform/naming.cjs')"))
+    problems.push('no RUN step checks SERVICE against packages/platform/services.json (naming.cjs)')
   const text = read(file)
   for (const s of SERVICES)
     if (new RegExp(`(?<![-.\\w])${s}(?![-\\w])`).test(text.replace(/^\s*#.*$/gm, '')))
@@ -87,7 +88,16 @@ export function checkDockerfile() {
   if (!runtime.some((i) => i.op === 'ENV' && /\bHOST=0\.0\.0\.0\b/.test(i.args)))
     problems.push('runtime must set HOST=0.0.0.0')
 
-  // The image runs what the packages say they run.
+  checkServicePackages(problems)
+  report(
+    file,
+    problems,
+    `${froms.length} stages on node:24-slim, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
+  )
+}
+
+/** The image runs what the packages say they run. */
+function checkServicePackages(problems) {
   for (const s of SERVICES) {
     const p = `services/${s}/package.json`
     if (!existsSync(path.join(root, p))) {
@@ -100,11 +110,6 @@ export function checkDockerfile() {
     if (scripts['db:migrate'] !== 'node dist/db/migrate.js')
       problems.push(`${p}: db:migrate script is not "node dist/db/migrate.js"`)
   }
-  report(
-    file,
-    problems,
-    `${froms.length} stages on node:24-slim, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
-  )
 }
 
 export function checkDockerignore() {

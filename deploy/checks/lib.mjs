@@ -3,9 +3,9 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { apps, root, serviceList } from '../../scripts/lib.mjs'
+import { apps, envName, namesOf, root, serviceList } from '../../scripts/lib.mjs'
 
-export { root }
+export { envName, namesOf, root }
 export const require = createRequire(import.meta.url)
 export const rel = (p) => path.relative(root, p) || '.'
 export const read = (p) => readFileSync(path.join(root, p), 'utf8')
@@ -25,7 +25,6 @@ export const APPS = apps
 export const SERVICES = apps.map((s) => s.name)
 export const PORTS = Object.fromEntries(apps.map((s) => [s.name, s.port]))
 export const RESOURCES = serviceList.services.map((s) => s.name)
-export const envName = (name, what) => `${name.toUpperCase().replace(/-/g, '_')}_${what}`
 
 export const state = { failed: 0 }
 /** One line per file: ok with what was checked, or FAIL with every problem found. */

@@ -2,7 +2,7 @@
 // password in the file, vhost permissions for each, and topic permissions on clinic.events that
 // give every event type of the platform's registry to exactly one user (audit: none), so that no
 // service can publish another's events.
-import { read, report, SERVICES } from './lib.mjs'
+import { namesOf, read, report, SERVICES } from './lib.mjs'
 
 const FILE = 'deploy/rabbitmq/definitions.json'
 const VHOST = 'clinic'
@@ -24,7 +24,7 @@ export function checkRabbitDefinitions() {
     report(FILE, [`not valid JSON: ${err.message}`], '')
     return
   }
-  const wanted = SERVICES.map((s) => `clinic-${s}`)
+  const wanted = SERVICES.map((s) => namesOf(s).brokerUser)
   const users = (defs.users ?? []).map((u) => u.name)
   for (const u of wanted) if (!users.includes(u)) problems.push(`no user ${u}`)
   for (const u of users) if (!wanted.includes(u)) problems.push(`user ${u} is no app of services.json`)
@@ -59,7 +59,7 @@ export function checkRabbitDefinitions() {
     if (by.length !== 1)
       problems.push(`${type}: publishable by ${by.length ? by.join(', ') : 'no user'}, must be exactly one`)
   }
-  const audit = writers.get('clinic-audit')
+  const audit = writers.get(namesOf('audit').brokerUser)
   if (audit && types.some((t) => audit.test(t))) problems.push('clinic-audit must publish nothing')
   report(
     FILE,

@@ -11,6 +11,7 @@ import {
   dropTestDatabase,
   waitFor,
 } from '@clinic/platform/testing'
+import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
 import { serviceEnv } from '../../scripts/service-env.cjs'
 
@@ -19,8 +20,6 @@ export const ROOT = path.resolve(__dirname, '../..')
 /** The resource services of packages/platform/services.json (the gateway comes on top). */
 export const SERVICES: readonly string[] = serviceList.services.map((s) => s.name)
 type ServiceName = string
-/** PATIENTS_PORT, PATIENTS_URL, ... for a service name. */
-const envName = (name: string, what: 'PORT' | 'URL') => `${name.toUpperCase().replace(/-/g, '_')}_${what}`
 
 export interface StackInfo {
   gatewayUrl: string

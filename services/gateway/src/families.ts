@@ -1,4 +1,5 @@
 import type { ServiceEntry } from '@clinic/platform'
+import { envName } from '@clinic/platform/naming'
 import list from '@clinic/platform/services.json'
 
 /** A resource service the gateway routes a path family to. */
@@ -81,5 +82,5 @@ export const RESOURCE_TYPES: ReadonlyMap<string, string> = new Map(
   [...ROUTED, ...PLANNED].map((f) => [f.family, f.resourceType]),
 )
 
-/** The env variable naming a service's upstream (DESIGN.md section 6): patients -> PATIENTS_URL. */
-export const upstreamEnv = (service: string) => `${service.toUpperCase().replace(/-/g, '_')}_URL`
+/** The env variable naming a service's upstream (DESIGN.md section 6): patients -> PATIENTS_URL (naming.cjs). */
+export const upstreamEnv = (service: string) => envName(service, 'URL')

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import amqplib, { type ConfirmChannel } from 'amqplib'
 import { Amqp, EXCHANGE, assertWorkQueue } from '@clinic/platform'
+import { apps, namesOf } from '@clinic/platform/naming'
 import { uniqueName } from '@clinic/platform/testing'
 import { amqpUrl, testLog } from './helpers'
 
@@ -33,11 +34,7 @@ async function runUsersScript(json: string, env: Record<string, string>) {
     await rm(dir, { recursive: true, force: true })
   }
 }
-const passwordVar = (user: string) =>
-  `${user
-    .replace(/^clinic-/, '')
-    .toUpperCase()
-    .replace(/-/g, '_')}_AMQP_PASSWORD`
+const passwordVar = (user: string) => namesOf(user.replace(/^clinic-/, '')).env.amqpPassword
 const brokerUsers = async () =>
   (await rabbitmqctl('list_users', '--quiet', '--no-table-headers')).stdout
     .split('\n')
@@ -144,7 +141,7 @@ describe('deploy/rabbitmq/definitions.json', () => {
     const other = `clinic-${prefix}x-patients`
     // This run's vhost too, so that even a broken script could not touch the broker's `clinic`.
     const json = (await readFile(DEFINITIONS, 'utf8'))
-      .replace(/"clinic-[a-z]+"/g, `"${other}"`)
+      .replace(/"clinic-[a-z0-9-]+"/g, `"${other}"`)
       .replace(/"(vhost|name)": "clinic"/g, `"$1": "${vhost}"`)
     await expect(runUsersScript(json, {})).rejects.toMatchObject({
       stderr: expect.stringContaining(`${passwordVar(other)} is not set`),
@@ -153,31 +150,19 @@ describe('deploy/rabbitmq/definitions.json', () => {
   })
 
   it('names one user per service, audit publishing nothing', () => {
-    expect(defs.users.map((u) => u.name).sort()).toEqual([
-      'clinic-appointments',
-      'clinic-audit',
-      'clinic-comms',
-      'clinic-gateway',
-      'clinic-patients',
-    ])
+    expect(defs.users.map((u) => u.name).sort()).toEqual(apps.map((s) => namesOf(s).brokerUser).sort())
     expect(defs.topic_permissions.find((t) => t.user === 'clinic-audit')?.write).toBe('^$')
   })
 
-  it.each([
-    ['clinic-gateway', ['http.request', 'http.refused'], ['patient.created', 'http.other']],
-    ['clinic-patients', ['patient.created', 'patient.updated'], ['appointment.created', 'http.request']],
-    [
-      'clinic-appointments',
-      ['appointment.created', 'appointment.checked_in'],
-      ['patient.updated', 'comms.message.sent'],
-    ],
-    [
-      'clinic-comms',
-      ['comms.message.queued', 'comms.message.delivered'],
-      ['patient.created', 'http.request'],
-    ],
-    ['clinic-audit', [], ['patient.created', 'audit.anything']],
-  ])('%s starts as the service does and publishes only %j', async (user, own, others) => {
+  // Each service's own event types (services.json `publishes`); refused: a type of every other service
+  // and one of its own kind that it does not publish.
+  const cases = apps.map((s): [string, string[], string[]] => {
+    const own = s.publishes ?? []
+    const others = apps.filter((o) => o !== s).flatMap((o) => (o.publishes ?? []).slice(0, 1))
+    const unknown = own[0] ? `${own[0].slice(0, own[0].lastIndexOf('.'))}.other` : `${s.name}.anything`
+    return [namesOf(s).brokerUser, own, [...others, unknown]]
+  })
+  it.each(cases)('%s starts as the service does and publishes only %j', async (user, own, others) => {
     const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
     try {
       // Connecting declares the exchanges: configure permission on both.
@@ -198,22 +183,26 @@ describe('deploy/rabbitmq/definitions.json', () => {
     }
   })
 
-  it.each([
-    ['clinic-comms', 'comms.delivery', ['comms.message.queued']],
-    ['clinic-audit', 'audit.events', ['#']],
-  ])('%s declares, binds and consumes %s, and schedules its retries', async (user, queue, bindings) => {
-    const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
-    try {
-      await within(amqp.start(), 15_000, `${user} connecting`)
-      await amqp.withChannel(async (ch) => {
-        await assertWorkQueue(ch, queue, bindings, 'classic')
-        await ch.consume(queue, () => undefined, { noAck: true })
-      })
-      await expect(
-        amqp.sendToQueue(`${queue}.retry`, Buffer.from('{}'), { expiration: '60000' }),
-      ).resolves.toBeUndefined()
-    } finally {
-      await amqp.close()
-    }
-  })
+  // Each consumer's work queues and their bindings (services.json `consumes`).
+  const queues = apps.flatMap((s) =>
+    (s.consumes ?? []).map((c): [string, string, string[]] => [namesOf(s).brokerUser, c.queue, c.bindings]),
+  )
+  it.each(queues)(
+    '%s declares, binds and consumes %s, and schedules its retries',
+    async (user, queue, bindings) => {
+      const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
+      try {
+        await within(amqp.start(), 15_000, `${user} connecting`)
+        await amqp.withChannel(async (ch) => {
+          await assertWorkQueue(ch, queue, bindings, 'classic')
+          await ch.consume(queue, () => undefined, { noAck: true })
+        })
+        await expect(
+          amqp.sendToQueue(`${queue}.retry`, Buffer.from('{}'), { expiration: '60000' }),
+        ).resolves.toBeUndefined()
+      } finally {
+        await amqp.close()
+      }
+    },
+  )
 })

@@ -1,0 +1,156 @@
+// deploy/compose/compose.yaml (x-env ports and URLs, one migrate-<name> and one <name> entry per
+// service, broker-users' passwords) and deploy/compose/.env.example (each service's database and
+// broker passwords and event signing key).
+import { apps, namesOf, serviceList } from '../lib.mjs'
+import { read, section } from './common.mjs'
+
+const resources = serviceList.services
+const required = (v, what = '') => `\${${v}:?set ${v}${what} in deploy/compose/.env}`
+/** Compose: the service's own DATABASE_URL, the same in its migration (which makes the role) and in it. */
+function databaseUrl(name) {
+  const { loginRole, env } = namesOf(name)
+  return `      DATABASE_URL: postgres://${loginRole}:${required(env.dbPassword)}@postgres:5432/clinic`
+}
+/** Its own broker user (whose password broker-users sets) and event key; audit checks every source's. */
+const broker = (name) => [
+  `      AMQP_URL: amqp://${namesOf(name).brokerUser}:${required(namesOf(name).env.amqpPassword)}@rabbitmq:5672/clinic`,
+  `      EVENT_SIGNING_SECRET: ${required(namesOf(name).env.eventSigningSecret, ' (32+ characters)')}`,
+  ...(name === 'audit'
+    ? [
+        `      EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${required(namesOf(s).env.eventSigningSecret)}`).join(',')}`,
+      ]
+    : []),
+]
+
+const healthcheck = (port) => [
+  '    healthcheck:',
+  '      test:',
+  '        [',
+  "          'CMD',",
+  "          'node',",
+  "          '-e',",
+  `          "fetch('http://127.0.0.1:${port}/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))",`,
+  '        ]',
+  '      <<: *healthcheck',
+]
+const image = (name) => [
+  `    image: ${namesOf(name).image}:\${TAG:-local}`,
+  '    build:',
+  '      <<: *build',
+  '      args:',
+  `        SERVICE: ${name}`,
+]
+
+/** What a service needs beyond the common entry, in Compose (Kubernetes: services/<name>/patch.yaml). */
+const extras = {
+  gateway: {
+    environment: [
+      '      # Shared by all gateway replicas, so the per-token limit holds however many run.',
+      '      REDIS_URL: redis://redis:6379',
+      '      RATE_LIMIT_PER_MINUTE: ${RATE_LIMIT_PER_MINUTE:-600}',
+      '      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: ${RATE_LIMIT_PER_ADDRESS_PER_MINUTE:-3000}',
+      '      CORS_ORIGINS: ${CORS_ORIGINS:-}',
+    ],
+    more: [
+      '    # Loopback only by default; GATEWAY_PUBLISH_ADDR=0.0.0.0 to reach it from other machines.',
+      '    # One replica: it publishes the port.',
+      '    ports:',
+      `      - '\${GATEWAY_PUBLISH_ADDR:-127.0.0.1}:\${GATEWAY_PUBLISH_PORT:-${serviceList.gateway.port}}:${serviceList.gateway.port}'`,
+    ],
+    dependsOn: [
+      '      redis:',
+      '        condition: service_healthy',
+      ...resources.flatMap((s) => [`      ${s.name}:`, '        condition: service_healthy']),
+    ],
+  },
+  comms: {
+    environment: [
+      '      # Unset: messages are written as files under /app/var/outbox (the comms-outbox volume).',
+      '      SMTP_URL: ${SMTP_URL:-}',
+      '      TWILIO_ACCOUNT_SID: ${TWILIO_ACCOUNT_SID:-}',
+      '      TWILIO_AUTH_TOKEN: ${TWILIO_AUTH_TOKEN:-}',
+      '      TWILIO_FROM: ${TWILIO_FROM:-}',
+    ],
+    more: ['    volumes:', '      - comms-outbox:/app/var'],
+  },
+}
+
+const migration = (s) => [
+  `  migrate-${s.name}:`,
+  '    <<: *migrate',
+  ...image(s.name),
+  '    environment:',
+  '      <<: *owner',
+  databaseUrl(s.name),
+  '',
+]
+
+function service(s) {
+  const x = extras[s.name] ?? {}
+  return [
+    `  ${s.name}:`,
+    '    <<: *service',
+    ...image(s.name),
+    '    environment:',
+    '      <<: *env',
+    databaseUrl(s.name),
+    ...broker(s.name),
+    ...(x.environment ?? []),
+    ...(x.more ?? []),
+    ...(s === serviceList.gateway ? [] : ['    deploy:', `      replicas: ${s.replicas.min}`]),
+    '    depends_on:',
+    '      <<: *infra',
+    '      broker-users:',
+    '        condition: service_completed_successfully',
+    `      migrate-${s.name}:`,
+    '        condition: service_completed_successfully',
+    ...(x.dependsOn ?? []),
+    ...healthcheck(s.port),
+    '',
+  ]
+}
+
+export function compose() {
+  const file = 'deploy/compose/compose.yaml'
+  let text = section(
+    read(file),
+    'env',
+    [
+      ...apps.map((s) => `  ${namesOf(s).env.port}: '${s.port}'`),
+      ...resources.map((s) => `  ${namesOf(s).env.url}: http://${s.name}:${s.port}`),
+    ],
+    file,
+  )
+  text = section(text, 'migrations', apps.flatMap(migration).slice(0, -1), file)
+  text = section(
+    text,
+    'broker-passwords',
+    apps.map((s) => `      ${namesOf(s).env.amqpPassword}: ${required(namesOf(s).env.amqpPassword)}`),
+    file,
+  )
+  // Services first, the gateway last (it waits for them).
+  return section(text, 'services', [...resources, serviceList.gateway].flatMap(service).slice(0, -1), file)
+}
+
+export function composeEnvExample() {
+  const file = 'deploy/compose/.env.example'
+  const lines = (what, value) => apps.map((s) => `${namesOf(s).env[what]}=${value(s.name)}`)
+  let text = section(
+    read(file),
+    'db-passwords',
+    lines('dbPassword', (n) => `change-me-db-${n}`),
+    file,
+  )
+  text = section(
+    text,
+    'amqp-passwords',
+    lines('amqpPassword', (n) => `change-me-amqp-${n}`),
+    file,
+  )
+  return section(
+    text,
+    'event-keys',
+    lines('eventSigningSecret', (n) => `change-me-events-${n}-to-64-hex-characters-from-openssl`),
+    file,
+  )
+}

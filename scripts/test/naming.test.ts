@@ -1,0 +1,282 @@
+import { spawnSync } from 'node:child_process'
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
+import { upstreamEnv } from '../../services/gateway/src/families'
+import { serviceEnv } from '../service-env.cjs'
+
+/**
+ * One name per service: packages/platform/naming.cjs makes every name of a service from its entry
+ * in services.json, and everything that needs one (service-env, the generators, the deploy checks,
+ * the gateway, the e2e stack, the Dockerfile) asks it. Plus what services.json says about each
+ * service (schema, publishes, consumes, calls, list_path) against the code.
+ */
+const ROOT = path.resolve(__dirname, '../..')
+const read = (p: string) => readFileSync(path.join(ROOT, p), 'utf8')
+
+describe('naming.cjs', () => {
+  it('names a hyphenated service a-b one way', () => {
+    expect(namesOf('a-b')).toEqual({
+      name: 'a-b',
+      envPrefix: 'A_B',
+      loginRole: 'clinic_a_b',
+      schema: 'a_b',
+      brokerUser: 'clinic-a-b',
+      image: 'clinic/a-b',
+      env: {
+        port: 'A_B_PORT',
+        url: 'A_B_URL',
+        dbPassword: 'A_B_DB_PASSWORD',
+        amqpPassword: 'A_B_AMQP_PASSWORD',
+        eventSigningSecret: 'A_B_EVENT_SIGNING_SECRET',
+        amqpUrl: 'A_B_AMQP_URL',
+        databaseUrl: 'A_B_DATABASE_URL',
+      },
+    })
+  })
+
+  it('keeps the names the services have today (the gateway owns the identity schema)', () => {
+    expect(apps.map((s) => [namesOf(s).schema, namesOf(s).loginRole, namesOf(s).brokerUser])).toEqual([
+      ['identity', 'clinic_gateway', 'clinic-gateway'],
+      ['patients', 'clinic_patients', 'clinic-patients'],
+      ['appointments', 'clinic_appointments', 'clinic-appointments'],
+      ['comms', 'clinic_comms', 'clinic-comms'],
+      ['audit', 'clinic_audit', 'clinic-audit'],
+    ])
+  })
+
+  it('refuses a name that is not lowercase words joined by -', () => {
+    for (const bad of ['A-b', 'a_b', 'a--b', '-a', 'a-', ''])
+      expect(() => namesOf({ name: bad, port: 1, replicas: { min: 1, max: 1 } })).toThrow(/lowercase/)
+  })
+
+  it('gives the same names to service-env and the gateway', () => {
+    const env = serviceEnv('a-b', {
+      DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
+      EVENT_SIGNING_SECRET: 'x'.repeat(32),
+    })
+    expect(new URL(env.DATABASE_URL!).username).toBe('clinic_a_b')
+    expect(env.MIGRATION_DATABASE_URL).toBe('postgres://owner:pw@db.example:5432/clinic')
+    expect(upstreamEnv('a-b')).toBe('A_B_URL')
+  })
+
+  it('gives the same password variable to deploy/rabbitmq/users.sh (shell, no node in the broker image)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'clinic-users-'))
+    try {
+      const file = path.join(dir, 'definitions.json')
+      writeFileSync(file, JSON.stringify({ users: [{ name: namesOf('a-b').brokerUser }] }, null, 2))
+      // It checks every password before it runs rabbitmqctl: a missing one names its variable.
+      const r = spawnSync('sh', [path.join(ROOT, 'deploy/rabbitmq/users.sh')], {
+        env: { PATH: process.env.PATH, DEFINITIONS: file },
+        encoding: 'utf8',
+      })
+      expect(r.status).toBe(1)
+      expect(r.stderr).toContain(`${namesOf('a-b').env.amqpPassword} is not set (the password of clinic-a-b)`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('no name made by hand', () => {
+  const DIRS = ['scripts', 'deploy/checks', 'e2e/src', 'e2e/test', 'services/gateway/src']
+  const files = (dir: string): string[] =>
+    readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory()
+        ? files(path.join(dir, e.name))
+        : /\.(m|c)?[jt]s$/.test(e.name)
+          ? [path.join(dir, e.name)]
+          : [],
+    )
+  const PATTERNS = [/clinic_\$\{/, /clinic-\$\{/, /toUpperCase\(\)\s*\.replace\(/, /_AMQP_PASSWORD`/]
+  it.each(DIRS)('%s builds no login role, broker user or variable name itself', (dir) => {
+    const found = files(dir)
+      .filter((f) => f !== path.join('scripts', 'test', 'naming.test.ts'))
+      .flatMap((f) =>
+        read(f)
+          .split('\n')
+          .map((line, i) => ({ f, line, i }))
+          .filter(({ line }) => PATTERNS.some((re) => re.test(line)))
+          .map(({ f, line, i }) => `${f}:${i + 1}: ${line.trim()}`),
+      )
+    expect(found).toEqual([])
+  })
+  it('the Dockerfile neither: it asks @clinic/platform/naming for the port variable', () => {
+    const text = read('Dockerfile')
+    expect(text).not.toMatch(/toUpperCase|_PORT'/)
+    expect(text).toContain("require('@clinic/platform/naming')")
+  })
+})
+
+describe('services.json against the code', () => {
+  it("names each service's schema as its migrations do", () => {
+    for (const s of apps)
+      expect([s.name, read(`services/${s.name}/src/db/migrations/index.ts`)]).toEqual([
+        s.name,
+        expect.stringContaining(`export const SCHEMA = '${namesOf(s).schema}'`),
+      ])
+  })
+
+  it('lists each event type of the registry under exactly one publisher', () => {
+    const src = read('packages/platform/src/events.ts')
+    const body = src.slice(src.indexOf('export const eventTypes'), src.indexOf('} satisfies Record'))
+    const registry = [...body.matchAll(/^\s*'([a-z_]+(?:\.[a-z_]+)+)':/gm)].map((m) => m[1]).sort()
+    expect(registry.length).toBeGreaterThan(0)
+    expect(apps.flatMap((s) => s.publishes ?? []).sort()).toEqual(registry)
+  })
+
+  it("names each consumer's queue and bindings as its code does", () => {
+    for (const s of apps)
+      for (const c of s.consumes ?? []) {
+        const dir = `services/${s.name}/src`
+        const code = tsFiles(dir)
+          .map((f) => read(f))
+          .join('\n')
+        expect([s.name, code]).toEqual([s.name, expect.stringContaining(`'${c.queue}'`)])
+        for (const b of c.bindings)
+          expect([s.name, code]).toEqual([s.name, expect.stringContaining(`'${b}'`)])
+      }
+  })
+
+  it('lists as calls exactly the clients each service has', () => {
+    const names = resources.map((s) => s.name)
+    for (const s of apps) {
+      const dir = path.join(ROOT, 'services', s.name, 'src', 'clients')
+      const clients = existsSync(dir)
+        ? readdirSync(dir)
+            .filter((f) => f.endsWith('-client.ts'))
+            .map((f) => f.replace(/-client\.ts$/, ''))
+        : []
+      if (s.name === 'gateway') continue // it reaches every resource service (its routing table)
+      expect([s.name, [...(s.calls ?? [])].sort()]).toEqual([s.name, clients.sort()])
+      for (const c of s.calls ?? []) expect(names).toContain(c)
+    }
+  })
+
+  it('gives each family a list path under it', () => {
+    for (const s of resources) expect(s.list_path).toMatch(new RegExp(`^/${s.family}(/|$)`))
+    expect(list.gateway.name).toBe('gateway')
+  })
+})
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? tsFiles(path.join(dir, e.name))
+      : e.name.endsWith('.ts')
+        ? [path.join(dir, e.name)]
+        : [],
+  )
+}
+
+/**
+ * scripts/generate.mjs on a copy of what it reads and writes, so the checkout is never touched:
+ * `--check` passes on the committed files, fails naming a file that differs; a new hyphenated
+ * service gets its names from naming.cjs in every generated file.
+ */
+describe('generated files', () => {
+  let copy: string
+  const generate = (...args: string[]) =>
+    spawnSync(process.execPath, [path.join(copy, 'scripts', 'generate.mjs'), ...args], {
+      cwd: copy,
+      encoding: 'utf8',
+    })
+  beforeEach(() => {
+    copy = mkdtempSync(path.join(tmpdir(), 'clinic-generate-'))
+    for (const p of [
+      'scripts',
+      'deploy',
+      'packages/platform/services.json',
+      'packages/platform/naming.cjs',
+      'package.json',
+      'tsconfig.json',
+      'VERSION',
+      '.env.example',
+      '.prettierrc.json',
+      '.prettierignore',
+    ])
+      cpSync(path.join(ROOT, p), path.join(copy, p), { recursive: true })
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'))
+  })
+  afterEach(() => rmSync(copy, { recursive: true, force: true }))
+
+  it('--check passes on the committed files and names one that differs', () => {
+    expect(generate('--check')).toMatchObject({ status: 0 })
+    const file = path.join(copy, 'deploy/rabbitmq/definitions.json')
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('"^patient\\\\.', '"^patient\\\\.|^appointment\\\\.'),
+    )
+    const r = generate('--check')
+    expect(r.status).toBe(1)
+    expect(r.stderr).toContain('deploy/rabbitmq/definitions.json is stale')
+  })
+
+  it('--check fails when services.json changes and the files are not regenerated', () => {
+    const file = path.join(copy, 'packages/platform/services.json')
+    const json = JSON.parse(readFileSync(file, 'utf8'))
+    json.services[0].port = 9181
+    writeFileSync(file, JSON.stringify(json, null, 2))
+    const r = generate('--check')
+    expect(r.status).toBe(1)
+    expect(r.stderr).toContain('deploy/compose/compose.yaml is stale')
+    expect(r.stderr).toContain('deploy/k8s/networkpolicy.yaml is stale')
+  })
+
+  it('names a new hyphenated service a-b the one way in every generated file', () => {
+    const file = path.join(copy, 'packages/platform/services.json')
+    const json = JSON.parse(readFileSync(file, 'utf8'))
+    json.services.push({
+      name: 'a-b',
+      port: 8089,
+      family: 'a-b',
+      resource_type: 'thing',
+      list_path: '/a-b',
+      replicas: { min: 2, max: 4 },
+      publishes: ['thing.created'],
+      calls: ['patients'],
+    })
+    writeFileSync(file, JSON.stringify(json, null, 2))
+    expect(generate()).toMatchObject({ status: 0 })
+    const out = (p: string) => readFileSync(path.join(copy, p), 'utf8')
+    const all = [
+      '.env.example',
+      'deploy/compose/compose.yaml',
+      'deploy/compose/.env.example',
+      'deploy/k8s/configmap.yaml',
+      'deploy/k8s/secret.example.yaml',
+      'deploy/k8s/kustomization.yaml',
+      'deploy/k8s/networkpolicy.yaml',
+      'deploy/k8s/services/a-b/values.yaml',
+      'deploy/rabbitmq/definitions.json',
+    ]
+      .map(out)
+      .join('\n')
+    for (const want of [
+      'A_B_PORT',
+      'A_B_URL',
+      'postgres://clinic_a_b:${A_B_DB_PASSWORD',
+      'amqp://clinic-a-b:${A_B_AMQP_PASSWORD',
+      'A_B_EVENT_SIGNING_SECRET',
+      'A_B_DATABASE_URL: postgres://clinic_a_b:',
+      'A_B_AMQP_URL: amqps://clinic-a-b:',
+      'env_prefix: A_B',
+      'image: clinic/a-b:',
+      '"user": "clinic-a-b"',
+      '"write": "^thing\\\\.created$"',
+      'name: patients-from-gateway-appointments-comms-a-b',
+    ])
+      expect(all).toContain(want)
+    for (const wrong of [/clinic_a-b/, /clinic-a_b/, /A-B/, /a_b-/]) expect(all).not.toMatch(wrong)
+  })
+})
