@@ -10,7 +10,7 @@ export interface Deps extends ServiceDeps {
   patients: PatientDirectory
   appointments: AppointmentDirectory
   /** Twilio status callbacks; without an auth token every callback is refused (403). */
-  twilio?: Omit<TwilioWebhookOptions, 'knex'>
+  twilio?: Omit<TwilioWebhookOptions, 'store'>
 }
 
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
@@ -20,11 +20,12 @@ export async function buildApp(deps: Deps) {
     description:
       'Messages to patients and their guardians by email (SMTP) and SMS (Twilio), delivered asynchronously.',
   })
+  const store = new MessagesRepository(deps.knex)
   await app.register(messageRoutes, {
-    store: new MessagesRepository(deps.knex),
+    store,
     patients: deps.patients,
     appointments: deps.appointments,
   })
-  await app.register(twilioWebhookRoutes, { knex: deps.knex, ...deps.twilio })
+  await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
   return app
 }

@@ -5,6 +5,7 @@ import {
   uuidv7,
   visibleCenters,
   type Ctx,
+  type IdempotencyKey,
   type StoredResponse,
 } from '@clinic/platform/core'
 import { appointmentCreated } from '../events/appointment-events'
@@ -60,7 +61,7 @@ async function book(
   ctx: Ctx,
   deps: { store: AppointmentStore; patients: PatientDirectory },
   fields: AppointmentFields,
-  idempotency: { tokenId: string; key: string | undefined; hash: string },
+  idempotency: IdempotencyKey,
 ): Promise<StoredResponse<Appointment>> {
   if (!(await deps.patients.exists(ctx, fields.patient_id))) throw new UnknownPatient()
   // A concurrent request with the same key may have committed meanwhile: this replays it then.
