@@ -1,8 +1,10 @@
 import {
   ValidationFailed,
-  decodeCursor,
-  encodeCursor,
+  assertOffsetOrAfter,
+  keyset,
+  keysetCursor,
   pageOf,
+  parseKeyset,
   visibleCenters,
   type Ctx,
   type Page,
@@ -11,12 +13,8 @@ import type { ListAuditEventsInput } from '../schemas/audit-event'
 import type { AuditEvent } from './audit-event'
 import type { AuditEventStore, AuditFilter } from './audit-event-store'
 
-function cursorSeq(after: string): number {
-  const [seq] = decodeCursor(after, 1)
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
-    throw new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next' }])
-  return seq
-}
+/** Newest first: seq descending (recording order). */
+export const AUDIT_KEYSET = keyset({ order: 'desc', columns: [{ name: 'seq', kind: 'seq' }] })
 
 /**
  * The company's trail, newest first (seq descending: recording order). Only the caller's company;
@@ -27,6 +25,7 @@ export async function listAuditEvents(
   store: AuditEventStore,
   input: ListAuditEventsInput,
 ): Promise<Page<AuditEvent>> {
+  assertOffsetOrAfter(input)
   if (input.from && input.to && Date.parse(input.from) > Date.parse(input.to))
     throw new ValidationFailed([{ path: '/to', message: 'must not be before from' }])
   const filter: AuditFilter = {
@@ -51,9 +50,9 @@ export async function listAuditEvents(
       filter.to,
     ].some((v) => v !== undefined)
   const companyId = ctx.auth.companyId
-  const beforeSeq = input.after === undefined ? undefined : cursorSeq(input.after)
+  const after = input.after === undefined ? undefined : parseKeyset(AUDIT_KEYSET, input.after)
   const [rows, total] = await Promise.all([
-    store.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, beforeSeq }),
+    store.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, after }),
     // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
     filtered ? store.count(companyId, filter) : store.chainLength(companyId),
   ])
@@ -61,6 +60,6 @@ export async function listAuditEvents(
     total,
     offset: input.offset,
     limit: input.limit,
-    cursorOf: (e) => encodeCursor([e.seq]),
+    cursorOf: (e) => keysetCursor(AUDIT_KEYSET, e),
   })
 }
