@@ -1,4 +1,4 @@
-import { encodeCursor, decodeCursor } from './cursor'
+import { decodeCursor, encodeCursor, pageOf, type Page } from './cursor'
 import { ValidationFailed } from './errors'
 import { isUuid } from './ids'
 import { isIsoInstant } from './text'
@@ -26,7 +26,7 @@ export interface KeysetColumn<K extends string = string> {
 }
 
 /** A list's order: its columns (the last one unique), one direction, and a tag naming the sort. */
-export interface Keyset<K extends string = string> {
+export interface KeysetDef<K extends string = string> {
   columns: ReadonlyArray<KeysetColumn<K>>
   order: 'asc' | 'desc'
   /**
@@ -39,21 +39,32 @@ export interface Keyset<K extends string = string> {
 /** The position a cursor names: the sort values of the last row of the previous page, by column. */
 export type KeysetAfter<K extends string = string> = Record<K, string | number>
 
-export function keyset<const K extends string>(def: Keyset<K>): Keyset<K> {
-  return def
+/** A list's order with its cursors: `cursorOf` writes them, `parse` reads them back (strictly). */
+export interface Keyset<K extends string = string> extends KeysetDef<K> {
+  /** The cursor after `row`: its sort values (behind the tag), opaque to clients. */
+  cursorOf(row: Record<K, unknown>): string
+  /** The position a `meta.next` cursor names; anything else is a 400 naming `/after`. */
+  parse(cursor: string): KeysetAfter<K>
 }
 
-/** The cursor after `row`: its sort values (behind the tag), opaque to clients. */
-export function keysetCursor<K extends string>(ks: Keyset<K>, row: Record<K, unknown>): string {
+export function keyset<const K extends string>(def: KeysetDef<K>): Keyset<K> {
+  return {
+    ...def,
+    cursorOf: (row) => keysetCursor(def, row),
+    parse: (cursor) => parseKeyset(def, cursor),
+  }
+}
+
+function keysetCursor<K extends string>(ks: KeysetDef<K>, row: Record<K, unknown>): string {
   const values = ks.columns.map((c) => row[c.name])
   return encodeCursor(ks.tag === undefined ? values : [ks.tag, ...values])
 }
 
 /**
- * The position of a `meta.next` cursor of this keyset. Strict: the wrong number of values, a NUL,
- * another sort's tag, a forged instant or a non-UUID is `400 validation_failed` naming `/after`.
+ * Strict: the wrong number of values, a NUL, another sort's tag, a forged instant or a non-UUID is
+ * `400 validation_failed` naming `/after`.
  */
-export function parseKeyset<K extends string>(ks: Keyset<K>, cursor: string): KeysetAfter<K> {
+function parseKeyset<K extends string>(ks: KeysetDef<K>, cursor: string): KeysetAfter<K> {
   const tagged = ks.tag !== undefined
   const values = decodeCursor(cursor, ks.columns.length + (tagged ? 1 : 0))
   if (tagged && values.shift() !== ks.tag) throw badCursor(ks)
@@ -66,7 +77,7 @@ export function parseKeyset<K extends string>(ks: Keyset<K>, cursor: string): Ke
   return after
 }
 
-const badCursor = (ks: Keyset) =>
+const badCursor = (ks: KeysetDef) =>
   new ValidationFailed([
     {
       path: '/after',
@@ -81,4 +92,32 @@ export const keysetCast = (kind: KeysetKind): string => KINDS[kind].cast
 export function assertOffsetOrAfter(input: { offset: number; after?: string }): void {
   if (input.after !== undefined && input.offset > 0)
     throw new ValidationFailed([{ path: '/offset', message: 'cannot be combined with after' }])
+}
+
+/** What a list's store is asked for: `limit` is one more than the page, to know there is a next. */
+export interface KeysetFetch<K extends string = string> {
+  offset: number
+  limit: number
+  after?: KeysetAfter<K>
+}
+
+/**
+ * One page of a keyset list, the way every list pages (DESIGN.md section 3): `offset` or `after`,
+ * never both; the filter (which may refuse the query) before the cursor; one row more than the
+ * page from the store, so `meta.next` is a cursor only when there is a next page.
+ */
+export async function keysetPage<R extends Record<K, unknown>, F, K extends string>(
+  input: { offset: number; limit: number; after?: string },
+  list: {
+    keyset: Keyset<K>
+    filter: () => F
+    fetch: (filter: F, page: KeysetFetch<K>) => Promise<{ rows: R[]; total: number }>
+  },
+): Promise<Page<R>> {
+  assertOffsetOrAfter(input)
+  const filter = list.filter()
+  const after = input.after === undefined ? undefined : list.keyset.parse(input.after)
+  const { offset, limit } = input
+  const { rows, total } = await list.fetch(filter, { offset, limit: limit + 1, after })
+  return pageOf(rows, { total, offset, limit, cursorOf: (row) => list.keyset.cursorOf(row) })
 }

@@ -1,3 +1,8 @@
+import type { Ctx } from './context'
+import { centerVisible, visibleCenters } from './centers'
+import { NotFound } from './errors'
+import type { CloudEvent } from './events'
+
 /** An Idempotency-Key as a create sends it to its store: the token's key and the request's hash. */
 export interface IdempotencyKey {
   /** Keys are scoped to the token (DESIGN.md section 3). */
@@ -38,4 +43,43 @@ export interface TenantStore<Tx, Row> {
   storedResponse<B>(companyId: number, idempotency: IdempotencyKey): Promise<StoredResponse<B> | null>
   /** The row of this company, or null (another company's id looks missing). */
   findById(companyId: number, id: string): Promise<Row | null>
+}
+
+/** What every store's `Tx` offers: the outbox, written in the same transaction as the change. */
+export interface OutboxTx {
+  /** Adds events to the outbox in this transaction. */
+  publish(events: CloudEvent[]): Promise<void>
+}
+
+/** A `Tx` that also reads its rows (`forUpdate`: locked until the transaction ends). */
+export interface TenantTx<Row> extends OutboxTx {
+  findById(id: string, opts?: { forUpdate?: boolean }): Promise<Row | null>
+}
+
+/**
+ * The row `id` of the caller's company if the caller may see it: its center under `?codalmacen=`
+ * (`queryCenter`) and the token's centers, else 404 `notFound` (another company's id, an unknown id
+ * and a hidden center look alike). Also what a replayed create re-checks: a replay is a read.
+ */
+export async function findVisible<Row extends { codalmacen: string | null }>(
+  ctx: Pick<Ctx, 'auth'>,
+  store: Pick<TenantStore<unknown, Row>, 'findById'>,
+  id: string,
+  o: { queryCenter?: string; notFound: string },
+): Promise<Row> {
+  return visibleRow(
+    visibleCenters(ctx.auth, o.queryCenter),
+    await store.findById(ctx.auth.companyId, id),
+    o.notFound,
+  )
+}
+
+/** `row` when its center is among `visible` (visibleCenters), else 404 `notFound`. */
+export function visibleRow<Row extends { codalmacen: string | null }>(
+  visible: string[] | null,
+  row: Row | null,
+  notFound: string,
+): Row {
+  if (row && centerVisible(visible, row.codalmacen)) return row
+  throw new NotFound(notFound)
 }

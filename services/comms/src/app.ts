@@ -15,12 +15,12 @@ export interface Deps extends ServiceDeps {
 
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
 export async function buildApp(deps: Deps) {
+  const store = new MessagesRepository(deps.knex)
   const app = await serviceApp(deps, {
     service: 'comms',
     description:
       'Messages to patients and their guardians by email (SMTP) and SMS (Twilio), delivered asynchronously.',
   })
-  const store = new MessagesRepository(deps.knex)
   await app.register(messageRoutes, {
     store,
     patients: deps.patients,

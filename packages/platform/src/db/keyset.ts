@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { keysetCast, type Keyset, type KeysetAfter } from '../keyset'
+import { keysetCast, type KeysetAfter, type KeysetDef } from '../keyset'
 
 /**
  * A list's keyset on its page query: the order (every column in the keyset's direction) and, after
@@ -8,7 +8,7 @@ import { keysetCast, type Keyset, type KeysetAfter } from '../keyset'
  */
 export function applyKeyset<K extends string>(
   page: Knex.QueryBuilder,
-  ks: Keyset<K>,
+  ks: KeysetDef<K>,
   after: KeysetAfter<K> | undefined,
 ): string {
   const names = ks.columns.map((c) => c.name)

@@ -5,10 +5,10 @@ import {
   ctxFromEvent,
   encodeCursor,
   keyset,
-  keysetCursor,
+  keysetPage,
   makeEvent,
-  parseKeyset,
   type AppError,
+  type KeysetFetch,
 } from '../../src/entry/core'
 import { FakeTenantStore, testCtx, testPrincipal } from '../../src/testing'
 
@@ -43,9 +43,9 @@ const refusal = (fn: () => unknown) => {
 describe('keyset', () => {
   it('round-trips the sort values of a row, behind the tag', () => {
     const row = { last_name: 'Ficticia', id, created_at: '2026-01-01T00:00:00.000Z', seq: 7 }
-    expect(parseKeyset(byName, keysetCursor(byName, row))).toEqual({ last_name: 'Ficticia', id })
-    expect(parseKeyset(newest, keysetCursor(newest, row))).toEqual({ created_at: row.created_at, id })
-    expect(parseKeyset(bySeq, keysetCursor(bySeq, row))).toEqual({ seq: 7 })
+    expect(byName.parse(byName.cursorOf(row))).toEqual({ last_name: 'Ficticia', id })
+    expect(newest.parse(newest.cursorOf(row))).toEqual({ created_at: row.created_at, id })
+    expect(bySeq.parse(bySeq.cursorOf(row))).toEqual({ seq: 7 })
   })
 
   it.each([
@@ -58,7 +58,7 @@ describe('keyset', () => {
     ['a seq that is no positive integer', bySeq, [0]],
     ['a seq as a string', bySeq, ['7']],
   ] as const)('refuses %s: 400 validation_failed naming /after', (_case, ks, values) => {
-    const [status, code, errors] = refusal(() => parseKeyset(ks, encodeCursor([...values])))
+    const [status, code, errors] = refusal(() => ks.parse(encodeCursor([...values])))
     expect([status, code]).toEqual([400, 'validation_failed'])
     expect(errors).toEqual([
       { path: '/after', message: expect.stringMatching(/^is not a cursor from meta.next/) },
@@ -73,6 +73,35 @@ describe('keyset', () => {
     ])
     expect(refusal(() => assertOffsetOrAfter({ offset: 0, after: 'x' }))).toBe('accepted')
     expect(refusal(() => assertOffsetOrAfter({ offset: 2 }))).toBe('accepted')
+  })
+})
+
+describe('keysetPage', () => {
+  const rows = [3, 2, 1].map((seq) => ({ seq }))
+  const fetch = async (_filter: unknown, page: KeysetFetch<'seq'>) => {
+    const past = rows.filter((r) => page.after === undefined || r.seq < Number(page.after.seq))
+    return { rows: past.slice(page.offset, page.offset + page.limit), total: rows.length }
+  }
+  const list = (input: { offset: number; limit: number; after?: string }) =>
+    keysetPage(input, { keyset: bySeq, filter: () => null, fetch })
+
+  it('asks one row more than the page, and gives a cursor only when there is a next page', async () => {
+    const first = await list({ offset: 0, limit: 2 })
+    expect(first.data).toEqual([{ seq: 3 }, { seq: 2 }])
+    expect(first.meta).toMatchObject({ total: 3, offset: 0, limit: 2, next: expect.any(String) })
+    const second = await list({ offset: 0, limit: 2, after: first.meta.next! })
+    expect([second.data, second.meta.next]).toEqual([[{ seq: 1 }], null])
+  })
+
+  it('refuses offset with after before the filter and the cursor are looked at', async () => {
+    const filter = jest.fn()
+    await expect(
+      keysetPage({ offset: 1, limit: 2, after: 'x' }, { keyset: bySeq, filter, fetch }),
+    ).rejects.toMatchObject({
+      status: 400,
+      errors: [{ path: '/offset', message: 'cannot be combined with after' }],
+    })
+    expect(filter).not.toHaveBeenCalled()
   })
 })
 

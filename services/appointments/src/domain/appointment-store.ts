@@ -1,4 +1,4 @@
-import type { CloudEvent, KeysetAfter, TenantStore } from '@clinic/platform/core'
+import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type {
   Appointment,
   AppointmentFields,
@@ -15,8 +15,7 @@ export interface AppointmentStore extends TenantStore<AppointmentTx, Appointment
   list(companyId: number, filter: ListFilter): Promise<{ rows: Appointment[]; total: number }>
 }
 
-export interface AppointmentTx {
-  findById(id: string, opts?: { forUpdate?: boolean }): Promise<Appointment | null>
+export interface AppointmentTx extends TenantTx<Appointment> {
   /** Throws SlotConflict when the practitioner or the patient already holds an overlapping slot. */
   insert(id: string, fields: AppointmentFields): Promise<Appointment>
   /**
@@ -26,8 +25,6 @@ export interface AppointmentTx {
   update(current: Appointment, changes: Partial<AppointmentFields>): Promise<Appointment>
   /** Sets status checked_in and checked_in_at (the database's clock), bumps the version. */
   checkIn(id: string): Promise<Appointment>
-  /** Adds events to the outbox in this transaction. */
-  publish(events: CloudEvent[]): Promise<void>
 }
 
 export interface ListFilter {

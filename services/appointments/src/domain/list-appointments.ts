@@ -1,10 +1,7 @@
 import {
   ValidationFailed,
-  assertOffsetOrAfter,
   keyset,
-  keysetCursor,
-  pageOf,
-  parseKeyset,
+  keysetPage,
   visibleCenters,
   type Ctx,
   type Page,
@@ -34,11 +31,10 @@ export const APPOINTMENT_KEYSETS = {
 
 /** The sort values of a row, tagged with the sort. */
 export const cursorOf = (sort: AppointmentSort, a: Appointment): string =>
-  keysetCursor(APPOINTMENT_KEYSETS[sort], a)
+  APPOINTMENT_KEYSETS[sort].cursorOf(a)
 
-/** The position of a cursor of this sort (strict: see parseKeyset). */
-export const parseCursor = (sort: AppointmentSort, cursor: string) =>
-  parseKeyset(APPOINTMENT_KEYSETS[sort], cursor)
+/** The position of a cursor of this sort (strict: a cursor is client input). */
+export const parseCursor = (sort: AppointmentSort, cursor: string) => APPOINTMENT_KEYSETS[sort].parse(cursor)
 
 /** `from`/`to` on starts_at (half-open: from <= starts_at < to), in the same window as bookings. */
 function rangeOf(input: ListAppointmentsInput): { from?: string; to?: string } {
@@ -55,22 +51,20 @@ function rangeOf(input: ListAppointmentsInput): { from?: string; to?: string } {
   return { from: input.from && toUtc(input.from), to: input.to && toUtc(input.to) }
 }
 
-export async function listAppointments(
+export function listAppointments(
   ctx: Ctx,
   store: AppointmentStore,
   input: ListAppointmentsInput,
 ): Promise<Page<Appointment>> {
-  const { offset, limit, sort } = input
-  assertOffsetOrAfter(input)
-  const filter = {
-    ...rangeOf(input),
-    centers: visibleCenters(ctx.auth, input.codalmacen),
-    patientId: input.patient_id?.toLowerCase(),
-    practitioner: input.practitioner,
-    statuses: input.status && [...new Set(input.status)],
-    after: input.after === undefined ? undefined : parseCursor(sort, input.after),
-  }
-  // One row more than the page: it says whether there is a next page.
-  const { rows, total } = await store.list(ctx.auth.companyId, { ...filter, sort, offset, limit: limit + 1 })
-  return pageOf(rows, { total, offset, limit, cursorOf: (a) => cursorOf(sort, a) })
+  return keysetPage(input, {
+    keyset: APPOINTMENT_KEYSETS[input.sort],
+    filter: () => ({
+      ...rangeOf(input),
+      centers: visibleCenters(ctx.auth, input.codalmacen),
+      patientId: input.patient_id?.toLowerCase(),
+      practitioner: input.practitioner,
+      statuses: input.status && [...new Set(input.status)],
+    }),
+    fetch: (filter, page) => store.list(ctx.auth.companyId, { ...filter, ...page, sort: input.sort }),
+  })
 }

@@ -60,7 +60,11 @@ function fakeDirectory(known: Array<[number, string]> = []) {
 }
 
 const patientId = uuidv7()
-const input = (over: Partial<BookAppointment['body']> = {}, key?: string, hash = 'hash-1'): BookAppointment => ({
+const input = (
+  over: Partial<BookAppointment['body']> = {},
+  key?: string,
+  hash = 'hash-1',
+): BookAppointment => ({
   body: {
     patient_id: patientId,
     codalmacen: 'ALM1',
@@ -91,7 +95,11 @@ describe('bookAppointment (on the fake store)', () => {
   it('books a scheduled appointment in UTC and writes its appointment.created event', async () => {
     const { ctx, store, deps } = setup()
     const { body } = await bookAppointment(ctx, deps, input())
-    expect(body).toMatchObject({ status: 'scheduled', starts_at: '2031-03-03T08:00:00.000Z', patient_id: patientId })
+    expect(body).toMatchObject({
+      status: 'scheduled',
+      starts_at: '2031-03-03T08:00:00.000Z',
+      patient_id: patientId,
+    })
     expect(await store.findById(ctx.auth.companyId, body.id)).toEqual(body)
     expect(store.events.map((e) => [e.type, e.idempresa, e.subject, e.actorid])).toEqual([
       ['appointment.created', ctx.auth.companyId, body.id, ctx.auth.userId],
@@ -135,9 +143,9 @@ describe('bookAppointment (on the fake store)', () => {
   it('answers 409 idempotency_conflict for the same key with another request', async () => {
     const { ctx, store, deps } = setup()
     await bookAppointment(ctx, deps, input({}, 'k-1'))
-    expect(await codeOf(bookAppointment(ctx, deps, input({ practitioner: 'dr-otro' }, 'k-1', 'hash-2')))).toBe(
-      'idempotency_conflict',
-    )
+    expect(
+      await codeOf(bookAppointment(ctx, deps, input({ practitioner: 'dr-otro' }, 'k-1', 'hash-2'))),
+    ).toBe('idempotency_conflict')
     expect(store.events).toHaveLength(1)
   })
 })

@@ -1,10 +1,7 @@
 import {
   ValidationFailed,
-  assertOffsetOrAfter,
   keyset,
-  keysetCursor,
-  pageOf,
-  parseKeyset,
+  keysetPage,
   visibleCenters,
   type Ctx,
   type Page,
@@ -16,16 +13,8 @@ import type { AuditEventStore, AuditFilter } from './audit-event-store'
 /** Newest first: seq descending (recording order). */
 export const AUDIT_KEYSET = keyset({ order: 'desc', columns: [{ name: 'seq', kind: 'seq' }] })
 
-/**
- * The company's trail, newest first (seq descending: recording order). Only the caller's company;
- * a token limited to centers sees only its centers' events.
- */
-export async function listAuditEvents(
-  ctx: Ctx,
-  store: AuditEventStore,
-  input: ListAuditEventsInput,
-): Promise<Page<AuditEvent>> {
-  assertOffsetOrAfter(input)
+/** The filter of a query (from after to is a 400), and whether it filters at all. */
+function filterOf(ctx: Ctx, input: ListAuditEventsInput): { filter: AuditFilter; filtered: boolean } {
   if (input.from && input.to && Date.parse(input.from) > Date.parse(input.to))
     throw new ValidationFailed([{ path: '/to', message: 'must not be before from' }])
   const filter: AuditFilter = {
@@ -38,28 +27,30 @@ export async function listAuditEvents(
     to: input.to,
     centers: visibleCenters(ctx.auth, input.codalmacen),
   }
-  const filtered =
-    filter.centers !== null ||
-    [
-      filter.action,
-      filter.resource_type,
-      filter.resource_id,
-      filter.username,
-      filter.outcome,
-      filter.from,
-      filter.to,
-    ].some((v) => v !== undefined)
+  const { centers, ...fields } = filter
+  return { filter, filtered: centers !== null || Object.values(fields).some((v) => v !== undefined) }
+}
+
+/**
+ * The company's trail, newest first (seq descending: recording order). Only the caller's company;
+ * a token limited to centers sees only its centers' events.
+ */
+export function listAuditEvents(
+  ctx: Ctx,
+  store: AuditEventStore,
+  input: ListAuditEventsInput,
+): Promise<Page<AuditEvent>> {
   const companyId = ctx.auth.companyId
-  const after = input.after === undefined ? undefined : parseKeyset(AUDIT_KEYSET, input.after)
-  const [rows, total] = await Promise.all([
-    store.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, after }),
-    // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
-    filtered ? store.count(companyId, filter) : store.chainLength(companyId),
-  ])
-  return pageOf(rows, {
-    total,
-    offset: input.offset,
-    limit: input.limit,
-    cursorOf: (e) => keysetCursor(AUDIT_KEYSET, e),
+  return keysetPage(input, {
+    keyset: AUDIT_KEYSET,
+    filter: () => filterOf(ctx, input),
+    fetch: async ({ filter, filtered }, page) => {
+      const [rows, total] = await Promise.all([
+        store.list(companyId, filter, page),
+        // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
+        filtered ? store.count(companyId, filter) : store.chainLength(companyId),
+      ])
+      return { rows, total }
+    },
   })
 }

@@ -1,4 +1,4 @@
-import type { CloudEvent, KeysetAfter, TenantStore } from '@clinic/platform/core'
+import type { KeysetAfter, OutboxTx, TenantStore } from '@clinic/platform/core'
 import type { Channel, MessageStatus, RecipientRole, VersionedMessage } from '../schemas/message'
 
 /** What a send writes; status, attempts and timestamps start at their defaults. */
@@ -16,9 +16,8 @@ export interface NewMessage {
   template: string | null
 }
 
-export interface MessageTx {
+export interface MessageTx extends OutboxTx {
   insert(id: string, fields: NewMessage): Promise<VersionedMessage>
-  publish(events: CloudEvent[]): Promise<void>
 }
 
 export interface ListFilter {
@@ -46,13 +45,12 @@ export interface Receipt {
   error: string | null
 }
 
-export interface ReceiptTx {
+export interface ReceiptTx extends OutboxTx {
   /**
    * Applies the receipt to the SMS it names (or keeps it until the worker records the sid): the
    * messages it changed, with their company.
    */
   apply(receipt: Receipt): Promise<Array<{ companyId: number; message: VersionedMessage }>>
-  publish(events: CloudEvent[]): Promise<void>
 }
 
 export interface MessageStore extends TenantStore<MessageTx, VersionedMessage> {

@@ -1,13 +1,4 @@
-import {
-  assertOffsetOrAfter,
-  keyset,
-  keysetCursor,
-  pageOf,
-  parseKeyset,
-  visibleCenters,
-  type Ctx,
-  type Page,
-} from '@clinic/platform/core'
+import { keyset, keysetPage, visibleCenters, type Ctx, type Page } from '@clinic/platform/core'
 import type { Patient, PatientSort } from '../schemas/patient'
 import type { PatientStore } from './patient-store'
 
@@ -42,12 +33,12 @@ export const PATIENT_KEYSETS = {
 } as const
 
 /** The sort values of a row, tagged with the sort. */
-export const cursorOf = (sort: PatientSort, p: Patient): string => keysetCursor(PATIENT_KEYSETS[sort], p)
+export const cursorOf = (sort: PatientSort, p: Patient): string => PATIENT_KEYSETS[sort].cursorOf(p)
 
-/** The position of a cursor of this sort (strict: see parseKeyset), with the sort. */
+/** The position of a cursor of this sort (strict: a cursor is client input), with the sort. */
 export const parseCursor = (sort: PatientSort, cursor: string) => ({
   sort,
-  ...parseKeyset<string>(PATIENT_KEYSETS[sort], cursor),
+  ...PATIENT_KEYSETS[sort].parse(cursor),
 })
 
 /** Collapses spaces so "  ana   garcia " finds "Ana Garcia". */
@@ -56,26 +47,11 @@ export const normalizeQuery = (q: string | undefined) => {
   return s ? s : undefined
 }
 
-export async function listPatients(
-  ctx: Ctx,
-  store: PatientStore,
-  input: ListPatients,
-): Promise<Page<Patient>> {
-  assertOffsetOrAfter(input)
-  const centers = visibleCenters(ctx.auth, input.codalmacen)
-  const after = input.after === undefined ? undefined : parseCursor(input.sort, input.after)
-  const { rows, total } = await store.list(ctx.auth.companyId, {
-    centers,
-    q: normalizeQuery(input.q),
-    sort: input.sort,
-    offset: input.offset,
-    limit: input.limit + 1,
-    after,
-  })
-  return pageOf(rows, {
-    total,
-    offset: input.offset,
-    limit: input.limit,
-    cursorOf: (p) => cursorOf(input.sort, p),
+export function listPatients(ctx: Ctx, store: PatientStore, input: ListPatients): Promise<Page<Patient>> {
+  return keysetPage<Patient, string[] | null, string>(input, {
+    keyset: PATIENT_KEYSETS[input.sort],
+    filter: () => visibleCenters(ctx.auth, input.codalmacen),
+    fetch: (centers, page) =>
+      store.list(ctx.auth.companyId, { ...page, centers, q: normalizeQuery(input.q), sort: input.sort }),
   })
 }

@@ -1,4 +1,4 @@
-import type { CloudEvent, KeysetAfter, TenantStore } from '@clinic/platform/core'
+import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
 
 /**
@@ -9,14 +9,11 @@ export interface PatientStore extends TenantStore<PatientTx, Patient> {
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>
 }
 
-export interface PatientTx {
-  findById(id: string, opts?: { forUpdate?: boolean }): Promise<Patient | null>
+export interface PatientTx extends TenantTx<Patient> {
   /** Throws DuplicateNationalId when another patient of the company has that national id. */
   insert(id: string, fields: PatientFields): Promise<Patient>
   /** Writes the given fields, bumps version and updated_at. Throws DuplicateNationalId too. */
   update(id: string, changes: Partial<PatientFields>): Promise<Patient>
-  /** Adds events to the outbox in this transaction. */
-  publish(events: CloudEvent[]): Promise<void>
 }
 
 export interface ListFilter {

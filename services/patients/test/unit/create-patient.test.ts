@@ -76,9 +76,9 @@ describe('createPatient (on the fake store)', () => {
     const store = new FakePatients()
     const ctx = testCtx(testPrincipal())
     await createPatient(ctx, store, input({ idempotencyKey: 'k-1' }))
-    expect(await codeOf(createPatient(ctx, store, input({ idempotencyKey: 'k-1', requestHash: 'hash-2' })))).toBe(
-      'idempotency_conflict',
-    )
+    expect(
+      await codeOf(createPatient(ctx, store, input({ idempotencyKey: 'k-1', requestHash: 'hash-2' }))),
+    ).toBe('idempotency_conflict')
     expect(store.events).toHaveLength(1)
   })
 
