@@ -1,11 +1,5 @@
-import {
-  ValidationFailed,
-  keyset,
-  keysetPage,
-  visibleCenters,
-  type Ctx,
-  type Page,
-} from '@clinic/platform/core'
+import { ValidationFailed, keyset, keysetPage, visibleCenters } from '@clinic/platform/core'
+import type { Ctx, Page } from '@clinic/platform/core'
 import type { Appointment, AppointmentSort, ListAppointmentsInput } from '../schemas/appointment'
 import type { AppointmentStore } from './appointment-store'
 import { parseInstant, toUtc } from './rules'

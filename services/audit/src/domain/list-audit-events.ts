@@ -1,11 +1,5 @@
-import {
-  ValidationFailed,
-  keyset,
-  keysetPage,
-  visibleCenters,
-  type Ctx,
-  type Page,
-} from '@clinic/platform/core'
+import { ValidationFailed, keyset, keysetPage, visibleCenters } from '@clinic/platform/core'
+import type { Ctx, Page } from '@clinic/platform/core'
 import type { ListAuditEventsInput } from '../schemas/audit-event'
 import type { AuditEvent } from './audit-event'
 import type { AuditEventStore, AuditFilter } from './audit-event-store'
