@@ -1,15 +1,11 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { canonicalJson } from './canonical-json'
-import { companyRead, companyTransaction } from './db'
+import { companyRead, companyTransaction } from './db/company'
 import { IdempotencyConflict, ValidationFailed } from './errors'
+import type { IdempotencyKey, StoredResponse } from './tenant-store'
 
-/** What a create made (`body`), or what it made the first time its Idempotency-Key was used. */
-export interface StoredResponse<B = unknown> {
-  body: B
-  /** True when this is the stored result of an earlier request with the same key. */
-  replayed?: boolean
-}
+export type { IdempotencyKey, StoredResponse } from './tenant-store'
 
 const KEY = /^[\x21-\x7e]{1,255}$/
 const WINDOW_HOURS = 24
@@ -29,7 +25,7 @@ export function requestHash(method: string, path: string, body: unknown): string
  */
 export async function withIdempotency<B>(
   knex: Knex,
-  key: { companyId: number; tokenId: string; key: string | undefined; hash: string },
+  key: IdempotencyKey & { companyId: number },
   create: (trx: Knex.Transaction) => Promise<StoredResponse<B>>,
 ): Promise<StoredResponse<B>> {
   // In the caller's transaction when there is one (no SAVEPOINT: a failure rolls it all back).
@@ -71,7 +67,7 @@ export async function withIdempotency<B>(
 export async function storedIdempotentResponse<B>(
   knex: Knex,
   companyId: number,
-  key: { tokenId: string; key: string | undefined; hash: string },
+  key: IdempotencyKey,
 ): Promise<StoredResponse<B> | null> {
   if (key.key === undefined || !KEY.test(key.key)) return null // a bad key is refused on the way in
   // One round trip (companyRead).
@@ -96,7 +92,7 @@ export async function storedIdempotentResponse<B>(
 export function companyIdempotent<B>(
   knex: Knex,
   companyId: number,
-  idempotency: { tokenId: string; key: string | undefined; hash: string },
+  idempotency: IdempotencyKey,
   create: (trx: Knex.Transaction) => Promise<StoredResponse<B>>,
 ): Promise<StoredResponse<B>> {
   return companyTransaction(knex, companyId, (trx) =>

@@ -10,21 +10,22 @@ export interface Deps extends ServiceDeps {
   patients: PatientDirectory
   appointments: AppointmentDirectory
   /** Twilio status callbacks; without an auth token every callback is refused (403). */
-  twilio?: Omit<TwilioWebhookOptions, 'knex'>
+  twilio?: Omit<TwilioWebhookOptions, 'store'>
 }
 
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
 export async function buildApp(deps: Deps) {
+  const store = new MessagesRepository(deps.knex)
   const app = await serviceApp(deps, {
     service: 'comms',
     description:
       'Messages to patients and their guardians by email (SMTP) and SMS (Twilio), delivered asynchronously.',
   })
   await app.register(messageRoutes, {
-    store: new MessagesRepository(deps.knex),
+    store,
     patients: deps.patients,
     appointments: deps.appointments,
   })
-  await app.register(twilioWebhookRoutes, { knex: deps.knex, ...deps.twilio })
+  await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
   return app
 }

@@ -1,4 +1,4 @@
-import { startConsumer, type Amqp, type Consumer } from '@clinic/platform'
+import { ctxFromEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { deliveryStore, failStaleSending } from './db/repositories/delivery-repository'
@@ -49,22 +49,9 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): P
       const data = event.data as { id?: unknown }
       if (event.type !== 'comms.message.queued' || typeof data.id !== 'string') return
       const outcome = await deliverMessage(
-        {
-          store: deliveryStore(o.knex, trx),
-          providers: o.providers,
-          log: o.log.child({ request_id: event.requestid }),
-          maxAttempts: o.maxAttempts,
-        },
-        {
-          companyId: event.idempresa,
-          id: data.id,
-          cause: {
-            actorid: event.actorid,
-            actorname: event.actorname,
-            actortokenid: event.actortokenid,
-            requestid: event.requestid,
-          },
-        },
+        ctxFromEvent(event, o.log),
+        { store: deliveryStore(o.knex, trx), providers: o.providers, maxAttempts: o.maxAttempts },
+        { id: data.id },
       )
       if (outcome === 'retry') throw new RetryLater('transient delivery failure')
     },

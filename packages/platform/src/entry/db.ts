@@ -1,3 +1,3 @@
 // @clinic/platform/db: knex per service schema, migrations, common tables, Idempotency-Key.
-export * from '../db'
+export * from '../db/index'
 export * from '../idempotency'

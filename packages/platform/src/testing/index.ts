@@ -314,3 +314,4 @@ export async function tapEvents(amqpUrl: string, routingKey = '#') {
     },
   }
 }
+export * from './fake-store'

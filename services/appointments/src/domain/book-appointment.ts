@@ -3,15 +3,15 @@ import {
   ValidationFailed,
   assertCenter,
   uuidv7,
-  visibleCenters,
+  findVisible,
   type Ctx,
+  type IdempotencyKey,
   type StoredResponse,
 } from '@clinic/platform/core'
 import { appointmentCreated } from '../events/appointment-events'
 import type { Appointment, AppointmentFields, CreateAppointmentInput } from '../schemas/appointment'
 import type { AppointmentStore } from './appointment-store'
 import type { PatientDirectory } from './patient-directory'
-import { seenBy } from './get-appointment'
 import { fieldsFromCreate } from './rules'
 
 export interface BookAppointment {
@@ -49,8 +49,7 @@ export async function bookAppointment(
     (await deps.store.storedResponse<Appointment>(ctx.auth.companyId, idempotency)) ??
     (await book(ctx, deps, fields, idempotency))
   // A replay is a read: the appointment must still be visible to this token's centers now.
-  if (result.replayed)
-    seenBy(visibleCenters(ctx.auth, undefined), await deps.store.findById(ctx.auth.companyId, result.body.id))
+  if (result.replayed) await findVisible(ctx, deps.store, result.body.id, { notFound: 'No such appointment' })
   ctx.log.info({ appointment_id: result.body.id, replayed: !!result.replayed }, 'appointment booked')
   return result
 }
@@ -60,7 +59,7 @@ async function book(
   ctx: Ctx,
   deps: { store: AppointmentStore; patients: PatientDirectory },
   fields: AppointmentFields,
-  idempotency: { tokenId: string; key: string | undefined; hash: string },
+  idempotency: IdempotencyKey,
 ): Promise<StoredResponse<Appointment>> {
   if (!(await deps.patients.exists(ctx, fields.patient_id))) throw new UnknownPatient()
   // A concurrent request with the same key may have committed meanwhile: this replays it then.

@@ -1,3 +1,4 @@
+import type { KeysetAfter } from '@clinic/platform/core'
 import type { AuditEvent, Outcome } from './audit-event'
 
 export interface AuditFilter {
@@ -15,8 +16,8 @@ export interface AuditFilter {
 export interface SeqPage {
   offset: number
   limit: number
-  /** Only events with a lower seq (keyset cursor). */
-  beforeSeq?: number
+  /** The position of a cursor of `AUDIT_KEYSET` (list-audit-events.ts): only events with a lower seq. */
+  after?: KeysetAfter
 }
 
 /** Reads of the trail, always scoped to one company. */

@@ -1,32 +1,14 @@
-import {
-  ValidationFailed,
-  decodeCursor,
-  encodeCursor,
-  pageOf,
-  visibleCenters,
-  type Ctx,
-  type Page,
-} from '@clinic/platform/core'
+import { ValidationFailed, keyset, keysetPage, visibleCenters } from '@clinic/platform/core'
+import type { Ctx, Page } from '@clinic/platform/core'
 import type { ListAuditEventsInput } from '../schemas/audit-event'
 import type { AuditEvent } from './audit-event'
 import type { AuditEventStore, AuditFilter } from './audit-event-store'
 
-function cursorSeq(after: string): number {
-  const [seq] = decodeCursor(after, 1)
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
-    throw new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next' }])
-  return seq
-}
+/** Newest first: seq descending (recording order). */
+export const AUDIT_KEYSET = keyset({ order: 'desc', columns: [{ name: 'seq', kind: 'seq' }] })
 
-/**
- * The company's trail, newest first (seq descending: recording order). Only the caller's company;
- * a token limited to centers sees only its centers' events.
- */
-export async function listAuditEvents(
-  ctx: Ctx,
-  store: AuditEventStore,
-  input: ListAuditEventsInput,
-): Promise<Page<AuditEvent>> {
+/** The filter of a query (from after to is a 400), and whether it filters at all. */
+function filterOf(ctx: Ctx, input: ListAuditEventsInput): { filter: AuditFilter; filtered: boolean } {
   if (input.from && input.to && Date.parse(input.from) > Date.parse(input.to))
     throw new ValidationFailed([{ path: '/to', message: 'must not be before from' }])
   const filter: AuditFilter = {
@@ -39,28 +21,30 @@ export async function listAuditEvents(
     to: input.to,
     centers: visibleCenters(ctx.auth, input.codalmacen),
   }
-  const filtered =
-    filter.centers !== null ||
-    [
-      filter.action,
-      filter.resource_type,
-      filter.resource_id,
-      filter.username,
-      filter.outcome,
-      filter.from,
-      filter.to,
-    ].some((v) => v !== undefined)
+  const { centers, ...fields } = filter
+  return { filter, filtered: centers !== null || Object.values(fields).some((v) => v !== undefined) }
+}
+
+/**
+ * The company's trail, newest first (seq descending: recording order). Only the caller's company;
+ * a token limited to centers sees only its centers' events.
+ */
+export function listAuditEvents(
+  ctx: Ctx,
+  store: AuditEventStore,
+  input: ListAuditEventsInput,
+): Promise<Page<AuditEvent>> {
   const companyId = ctx.auth.companyId
-  const beforeSeq = input.after === undefined ? undefined : cursorSeq(input.after)
-  const [rows, total] = await Promise.all([
-    store.list(companyId, filter, { offset: input.offset, limit: input.limit + 1, beforeSeq }),
-    // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
-    filtered ? store.count(companyId, filter) : store.chainLength(companyId),
-  ])
-  return pageOf(rows, {
-    total,
-    offset: input.offset,
-    limit: input.limit,
-    cursorOf: (e) => encodeCursor([e.seq]),
+  return keysetPage(input, {
+    keyset: AUDIT_KEYSET,
+    filter: () => filterOf(ctx, input),
+    fetch: async ({ filter, filtered }, page) => {
+      const [rows, total] = await Promise.all([
+        store.list(companyId, filter, page),
+        // Unfiltered, the chain head knows the count exactly; filtered, the indexes count.
+        filtered ? store.count(companyId, filter) : store.chainLength(companyId),
+      ])
+      return { rows, total }
+    },
   })
 }

@@ -119,6 +119,18 @@ describe('GET /audit/events', () => {
     expect(third.json().meta.next).toBeNull()
   })
 
+  it('refuses offset together with after (DESIGN.md: one way of paging at a time)', async () => {
+    const next = (await get(alice, '/audit/events?limit=2')).json().meta.next as string
+    const res = await get(alice, `/audit/events?limit=2&offset=2&after=${next}`)
+    expect(res.statusCode).toBe(400)
+    expect(res.json()).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/offset', message: 'cannot be combined with after' }],
+    })
+    // offset=0 is the default: with after it is no conflict.
+    expect(seqs(await get(alice, `/audit/events?limit=2&offset=0&after=${next}`))).toEqual([3, 2])
+  })
+
   it('shows nothing of another company', async () => {
     const res = await get(testPrincipal(), `/audit/events?resource_id=${patientId}`)
     expect(res.json()).toEqual({ data: [], meta: { total: 0, offset: 0, limit: 25, next: null } })

@@ -1,4 +1,4 @@
-import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import { causeOf, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { messageEvent } from '../events/message-events'
 import type { Channel, Message } from '../schemas/message'
 
@@ -63,18 +63,17 @@ export type Outcome = 'sent' | 'failed' | 'retry' | 'skipped'
  * failed ("outcome unknown"): a patient never gets the same message twice.
  */
 export async function deliverMessage(
-  deps: { store: DeliveryStore; providers: Record<Channel, Provider>; log: Ctx['log']; maxAttempts: number },
-  job: {
-    companyId: number
-    id: string
-    /** Who queued it, from the queued event: the sent or failed event names them too. */
-    cause?: Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
-  },
+  ctx: Ctx,
+  deps: { store: DeliveryStore; providers: Record<Channel, Provider>; maxAttempts: number },
+  /** The message of the queued event; `ctx` is the event's (ctxFromEvent): who queued it. */
+  input: { id: string },
 ): Promise<Outcome> {
-  const { store, log } = deps
-  const m = await store.claim(job.companyId, job.id)
+  const { store } = deps
+  const { log } = ctx
+  const companyId = ctx.auth.companyId
+  const m = await store.claim(companyId, input.id)
   if (!m) {
-    log.debug({ message_id: job.id }, 'message not queued (already claimed or done); nothing to send')
+    log.debug({ message_id: input.id }, 'message not queued (already claimed or done); nothing to send')
     return 'skipped'
   }
   const attempt = m.attempts
@@ -91,7 +90,7 @@ export async function deliverMessage(
   } catch (err) {
     const e = err instanceof DeliveryError ? err : new DeliveryError(false, 'provider error')
     if (!e.permanent && attempt < deps.maxAttempts) {
-      await store.requeue(job.companyId, m.id, e.reason)
+      await store.requeue(companyId, m.id, e.reason)
       log.warn(
         { message_id: m.id, channel: m.channel, attempt, reason: e.reason },
         'delivery failed; will retry',
@@ -100,7 +99,7 @@ export async function deliverMessage(
     }
     outcome = { error: e.permanent ? e.reason : `${e.reason} (gave up after ${attempt} attempts)` }
   }
-  const done = await store.finish(job.companyId, m.id, outcome)
+  const done = await store.finish(companyId, m.id, outcome)
   if (!done) {
     // The row left `sending` meanwhile (the stale sweep failed it as "outcome unknown"): that stays
     // the record, and its event was the sweep's.
@@ -113,15 +112,15 @@ export async function deliverMessage(
   // The sent or failed event names who queued the message (and their request).
   const event = messageEvent(
     done.status === 'sent' ? 'comms.message.sent' : 'comms.message.failed',
-    job.companyId,
+    companyId,
     done,
   )
-  for (const [k, v] of Object.entries(job.cause ?? {})) if (v !== undefined) Object.assign(event, { [k]: v })
+  Object.assign(event, causeOf(ctx))
   const events = [event]
   if (done.status === 'sent' && done.channel === 'sms' && done.provider_id) {
     // A receipt is Twilio's word, as when it comes through the webhook: no actor.
     const receipt = await store.applyEarlyReceipt(done.provider_id)
-    if (receipt) events.push(messageEvent('comms.message.delivered', job.companyId, receipt))
+    if (receipt) events.push(messageEvent('comms.message.delivered', companyId, receipt))
   }
   await store.publish(events)
   const result = done.status === 'sent' ? 'sent' : 'failed'

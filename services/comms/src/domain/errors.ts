@@ -34,3 +34,15 @@ export class UnknownAppointment extends AppError {
     })
   }
 }
+
+/** A Twilio status callback whose X-Twilio-Signature does not match (or no key to check it). */
+export class InvalidSignature extends AppError {
+  constructor() {
+    super({
+      status: 403,
+      code: 'invalid_signature',
+      title: 'Invalid signature',
+      detail: 'X-Twilio-Signature does not match',
+    })
+  }
+}

@@ -1,4 +1,4 @@
-import type { CloudEvent, StoredResponse } from '@clinic/platform/core'
+import type { KeysetAfter, OutboxTx, TenantStore } from '@clinic/platform/core'
 import type { Channel, MessageStatus, RecipientRole, VersionedMessage } from '../schemas/message'
 
 /** What a send writes; status, attempts and timestamps start at their defaults. */
@@ -16,9 +16,8 @@ export interface NewMessage {
   template: string | null
 }
 
-export interface MessageTx {
+export interface MessageTx extends OutboxTx {
   insert(id: string, fields: NewMessage): Promise<VersionedMessage>
-  publish(events: CloudEvent[]): Promise<void>
 }
 
 export interface ListFilter {
@@ -30,27 +29,32 @@ export interface ListFilter {
   channel?: Channel
   from?: string
   to?: string
-  /** Keyset: rows strictly older than this (created_at, id), newest first. */
-  after?: { created_at: string; id: string }
+  /** The position of a cursor of `MESSAGE_KEYSET` (read-messages.ts): rows strictly past it. */
+  after?: KeysetAfter
   offset: number
+  /** Rows to return; the store fetches what it is asked for (the caller asks one more). */
   limit: number
 }
 
-export interface MessageStore {
-  idempotent<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-    fn: (tx: MessageTx) => Promise<StoredResponse<B>>,
-  ): Promise<StoredResponse<B>>
+/** A Twilio status callback as the store applies it. */
+export interface Receipt {
+  /** Twilio's MessageSid: the provider_id of a sent SMS, of any company. */
+  providerId: string
+  status: 'delivered' | 'undelivered'
+  /** last_error to record ('twilio error 30003'), or null. */
+  error: string | null
+}
+
+export interface ReceiptTx extends OutboxTx {
   /**
-   * The stored answer of an Idempotency-Key already used by this token (replayed: true), null for a
-   * new key; the same key with another request hash is `IdempotencyConflict`.
+   * Applies the receipt to the SMS it names (or keeps it until the worker records the sid): the
+   * messages it changed, with their company.
    */
-  storedResponse<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string; hash: string },
-  ): Promise<StoredResponse<B> | null>
-  findById(companyId: number, id: string): Promise<VersionedMessage | null>
-  /** limit + 1 rows (the extra one says a next page exists) and the exact total. */
+  apply(receipt: Receipt): Promise<Array<{ companyId: number; message: VersionedMessage }>>
+}
+
+export interface MessageStore extends TenantStore<MessageTx, VersionedMessage> {
   list(companyId: number, f: ListFilter): Promise<{ rows: VersionedMessage[]; total: number }>
+  /** One transaction for a provider's receipt: no company is known before it names the message. */
+  receiptTransaction<T>(fn: (tx: ReceiptTx) => Promise<T>): Promise<T>
 }

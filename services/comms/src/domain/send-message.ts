@@ -1,10 +1,8 @@
 import {
-  NotFound,
   UnknownPatient,
   ValidationFailed,
-  centerVisible,
+  findVisible,
   uuidv7,
-  visibleCenters,
   type Ctx,
   type StoredResponse,
 } from '@clinic/platform/core'
@@ -32,9 +30,7 @@ async function visibleReplay(
   store: MessageStore,
   result: StoredResponse<VersionedMessage>,
 ): Promise<StoredResponse<VersionedMessage>> {
-  const now = await store.findById(ctx.auth.companyId, result.body.id)
-  if (!now || !centerVisible(visibleCenters(ctx.auth, undefined), now.codalmacen))
-    throw new NotFound('No such message')
+  await findVisible(ctx, store, result.body.id, { notFound: 'No such message' })
   ctx.log.info({ message_id: result.body.id, replayed: true }, 'message send replayed')
   return result
 }
@@ -55,17 +51,9 @@ export async function sendMessage(
   input: SendMessage,
 ): Promise<StoredResponse<VersionedMessage>> {
   const b = input.body
-  const { tokenId } = ctx.auth
-  const key = input.idempotencyKey
-  const hash = input.requestHash
-  if (key !== undefined) {
-    const stored = await deps.store.storedResponse<VersionedMessage>(ctx.auth.companyId, {
-      tokenId,
-      key,
-      hash,
-    })
-    if (stored) return visibleReplay(ctx, deps.store, stored)
-  }
+  const idempotency = { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash }
+  const stored = await deps.store.storedResponse<VersionedMessage>(ctx.auth.companyId, idempotency)
+  if (stored) return visibleReplay(ctx, deps.store, stored)
 
   const patient = await deps.patients.contact(ctx, b.patient_id)
   const allowed = ctx.auth.allowedCenters
@@ -89,7 +77,7 @@ export async function sendMessage(
   if (errors.length) throw new ValidationFailed(errors, 'The body is not valid')
 
   // Still through the key: a concurrent request with the same key waits on it and replays.
-  const result = await deps.store.idempotent(ctx.auth.companyId, { tokenId, key, hash }, async (tx) => {
+  const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const message = await tx.insert(uuidv7(), {
       patient_id: b.patient_id,
       appointment_id: b.appointment_id ?? null,

@@ -1,33 +1,16 @@
-import { AppError, enqueueEvents, problem } from '@clinic/platform'
+import { problem } from '@clinic/platform/http'
 import type { FastifyPluginAsync } from 'fastify'
-import type { Knex } from 'knex'
 import twilio from 'twilio'
-import { messageEvent } from '../events/message-events'
-import { toMessage } from '../db/repositories/messages-repository'
+import { applyReceipt, type ApplyReceipt } from '../domain/apply-receipt'
+import { InvalidSignature } from '../domain/errors'
+import type { MessageStore } from '../domain/message-store'
 
 export interface TwilioWebhookOptions {
-  knex: Knex
+  store: Pick<MessageStore, 'receiptTransaction'>
   /** TWILIO_AUTH_TOKEN: the key of X-Twilio-Signature. */
   authToken?: string
   /** TWILIO_WEBHOOK_URL: the public URL Twilio posts to (the signature covers it, not our path). */
   webhookUrl?: string
-}
-
-class BadSignature extends AppError {
-  constructor() {
-    super({
-      status: 403,
-      code: 'invalid_signature',
-      title: 'Invalid signature',
-      detail: 'X-Twilio-Signature does not match',
-    })
-  }
-}
-
-const RECEIPTS: Record<string, 'delivered' | 'undelivered'> = {
-  delivered: 'delivered',
-  undelivered: 'undelivered',
-  failed: 'undelivered',
 }
 
 /**
@@ -68,23 +51,9 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
         typeof signature !== 'string' ||
         !twilio.validateRequest(o.authToken, signature, o.webhookUrl, params)
       )
-        throw new BadSignature()
-      const status = RECEIPTS[params.MessageStatus ?? '']
-      const sid = params.MessageSid
-      if (status && sid) {
-        const error = params.ErrorCode ? `twilio error ${params.ErrorCode}` : null
-        const changed = await o.knex.transaction(async (trx) => {
-          const { rows } = (await trx.raw('select * from apply_receipt(?, ?, ?)', [sid, status, error])) as {
-            rows: Array<Record<string, unknown>>
-          }
-          await enqueueEvents(
-            trx,
-            rows.map((r) => messageEvent('comms.message.delivered', r.idempresa as number, toMessage(r))),
-          )
-          return rows.length
-        })
-        req.log.info({ receipt: status, matched: changed }, 'twilio status callback')
-      }
+        throw new InvalidSignature()
+      const applied = await applyReceipt(o.store, params as ApplyReceipt)
+      if (applied) req.log.info(applied, 'twilio status callback')
       return reply.code(204).send()
     },
   )

@@ -268,13 +268,9 @@ describe('the worker dies after the provider accepted (at most once)', () => {
     const provider = new SmtpProvider(smtp.url, 'Clinic <no-reply@clinic.example>', 1)
     const outcome = await h.knex.transaction((trx) =>
       deliverMessage(
-        {
-          store: deliveryStore(h.knex, trx),
-          providers: { email: provider, sms: provider },
-          log: h.app.log,
-          maxAttempts: 3,
-        },
-        { companyId: principal.companyId, id },
+        { auth: principal, log: h.app.log, requestId: '' },
+        { store: deliveryStore(h.knex, trx), providers: { email: provider, sms: provider }, maxAttempts: 3 },
+        { id },
       ),
     )
     provider.close()
@@ -403,13 +399,9 @@ describe('a Twilio receipt that arrives before the worker recorded the sid', () 
     }
     const outcome = await h.knex.transaction((trx) =>
       deliverMessage(
-        {
-          store: deliveryStore(h.knex, trx),
-          providers: { email: racing, sms: racing },
-          log: h.app.log,
-          maxAttempts: 3,
-        },
-        { companyId: principal.companyId, id },
+        { auth: principal, log: h.app.log, requestId: '' },
+        { store: deliveryStore(h.knex, trx), providers: { email: racing, sms: racing }, maxAttempts: 3 },
+        { id },
       ),
     )
     expect([early, outcome]).toEqual([204, 'sent'])

@@ -306,6 +306,22 @@ describe('GET /comms/messages', () => {
     expect((await a.client.get('/comms/messages?status=bogus')).statusCode).toBe(400)
   })
 
+  it('refuses offset together with after (DESIGN.md), as every list does', async () => {
+    const { client, patient } = setup()
+    for (const body of ['m1', 'm2'])
+      expect((await client.post('/comms/send', { patient_id: patient.id, body })).statusCode).toBe(202)
+    const next = (await client.get('/comms/messages?limit=1')).json().meta.next as string
+    const both = await client.get(`/comms/messages?limit=1&offset=1&after=${next}`)
+    expect(both.statusCode).toBe(400)
+    expect(both.json()).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/offset', message: 'cannot be combined with after' }],
+    })
+    // The second page by the cursor alone (offset=0, the default, is no conflict).
+    const second = await client.get(`/comms/messages?limit=1&offset=0&after=${next}`)
+    expect([second.statusCode, second.json().data.length, second.json().meta.next]).toEqual([200, 1, null])
+  })
+
   it('a forged cursor is 400 validation_failed naming after, never a 500', async () => {
     const { client, patient } = setup()
     expect((await client.post('/comms/send', { patient_id: patient.id, body: 'x' })).statusCode).toBe(202)

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
-import type { CloudEvent } from '@clinic/platform/core'
+import type { CloudEvent, Ctx } from '@clinic/platform/core'
 import { deliverMessage, type DeliveryStore, type Provider } from '../../src/domain/deliver-message'
 import type { Message } from '../../src/schemas/message'
 
@@ -47,6 +47,20 @@ function fakeStore(finish: Message | null, receipt: Message | null = null) {
   return { store, published }
 }
 
+/** The ctx a consumer gets of a queued event (ctxFromEvent): company 7, who queued it if known. */
+const ctxOf = (log: Ctx['log'], actorid = ''): Ctx => ({
+  auth: {
+    companyId: 7,
+    userId: actorid,
+    username: '',
+    tokenId: '',
+    companyCenters: [],
+    allowedCenters: null,
+  },
+  log,
+  requestId: '',
+})
+
 const accepting: Provider = { send: async () => ({ providerId: 'SM0001' }) }
 
 describe('deliverMessage', () => {
@@ -54,8 +68,9 @@ describe('deliverMessage', () => {
     const { store, published } = fakeStore(null)
     const { log, lines } = capturingLogger()
     const outcome = await deliverMessage(
-      { store, providers: { email: accepting, sms: accepting }, log, maxAttempts: 3 },
-      { companyId: 7, id: message().id },
+      ctxOf(log),
+      { store, providers: { email: accepting, sms: accepting }, maxAttempts: 3 },
+      { id: message().id },
     )
     expect(outcome).toBe('skipped')
     expect(published).toEqual([])
@@ -68,8 +83,9 @@ describe('deliverMessage', () => {
     const { store, published } = fakeStore(sent, { ...sent, status: 'undelivered' })
     const { log } = capturingLogger()
     const outcome = await deliverMessage(
-      { store, providers: { email: accepting, sms: accepting }, log, maxAttempts: 3 },
-      { companyId: 7, id: sent.id, cause: { actorid: 'u-1' } },
+      ctxOf(log, 'u-1'),
+      { store, providers: { email: accepting, sms: accepting }, maxAttempts: 3 },
+      { id: sent.id },
     )
     expect(outcome).toBe('sent')
     expect(published.map((e) => [e.type, (e.data as { status: string }).status, e.actorid])).toEqual([

@@ -1,11 +1,4 @@
-import {
-  NotFound,
-  centerVisible,
-  uuidv7,
-  visibleCenters,
-  type Ctx,
-  type StoredResponse,
-} from '@clinic/platform/core'
+import { findVisible, uuidv7, type Ctx, type StoredResponse } from '@clinic/platform/core'
 import { patientCreated } from '../events/patient-events'
 import type { CreatePatientInput, Patient } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
@@ -42,13 +35,9 @@ export async function createPatient(
       return { body: patient }
     },
   )
-  if (result.replayed) {
-    // A replay is a read: the patient must still exist and be visible to this token's centers now
-    // (another user may have moved it to a center the token cannot see).
-    const now = await store.findById(ctx.auth.companyId, result.body.id)
-    if (!now || !centerVisible(visibleCenters(ctx.auth, undefined), now.codalmacen))
-      throw new NotFound('No such patient')
-  }
+  // A replay is a read: the patient must still exist and be visible to this token's centers now
+  // (another user may have moved it to a center the token cannot see).
+  if (result.replayed) await findVisible(ctx, store, result.body.id, { notFound: 'No such patient' })
   ctx.log.info({ patient_id: result.body.id, replayed: !!result.replayed }, 'patient created')
   return result
 }

@@ -1,4 +1,4 @@
-import { NotFound, centerVisible, visibleCenters, type Ctx } from '@clinic/platform/core'
+import { NotFound, findVisible, type Ctx } from '@clinic/platform/core'
 import { contactOf } from '../events/patient-events'
 import type { Patient, PatientContact } from '../schemas/patient'
 import type { PatientStore } from './patient-store'
@@ -9,10 +9,7 @@ export async function getPatient(
   store: PatientStore,
   input: { id: string; queryCenter: string | undefined },
 ): Promise<Patient> {
-  const visible = visibleCenters(ctx.auth, input.queryCenter)
-  const patient = await store.findById(ctx.auth.companyId, input.id)
-  if (!patient || !centerVisible(visible, patient.codalmacen)) throw new NotFound('No such patient')
-  return patient
+  return findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: 'No such patient' })
 }
 
 /**

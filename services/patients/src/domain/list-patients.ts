@@ -1,16 +1,6 @@
-import {
-  ValidationFailed,
-  decodeCursor,
-  encodeCursor,
-  isIsoInstant,
-  isUuid,
-  pageOf,
-  visibleCenters,
-  type Ctx,
-  type Page,
-} from '@clinic/platform/core'
+import { keyset, keysetPage, visibleCenters, type Ctx, type Page } from '@clinic/platform/core'
 import type { Patient, PatientSort } from '../schemas/patient'
-import type { ListCursor, PatientStore } from './patient-store'
+import type { PatientStore } from './patient-store'
 
 export interface ListPatients {
   offset: number
@@ -21,27 +11,35 @@ export interface ListPatients {
   sort: PatientSort
 }
 
-/** The sort values of a row, tagged with the sort so a cursor cannot be used with another one. */
-export function cursorOf(sort: PatientSort, p: Patient): string {
-  return sort === 'last_name'
-    ? encodeCursor(['l', p.last_name, p.first_name, p.id])
-    : encodeCursor(['c', p.created_at, p.id])
-}
+/** Each sort's order; the tag keeps a cursor of one sort from being used with the other. */
+export const PATIENT_KEYSETS = {
+  last_name: keyset({
+    tag: 'l',
+    order: 'asc',
+    columns: [
+      { name: 'last_name', kind: 'text' },
+      { name: 'first_name', kind: 'text' },
+      { name: 'id', kind: 'uuid' },
+    ],
+  }),
+  '-created_at': keyset({
+    tag: 'c',
+    order: 'desc',
+    columns: [
+      { name: 'created_at', kind: 'instant' },
+      { name: 'id', kind: 'uuid' },
+    ],
+  }),
+} as const
 
-export function parseCursor(sort: PatientSort, cursor: string): ListCursor {
-  const bad = () =>
-    new ValidationFailed([{ path: '/after', message: 'is not a cursor from meta.next for this sort' }])
-  const values = decodeCursor(cursor, sort === 'last_name' ? 4 : 3)
-  if (!values.every((v) => typeof v === 'string')) throw bad()
-  const v = values as string[]
-  if (!isUuid(v[v.length - 1]!)) throw bad()
-  if (sort === 'last_name' && v[0] === 'l') return { sort, last_name: v[1]!, first_name: v[2]!, id: v[3]! }
-  // The instant exactly as the list wrote it: a forged one ('2026-02-30', year 275760) is a 400 here,
-  // never a database error.
-  if (sort === '-created_at' && v[0] === 'c' && isIsoInstant(v[1]))
-    return { sort, created_at: v[1]!, id: v[2]! }
-  throw bad()
-}
+/** The sort values of a row, tagged with the sort. */
+export const cursorOf = (sort: PatientSort, p: Patient): string => PATIENT_KEYSETS[sort].cursorOf(p)
+
+/** The position of a cursor of this sort (strict: a cursor is client input), with the sort. */
+export const parseCursor = (sort: PatientSort, cursor: string) => ({
+  sort,
+  ...PATIENT_KEYSETS[sort].parse(cursor),
+})
 
 /** Collapses spaces so "  ana   garcia " finds "Ana Garcia". */
 export const normalizeQuery = (q: string | undefined) => {
@@ -49,27 +47,11 @@ export const normalizeQuery = (q: string | undefined) => {
   return s ? s : undefined
 }
 
-export async function listPatients(
-  ctx: Ctx,
-  store: PatientStore,
-  input: ListPatients,
-): Promise<Page<Patient>> {
-  if (input.after !== undefined && input.offset > 0)
-    throw new ValidationFailed([{ path: '/offset', message: 'cannot be combined with after' }])
-  const centers = visibleCenters(ctx.auth, input.codalmacen)
-  const after = input.after === undefined ? undefined : parseCursor(input.sort, input.after)
-  const { rows, total } = await store.list(ctx.auth.companyId, {
-    centers,
-    q: normalizeQuery(input.q),
-    sort: input.sort,
-    offset: input.offset,
-    limit: input.limit + 1,
-    after,
-  })
-  return pageOf(rows, {
-    total,
-    offset: input.offset,
-    limit: input.limit,
-    cursorOf: (p) => cursorOf(input.sort, p),
+export function listPatients(ctx: Ctx, store: PatientStore, input: ListPatients): Promise<Page<Patient>> {
+  return keysetPage<Patient, string[] | null, string>(input, {
+    keyset: PATIENT_KEYSETS[input.sort],
+    filter: () => visibleCenters(ctx.auth, input.codalmacen),
+    fetch: (centers, page) =>
+      store.list(ctx.auth.companyId, { ...page, centers, q: normalizeQuery(input.q), sort: input.sort }),
   })
 }

@@ -1,36 +1,20 @@
-import type { CloudEvent, StoredResponse } from '@clinic/platform/core'
+import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
 
 /**
  * What the domain needs from storage. The implementation (db/patients-repository.ts) scopes every
  * statement by company, so a rule cannot forget it; unit tests can pass a fake.
  */
-export interface PatientStore {
-  /** One transaction in which every statement is limited to this company. */
-  transaction<T>(companyId: number, fn: (tx: PatientTx) => Promise<T>): Promise<T>
-  /** Like `transaction`, but runs `fn` at most once per Idempotency-Key (replays the stored answer). */
-  idempotent<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-    fn: (tx: PatientTx) => Promise<StoredResponse<B>>,
-  ): Promise<StoredResponse<B>>
-  findById(companyId: number, id: string): Promise<Patient | null>
+export interface PatientStore extends TenantStore<PatientTx, Patient> {
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>
 }
 
-export interface PatientTx {
-  findById(id: string, opts?: { forUpdate?: boolean }): Promise<Patient | null>
+export interface PatientTx extends TenantTx<Patient> {
   /** Throws DuplicateNationalId when another patient of the company has that national id. */
   insert(id: string, fields: PatientFields): Promise<Patient>
   /** Writes the given fields, bumps version and updated_at. Throws DuplicateNationalId too. */
   update(id: string, changes: Partial<PatientFields>): Promise<Patient>
-  /** Adds events to the outbox in this transaction. */
-  publish(events: CloudEvent[]): Promise<void>
 }
-
-export type ListCursor =
-  | { sort: 'last_name'; last_name: string; first_name: string; id: string }
-  | { sort: '-created_at'; created_at: string; id: string }
 
 export interface ListFilter {
   /** null: every center and patients without one; else only these centers. */
@@ -40,5 +24,6 @@ export interface ListFilter {
   offset: number
   /** Rows to return; the store fetches what it is asked for (the caller asks one more). */
   limit: number
-  after?: ListCursor
+  /** The position of a cursor of `PATIENT_KEYSETS[sort]` (list-patients.ts). */
+  after?: KeysetAfter
 }

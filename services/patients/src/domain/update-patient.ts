@@ -1,11 +1,4 @@
-import {
-  NotFound,
-  VersionMismatch,
-  centerVisible,
-  ifMatchAllows,
-  visibleCenters,
-  type Ctx,
-} from '@clinic/platform/core'
+import { VersionMismatch, ifMatchAllows, visibleCenters, visibleRow, type Ctx } from '@clinic/platform/core'
 import { patientUpdated } from '../events/patient-events'
 import type { Patient, PatientFields, UpdatePatientInput } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
@@ -32,8 +25,7 @@ export async function updatePatient(ctx: Ctx, store: PatientStore, input: Update
   if (input.patch.codalmacen !== undefined) centerForWrite(ctx.auth, input.patch.codalmacen)
 
   const result = await store.transaction(ctx.auth.companyId, async (tx) => {
-    const current = await tx.findById(input.id, { forUpdate: true })
-    if (!current || !centerVisible(visible, current.codalmacen)) throw new NotFound('No such patient')
+    const current = visibleRow(visible, await tx.findById(input.id, { forUpdate: true }), 'No such patient')
     if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
       throw new VersionMismatch()
     const before = pickFields(current, FIELD_NAMES) as PatientFields

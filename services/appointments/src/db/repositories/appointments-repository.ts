@@ -1,16 +1,10 @@
-import { NotFound, type StoredResponse } from '@clinic/platform/core'
-import {
-  companyIdempotent,
-  companyPage,
-  companyPageStatement,
-  companyRowById,
-  companyTransaction,
-  storedIdempotentResponse,
-} from '@clinic/platform/db'
+import { NotFound } from '@clinic/platform/core'
+import { TenantRepository, applyKeyset, companyPageStatement } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { AppointmentStore, AppointmentTx, ListFilter } from '../../domain/appointment-store'
 import { SlotConflict } from '../../domain/errors'
+import { APPOINTMENT_KEYSETS } from '../../domain/list-appointments'
 import { Appointment, type AppointmentFields } from '../../schemas/appointment'
 
 const TABLE = 'appointments'
@@ -77,10 +71,15 @@ async function lockCalendars(
  * statement filters by it; each transaction also sets `app.idempresa`, which the row-level
  * security policies check, so a statement that forgot the filter would still see one company.
  */
-export class AppointmentsRepository implements AppointmentStore {
-  constructor(private readonly knex: Knex) {}
+export class AppointmentsRepository
+  extends TenantRepository<AppointmentTx, Appointment>
+  implements AppointmentStore
+{
+  constructor(knex: Knex) {
+    super(knex, { name: TABLE, columns: SELECT, toRow: (row) => toAppointment(row as Row) })
+  }
 
-  private tx(companyId: number, trx: Knex.Transaction): AppointmentTx {
+  protected tx(companyId: number, trx: Knex.Transaction): AppointmentTx {
     const rows = () => trx(TABLE).where('idempresa', companyId)
     const write = async (id: string, values: Record<string, unknown>) => {
       const [row] = await translate(
@@ -126,38 +125,12 @@ export class AppointmentsRepository implements AppointmentStore {
     }
   }
 
-  transaction<T>(companyId: number, fn: (tx: AppointmentTx) => Promise<T>): Promise<T> {
-    return companyTransaction(this.knex, companyId, (trx) => fn(this.tx(companyId, trx)))
-  }
-
-  idempotent<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-    fn: (tx: AppointmentTx) => Promise<StoredResponse<B>>,
-  ): Promise<StoredResponse<B>> {
-    return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
-  }
-
-  storedResponse<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-  ): Promise<StoredResponse<B> | null> {
-    return storedIdempotentResponse(this.knex, companyId, idempotency)
-  }
-
-  /** One round trip (companyRowById). */
-  async findById(companyId: number, id: string): Promise<Appointment | null> {
-    const row = await companyRowById<Row>(this.knex, companyId, TABLE, id, SELECT)
-    return row ? toAppointment(row) : null
-  }
-
   /**
    * One page and the exact total in one statement (one snapshot, one round trip, the company's
    * setting included: companyPage).
    */
   async list(companyId: number, f: ListFilter): Promise<{ rows: Appointment[]; total: number }> {
-    const { rows, total } = await companyPage<Row>(this.knex, companyId, listParts(this.knex, companyId, f))
-    return { rows: rows.map((r) => toAppointment(r)), total }
+    return this.page(companyId, listParts(this.knex, companyId, f))
   }
 }
 
@@ -180,17 +153,7 @@ function listParts(db: Knex, companyId: number, f: ListFilter) {
   if (f.to) matching.where('starts_at', '<', f.to)
 
   const page = matching.clone().select(SELECT)
-  const ascending = f.sort === 'starts_at'
-  if (f.after)
-    page.whereRaw(`(starts_at, id) ${ascending ? '>' : '<'} (?::timestamptz, ?::uuid)`, [
-      f.after.starts_at,
-      f.after.id,
-    ])
-  const order = ascending ? 'asc' : 'desc'
-  page.orderBy([
-    { column: 'starts_at', order },
-    { column: 'id', order },
-  ])
+  const orderBy = applyKeyset(page, APPOINTMENT_KEYSETS[f.sort], f.after)
   page.offset(f.offset).limit(f.limit)
 
   let total: Knex.QueryBuilder
@@ -201,5 +164,5 @@ function listParts(db: Knex, companyId: number, f: ListFilter) {
     if (f.centers) total.whereIn('codalmacen', f.centers)
     if (f.statuses) total.whereIn('status', f.statuses)
   }
-  return { page, total, orderBy: `p.starts_at ${order}, p.id ${order}` }
+  return { page, total, orderBy }
 }

@@ -1,3 +1,4 @@
+import { applyKeyset } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import {
   sealEvent,
@@ -7,6 +8,7 @@ import {
   type Outcome,
 } from '../../domain/audit-event'
 import type { AuditEventStore, AuditFilter } from '../../domain/audit-event-store'
+import { AUDIT_KEYSET } from '../../domain/list-audit-events'
 import type { ChainAnchor, ChainHead } from '../../domain/verify-chain'
 import type { ChainReader } from '../../domain/verify-company'
 
@@ -155,8 +157,8 @@ export function auditEventRepository(knex: Knex): AuditEventStore {
   return {
     async list(companyId, filter, page) {
       const q = applyFilter(knex('events').select('*'), companyId, filter)
-      if (page.beforeSeq !== undefined) q.where('seq', '<', page.beforeSeq)
-      const rows: EventRow[] = await q.orderBy('seq', 'desc').offset(page.offset).limit(page.limit)
+      applyKeyset(q, AUDIT_KEYSET, page.after)
+      const rows: EventRow[] = await q.offset(page.offset).limit(page.limit)
       return rows.map(fromRow)
     },
     async count(companyId, filter) {

@@ -1,13 +1,8 @@
-import {
-  storedIdempotentResponse,
-  companyIdempotent,
-  companyPage,
-  companyRowById,
-  enqueueEvents,
-  type StoredResponse,
-} from '@clinic/platform'
+import { TenantRepository, applyKeyset } from '@clinic/platform/db'
+import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { ListFilter, MessageStore, MessageTx, NewMessage } from '../../domain/message-store'
+import type { ListFilter, MessageStore, MessageTx, NewMessage, ReceiptTx } from '../../domain/message-store'
+import { MESSAGE_KEYSET } from '../../domain/read-messages'
 import type { Message, VersionedMessage } from '../../schemas/message'
 
 export const TABLE = 'messages'
@@ -65,10 +60,15 @@ export const MESSAGE_COLUMNS = [
  * The only code that touches `comms.messages` for the API. Every statement filters by company; the
  * transaction also sets `app.idempresa` for row-level security, the second wall.
  */
-export class MessagesRepository implements MessageStore {
-  constructor(private readonly knex: Knex) {}
+export class MessagesRepository
+  extends TenantRepository<MessageTx, VersionedMessage>
+  implements MessageStore
+{
+  constructor(knex: Knex) {
+    super(knex, { name: TABLE, columns: MESSAGE_COLUMNS, toRow: toMessage })
+  }
 
-  private tx(companyId: number, trx: Knex.Transaction): MessageTx {
+  protected tx(companyId: number, trx: Knex.Transaction): MessageTx {
     return {
       async insert(id: string, f: NewMessage) {
         const [row] = await trx(TABLE)
@@ -80,36 +80,25 @@ export class MessagesRepository implements MessageStore {
     }
   }
 
-  idempotent<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-    fn: (tx: MessageTx) => Promise<StoredResponse<B>>,
-  ): Promise<StoredResponse<B>> {
-    return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
-  }
-
   /**
-   * The stored answer of an Idempotency-Key this token used within 24 h (the same window as
-   * `companyIdempotent`), read before anything else so a retry replays without the patient lookup;
-   * another body under the key is a conflict. Null: a new key (or an expired one).
+   * A receipt names a message by Twilio's sid alone: apply_receipt (SECURITY DEFINER, see the
+   * migrations) finds it in any company, or keeps the receipt for the worker when the sid is not
+   * recorded yet.
    */
-  storedResponse<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string; hash: string },
-  ): Promise<StoredResponse<B> | null> {
-    return storedIdempotentResponse(this.knex, companyId, idempotency)
-  }
-
-  /** One round trip (companyRowById). */
-  async findById(companyId: number, id: string): Promise<VersionedMessage | null> {
-    const row = await companyRowById<Record<string, unknown>>(
-      this.knex,
-      companyId,
-      TABLE,
-      id,
-      MESSAGE_COLUMNS,
+  receiptTransaction<T>(fn: (tx: ReceiptTx) => Promise<T>): Promise<T> {
+    return this.knex.transaction((trx) =>
+      fn({
+        async apply(r) {
+          const { rows } = (await trx.raw('select * from apply_receipt(?, ?, ?)', [
+            r.providerId,
+            r.status,
+            r.error,
+          ])) as { rows: Array<Record<string, unknown>> }
+          return rows.map((row) => ({ companyId: row.idempresa as number, message: toMessage(row) }))
+        },
+        publish: (events) => enqueueEvents(trx, events),
+      }),
     )
-    return row ? toMessage(row) : null
   }
 
   /** One page (and one row more, to know there is a next) and the exact total: one statement. */
@@ -125,22 +114,8 @@ export class MessagesRepository implements MessageStore {
     if (f.from) matching.where('created_at', '>=', f.from)
     if (f.to) matching.where('created_at', '<', f.to)
     const page = matching.clone().select(MESSAGE_COLUMNS)
-    if (f.after)
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
-    page.orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    page.offset(f.offset).limit(f.limit + 1)
-    const { rows, total } = await companyPage<Record<string, unknown> & { id: unknown }>(
-      this.knex,
-      companyId,
-      {
-        page,
-        total: matching.clone().count({ n: '*' }),
-        orderBy: 'p.created_at DESC, p.id DESC',
-      },
-    )
-    return { rows: rows.map(toMessage), total }
+    const orderBy = applyKeyset(page, MESSAGE_KEYSET, f.after)
+    page.offset(f.offset).limit(f.limit)
+    return this.page(companyId, { page, total: matching.clone().count({ n: '*' }), orderBy })
   }
 }

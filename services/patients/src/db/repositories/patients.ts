@@ -1,15 +1,9 @@
-import {
-  NotFound,
-  companyIdempotent,
-  companyPage,
-  companyRowById,
-  companyTransaction,
-  enqueueEvents,
-  isUniqueViolation,
-  type StoredResponse,
-} from '@clinic/platform'
+import { NotFound } from '@clinic/platform/core'
+import { TenantRepository, applyKeyset, isUniqueViolation } from '@clinic/platform/db'
+import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import { DuplicateNationalId } from '../../domain/errors'
+import { PATIENT_KEYSETS } from '../../domain/list-patients'
 import type { ListFilter, PatientStore, PatientTx } from '../../domain/patient-store'
 import { FIELD_NAMES } from '../../domain/rules'
 import type { Patient, PatientFields } from '../../schemas/patient'
@@ -53,18 +47,12 @@ async function translate<T>(work: Promise<T>): Promise<T> {
  * statement filters by it; each transaction also sets `app.idempresa`, which the row-level
  * security policies check, so a statement that forgot the filter would still see one company.
  */
-export class PatientsRepository implements PatientStore {
-  constructor(private readonly knex: Knex) {}
-
-  private scoped<T>(
-    companyId: number,
-    fn: (trx: Knex.Transaction) => Promise<T>,
-    config?: Knex.TransactionConfig,
-  ): Promise<T> {
-    return companyTransaction(this.knex, companyId, fn, config)
+export class PatientsRepository extends TenantRepository<PatientTx, Patient> implements PatientStore {
+  constructor(knex: Knex) {
+    super(knex, { name: TABLE, columns: SELECT, toRow: (row) => toPatient(row as unknown as Row) })
   }
 
-  private tx(companyId: number, trx: Knex.Transaction): PatientTx {
+  protected tx(companyId: number, trx: Knex.Transaction): PatientTx {
     const patients = () => trx<Row>(TABLE).where('idempresa', companyId)
     return {
       async findById(id, opts) {
@@ -98,24 +86,6 @@ export class PatientsRepository implements PatientStore {
     }
   }
 
-  transaction<T>(companyId: number, fn: (tx: PatientTx) => Promise<T>): Promise<T> {
-    return this.scoped(companyId, (trx) => fn(this.tx(companyId, trx)))
-  }
-
-  idempotent<B>(
-    companyId: number,
-    idempotency: { tokenId: string; key: string | undefined; hash: string },
-    fn: (tx: PatientTx) => Promise<StoredResponse<B>>,
-  ): Promise<StoredResponse<B>> {
-    return companyIdempotent(this.knex, companyId, idempotency, (trx) => fn(this.tx(companyId, trx)))
-  }
-
-  /** One round trip (companyRowById): the most frequent call of the API. */
-  async findById(companyId: number, id: string): Promise<Patient | null> {
-    const row = await companyRowById<Row>(this.knex, companyId, TABLE, id, SELECT)
-    return row ? toPatient(row) : null
-  }
-
   /**
    * One page and the exact total in one statement (one snapshot, one round trip: companyPage).
    * Without `q` the total is the sum of the counter rows of the visible centers (a handful of rows,
@@ -132,29 +102,7 @@ export class PatientsRepository implements PatientStore {
     if (f.centers) matching.whereIn('codalmacen', f.centers)
 
     const page = matching.clone().select(SELECT)
-    let orderBy: string
-    if (f.sort === 'last_name') {
-      if (f.after?.sort === 'last_name')
-        page.whereRaw('(last_name, first_name, id) > (?, ?, ?)', [
-          f.after.last_name,
-          f.after.first_name,
-          f.after.id,
-        ])
-      page.orderBy([
-        { column: 'last_name', order: 'asc' },
-        { column: 'first_name', order: 'asc' },
-        { column: 'id', order: 'asc' },
-      ])
-      orderBy = 'p.last_name, p.first_name, p.id'
-    } else {
-      if (f.after?.sort === '-created_at')
-        page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [f.after.created_at, f.after.id])
-      page.orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      orderBy = 'p.created_at DESC, p.id DESC'
-    }
+    const orderBy = applyKeyset(page, PATIENT_KEYSETS[f.sort], f.after)
     page.offset(f.offset).limit(f.limit)
 
     let total: Knex.QueryBuilder
@@ -163,7 +111,6 @@ export class PatientsRepository implements PatientStore {
       total = db('patient_counts').where('idempresa', companyId).select(db.raw('coalesce(sum(n), 0) AS n'))
       if (f.centers) total.whereIn('codalmacen', f.centers)
     }
-    const { rows, total: n } = await companyPage<Row>(db, companyId, { page, total, orderBy })
-    return { rows: rows.map(toPatient), total: n }
+    return this.page(companyId, { page, total, orderBy })
   }
 }

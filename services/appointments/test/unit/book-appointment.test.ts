@@ -1,0 +1,151 @@
+import { AppError, uuidv7, type Ctx } from '@clinic/platform/core'
+import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testing'
+import type { AppointmentStore, AppointmentTx } from '../../src/domain/appointment-store'
+import { bookAppointment, type BookAppointment } from '../../src/domain/book-appointment'
+import { SlotConflict } from '../../src/domain/errors'
+import type { PatientDirectory } from '../../src/domain/patient-directory'
+import type { Appointment } from '../../src/schemas/appointment'
+
+const ACTIVE = new Set(['scheduled', 'confirmed', 'checked_in'])
+
+/**
+ * The appointments store in memory: the platform's fake tenant store with the appointments' `Tx`,
+ * which refuses an overlap with the practitioner's active appointments, as the database's
+ * exclusion constraint does.
+ */
+class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> implements AppointmentStore {
+  constructor() {
+    super((scope) => ({
+      findById: async (id) => scope.get(id),
+      insert: async (id, fields) => {
+        const overlaps = scope
+          .all()
+          .some(
+            (a) =>
+              ACTIVE.has(a.status) &&
+              a.practitioner === fields.practitioner &&
+              a.starts_at < fields.ends_at &&
+              fields.starts_at < a.ends_at,
+          )
+        if (overlaps) throw new SlotConflict('practitioner')
+        const now = new Date().toISOString()
+        return scope.put({ id, ...fields, created_at: now, updated_at: now, version: 1 })
+      },
+      update: async () => {
+        throw new Error('not used by bookAppointment')
+      },
+      checkIn: async () => {
+        throw new Error('not used by bookAppointment')
+      },
+      publish: async (events) => scope.publish(events),
+    }))
+  }
+  list(): never {
+    throw new Error('not used by bookAppointment')
+  }
+}
+
+/** The patients service as a list of (company, patient id); counts the lookups. */
+function fakeDirectory(known: Array<[number, string]> = []) {
+  const patients = new Set(known.map(([c, id]) => `${c}/${id}`))
+  const directory = {
+    lookups: 0,
+    add: (companyId: number, id: string) => void patients.add(`${companyId}/${id}`),
+    exists: async (ctx: Ctx, id: string) => {
+      directory.lookups++
+      return patients.has(`${ctx.auth.companyId}/${id}`)
+    },
+  }
+  return directory satisfies PatientDirectory & Record<string, unknown>
+}
+
+const patientId = uuidv7()
+const input = (
+  over: Partial<BookAppointment['body']> = {},
+  key?: string,
+  hash = 'hash-1',
+): BookAppointment => ({
+  body: {
+    patient_id: patientId,
+    codalmacen: 'ALM1',
+    practitioner: 'dra-ficticia',
+    starts_at: '2031-03-03T09:00:00+01:00',
+    ends_at: '2031-03-03T09:30:00+01:00',
+    ...over,
+  },
+  queryCenter: undefined,
+  idempotencyKey: key,
+  requestHash: hash,
+})
+
+const codeOf = (work: Promise<unknown>) =>
+  work.then(
+    () => 'ok',
+    (err: AppError) => err.code,
+  )
+
+function setup() {
+  const ctx = testCtx(testPrincipal())
+  const store = new FakeAppointments()
+  const patients = fakeDirectory([[ctx.auth.companyId, patientId]])
+  return { ctx, store, patients, deps: { store, patients } }
+}
+
+describe('bookAppointment (on the fake store)', () => {
+  it('books a scheduled appointment in UTC and writes its appointment.created event', async () => {
+    const { ctx, store, deps } = setup()
+    const { body } = await bookAppointment(ctx, deps, input())
+    expect(body).toMatchObject({
+      status: 'scheduled',
+      starts_at: '2031-03-03T08:00:00.000Z',
+      patient_id: patientId,
+    })
+    expect(await store.findById(ctx.auth.companyId, body.id)).toEqual(body)
+    expect(store.events.map((e) => [e.type, e.idempresa, e.subject, e.actorid])).toEqual([
+      ['appointment.created', ctx.auth.companyId, body.id, ctx.auth.userId],
+    ])
+  })
+
+  it('keeps companies apart: another company neither finds the appointment nor knows the patient', async () => {
+    const { ctx, store, deps } = setup()
+    const { body } = await bookAppointment(ctx, deps, input())
+    const other = testCtx(testPrincipal())
+    expect(await store.findById(other.auth.companyId, body.id)).toBeNull()
+    expect(await codeOf(bookAppointment(other, deps, input()))).toBe('unknown_patient')
+  })
+
+  it('refuses a patient the patients service does not know (422 unknown_patient), writing nothing', async () => {
+    const { ctx, store, deps } = setup()
+    expect(await codeOf(bookAppointment(ctx, deps, input({ patient_id: uuidv7() })))).toBe('unknown_patient')
+    expect(store.transactions).toBe(0)
+    expect(store.events).toEqual([])
+  })
+
+  it('refuses an overlapping slot of the practitioner (409 slot_conflict), writing nothing', async () => {
+    const { ctx, store, deps } = setup()
+    await bookAppointment(ctx, deps, input())
+    const overlapping = input({ starts_at: '2031-03-03T08:15:00Z', ends_at: '2031-03-03T08:45:00Z' })
+    expect(await codeOf(bookAppointment(ctx, deps, overlapping))).toBe('slot_conflict')
+    expect(store.events).toHaveLength(1)
+    expect(store.rows.get(ctx.auth.companyId)?.size).toBe(1)
+  })
+
+  it('replays a used Idempotency-Key without asking the patients service again', async () => {
+    const { ctx, store, patients, deps } = setup()
+    const first = await bookAppointment(ctx, deps, input({}, 'k-1'))
+    expect(patients.lookups).toBe(1)
+    const again = await bookAppointment(ctx, deps, input({}, 'k-1'))
+    expect(again).toEqual({ body: first.body, replayed: true })
+    expect(patients.lookups).toBe(1)
+    expect(store.events).toHaveLength(1)
+  })
+
+  it('answers 409 idempotency_conflict for the same key with another request', async () => {
+    const { ctx, store, deps } = setup()
+    await bookAppointment(ctx, deps, input({}, 'k-1'))
+    expect(
+      await codeOf(bookAppointment(ctx, deps, input({ practitioner: 'dr-otro' }, 'k-1', 'hash-2'))),
+    ).toBe('idempotency_conflict')
+    expect(store.events).toHaveLength(1)
+  })
+})
