@@ -12,7 +12,7 @@ const Guardian = Type.Object({
   email: Type.Union([Type.String(), Type.Null()]),
   phone: Type.Union([Type.String(), Type.Null()]),
 })
-const PatientContact = {
+const PatientContactFields = {
   id: Type.String(),
   codalmacen: Type.Union([Type.String(), Type.Null()]),
   first_name: Type.String(),
@@ -25,6 +25,13 @@ const PatientContact = {
   guardian: Type.Union([Guardian, Type.Null()]),
   version: Type.Integer(),
 }
+/**
+ * What other services may know of a patient: the data of `patient.created` and the answer of the
+ * patients service's internal contact lookup (comms addresses messages with it). No notes.
+ */
+export const PatientContact = Type.Object(PatientContactFields)
+export type PatientContact = Static<typeof PatientContact>
+
 /** Ids, channel, role and status only: never a body, subject or address. */
 const MessageIds = {
   id: Type.String(),
@@ -55,8 +62,8 @@ const StatusChange = {
 }
 
 export const eventTypes = {
-  'patient.created': Type.Object(PatientContact),
-  'patient.updated': Type.Object({ ...PatientContact, changes: Changes }),
+  'patient.created': PatientContact,
+  'patient.updated': Type.Object({ ...PatientContactFields, changes: Changes }),
   'appointment.created': Type.Object(AppointmentSlot),
   /** Which fields changed, never their values (the new slot is read from the service). */
   'appointment.updated': Type.Object({

@@ -15,6 +15,7 @@ export function makeContact(overrides: Partial<PatientContact> = {}): PatientCon
     language: 'es',
     requires_legal_guardian: false,
     guardian: null,
+    version: 1,
     ...overrides,
   }
 }

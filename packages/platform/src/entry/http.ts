@@ -2,7 +2,7 @@
 // request validation, and the signed call to another service.
 export * from '../http'
 export * from '../schemas'
-export * from '../validation'
+export * from '../lifecycle'
 export * from '../service-call'
 export * from '../assertion'
 export { serviceList, type ServiceEntry } from '../service-list'

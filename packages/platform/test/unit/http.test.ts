@@ -569,7 +569,8 @@ describe('platform http plugin', () => {
     })
     expect(res.statusCode).toBe(201)
     const recs = logLines.map((l) => JSON.parse(l) as Record<string, unknown>)
-    expect(recs.length).toBeGreaterThanOrEqual(3) // incoming, the handler's line, completed
+    expect(recs.length).toBe(2) // the handler's line, then the access line
+    expect(recs[1]).toMatchObject({ msg: 'request', method: 'POST', route: '/things', status: 201 })
     for (const r of recs) {
       expect(r.service).toBe('http-unit')
       expect(r.request_id).toBe('req-logs')

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
-import { createLogger, fastifyOptions, http } from '@clinic/platform'
+import { Type } from '@sinclair/typebox'
+import { NotImplemented, createLogger, fastifyOptions, http } from '@clinic/platform'
 
 async function requestLines(level: 'info' | 'debug', slowMs = 0) {
   const lines: string[] = []
@@ -13,29 +14,57 @@ async function requestLines(level: 'info' | 'debug', slowMs = 0) {
   const app = Fastify(fastifyOptions(createLogger({ service: 't', level, destination })))
   await app.register(http, { service: 't', version: '261122.01', assertionSecret: null })
   app.get('/things', async () => ({ ok: true }))
+  // A refused body (read first: a body's stream is destroyed once read) and an announced area.
+  app.post('/refused', { schema: { body: Type.Object({ n: Type.Integer() }) } }, async () => ({}))
+  app.get('/planned', async () => {
+    throw new NotImplemented('documents')
+  })
   app.get('/slow', async () => {
     await new Promise((r) => setTimeout(r, slowMs))
     return { ok: true }
   })
   for (const url of ['/health/live', '/health/ready', '/metrics', '/things']) await app.inject({ url })
+  await app.inject({ method: 'POST', url: '/refused', payload: { n: 'x' } })
+  await app.inject({ url: '/planned' })
   if (slowMs) await app.inject({ url: '/slow' })
   await app.close()
-  return lines.map(
-    (l) => JSON.parse(l) as { msg: string; req?: { path?: string }; route?: string; ms?: number },
-  )
+  return lines.map((l) => JSON.parse(l) as Line & Record<string, unknown>)
 }
 
-describe('request logs', () => {
-  it('are off at info: the audit trail records every request', async () => {
-    const lines = await requestLines('info')
-    expect(lines.filter((l) => l.msg === 'incoming request' || l.msg === 'request completed')).toEqual([])
+type Line = { msg: string; level: number; route?: string; status?: number; ms?: number; code?: string }
+
+describe('request logs: one access line per request', () => {
+  it('at info: method, route, status, ms and request_id; probes stay out', async () => {
+    const lines = (await requestLines('info')).filter((l) => l.msg === 'request')
+    expect(lines).toEqual([
+      expect.objectContaining({
+        method: 'GET',
+        route: '/metrics',
+        status: 200,
+        request_id: expect.any(String),
+      }),
+      expect.objectContaining({ method: 'GET', route: '/things', status: 200, ms: expect.any(Number) }),
+      expect.objectContaining({ method: 'POST', route: '/refused', status: 400 }),
+      expect.objectContaining({ method: 'GET', route: '/planned', status: 501 }),
+    ])
+    // Fastify's own pair of lines per request stays off at every level.
+    expect((await requestLines('debug')).filter((l) => l.msg === 'incoming request')).toEqual([])
   })
 
-  it('show every request, probes included, at debug', async () => {
-    const paths = (await requestLines('debug'))
-      .filter((l) => l.msg === 'incoming request')
-      .map((l) => l.req?.path)
-    expect(paths).toEqual(['/health/live', '/health/ready', '/metrics', '/things'])
+  it('probes too at debug', async () => {
+    const routes = (await requestLines('debug')).filter((l) => l.msg === 'request').map((l) => l.route)
+    expect(routes).toEqual(['/health/live', '/health/ready', '/metrics', '/things', '/refused', '/planned'])
+  })
+
+  it('a refused request is one info line with its code: no error, no stack, no second line', async () => {
+    const lines = await requestLines('info')
+    const refused = lines.filter((l) => l.route === '/refused' || l.route === '/planned')
+    expect(refused).toEqual([
+      expect.objectContaining({ msg: 'request', level: 30, status: 400, code: 'validation_failed' }),
+      expect.objectContaining({ msg: 'request', level: 30, status: 501, code: 'not_implemented' }),
+    ])
+    expect(lines.filter((l) => l.level >= 50)).toEqual([])
+    expect(lines.filter((l) => /client closed|request refused/.test(l.msg))).toEqual([])
   })
 
   it('name a slow request (over 1 s) at every level, with its route and time', async () => {

@@ -4,18 +4,14 @@ import {
   IdParams,
   PatchHeaders,
   PostHeaders,
-  ValidationFailed,
-  etagOf,
   listOf,
   problem,
-  requestError,
   requestHash,
+  sendResource,
   type FieldError,
   type RequestErrorOptions,
-  type StoredResponse,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppointmentStore } from '../domain/appointment-store'
 import { bookAppointment } from '../domain/book-appointment'
 import { checkInAppointment } from '../domain/check-in-appointment'
@@ -49,23 +45,8 @@ const PATCH_RULES = bodyRules({
   '/patient_id': 'cannot be changed: cancel this appointment and book another',
   '/checked_in_at': 'is read-only: set by POST /appointments/{id}/checkin',
 })
-
-/**
- * Routes validate with `attachValidation`, so schema errors, the rules a schema cannot express
- * and plain-word messages come back together in one 400, before the handler runs.
- */
-const validated =
-  (o: RequestErrorOptions = { patternMessages: TEXT_MESSAGES }) =>
-  async (req: FastifyRequest) => {
-    const invalid = requestError(req, o)
-    if (invalid) throw invalid
-  }
-
-/** The appointment with its ETag (and, for an Idempotency-Key replay, Idempotent-Replayed). */
-function answer(reply: FastifyReply, result: StoredResponse<Appointment>, status = 200) {
-  if (result.replayed) reply.header('idempotent-replayed', 'true')
-  return reply.code(status).header('etag', etagOf(result.body.version)).send(result.body)
-}
+/** Query and path checks: plain words for the text patterns. */
+const QUERY_RULES: RequestErrorOptions = { patternMessages: TEXT_MESSAGES }
 
 /**
  * A check-in has nothing to say but "now": no body, or `{}`. Any other JSON (an array, a number,
@@ -81,180 +62,153 @@ function checkInBodyErrors(body: unknown): FieldError[] {
   }))
 }
 
+const listAppointmentsRoute = {
+  config: { rules: QUERY_RULES },
+  schema: {
+    tags,
+    operationId: 'listAppointments',
+    summary: "List appointments (a center's day: codalmacen + from + to)",
+    description:
+      'Earliest first (default) or `-starts_at`. `from`/`to` bound `starts_at` (from inclusive, to exclusive). `status` repeats for several. `meta.total` is exact; `meta.next` is a cursor for `?after=`, null on the last page. A token limited to centers sees only its centers.',
+    querystring: ListAppointmentsQuery,
+    response: {
+      200: listOf(Appointment),
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+    },
+  },
+}
+const bookAppointmentRoute = {
+  config: { rules: CREATE_RULES },
+  schema: {
+    tags,
+    operationId: 'bookAppointment',
+    summary: 'Book an appointment',
+    description:
+      'Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which). `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.',
+    querystring: CenterQuery,
+    headers: PostHeaders,
+    body: CreateAppointmentBody,
+    response: {
+      201: { ...Appointment, headers: { ...ETagHeader, location: Type.String() } },
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+      409: problem('slot_conflict or idempotency_conflict'),
+      422: problem('unknown_patient'),
+      503: problem('upstream_unavailable (Retry-After)'),
+    },
+  },
+}
+const getAppointmentRoute = {
+  config: { rules: QUERY_RULES },
+  schema: {
+    tags,
+    operationId: 'getAppointment',
+    summary: 'Read one appointment',
+    description: "`ETag` is the version. An appointment outside `codalmacen` or the token's centers is 404.",
+    params: IdParams,
+    querystring: CenterQuery,
+    response: {
+      200: { ...Appointment, headers: ETagHeader },
+      400: problem('validation_failed'),
+      404: problem('not_found'),
+    },
+  },
+}
+const updateAppointmentRoute = {
+  config: { rules: PATCH_RULES },
+  schema: {
+    tags,
+    operationId: 'updateAppointment',
+    summary: 'Move, confirm, cancel or annotate an appointment',
+    description:
+      'Only the fields sent change. Times, practitioner, center and time zone change only while scheduled or confirmed; completed, cancelled and no-show appointments take only `notes`; `status` follows the state machine (check-in has its own endpoint; cancelling needs `cancellation_reason`): else 409 invalid_transition. Moving onto a taken slot is 409 slot_conflict and changes nothing. `If-Match` with a stale version is 412.',
+    params: IdParams,
+    querystring: CenterQuery,
+    headers: PatchHeaders,
+    body: UpdateAppointmentBody,
+    response: {
+      200: { ...Appointment, headers: ETagHeader },
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+      404: problem('not_found'),
+      409: problem('invalid_transition or slot_conflict'),
+      412: problem('version_mismatch'),
+    },
+  },
+}
+const checkInAppointmentRoute = {
+  config: { rules: { ...QUERY_RULES, extra: checkInBodyErrors } },
+  schema: {
+    tags,
+    operationId: 'checkInAppointment',
+    summary: 'Check the patient in',
+    description:
+      'From scheduled or confirmed: status `checked_in` and `checked_in_at` set now; answers the appointment. From any other status: 409 invalid_transition. No body needed.',
+    params: IdParams,
+    querystring: CenterQuery,
+    headers: PostHeaders,
+    response: {
+      200: { ...Appointment, headers: ETagHeader },
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+      404: problem('not_found'),
+      409: problem('invalid_transition or idempotency_conflict'),
+    },
+  },
+}
+
 export interface AppointmentRoutesOptions {
   store: AppointmentStore
   patients: PatientDirectory
 }
 
+/** The routes state their schemas and rules (above); each handler calls one use case. */
 export const appointmentRoutes: FastifyPluginAsyncTypebox<AppointmentRoutesOptions> = async (
   app,
   { store, patients },
 ) => {
-  app.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  )
+  app.get('/appointments', listAppointmentsRoute, async (req) => listAppointments(req.ctx, store, req.query))
 
-  app.get(
-    '/appointments',
-    {
-      attachValidation: true,
-      preHandler: validated(),
-      schema: {
-        tags,
-        operationId: 'listAppointments',
-        summary: "List appointments (a center's day: codalmacen + from + to)",
-        description:
-          'Earliest first (default) or `-starts_at`. `from`/`to` bound `starts_at` (from inclusive, to exclusive). `status` repeats for several. `meta.total` is exact; `meta.next` is a cursor for `?after=`, null on the last page. A token limited to centers sees only its centers.',
-        querystring: ListAppointmentsQuery,
-        response: {
-          200: listOf(Appointment),
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-        },
-      },
-    },
-    async (req) => listAppointments(req.ctx, store, req.query),
-  )
-
-  app.post(
-    '/appointments',
-    {
-      attachValidation: true,
-      preHandler: validated(CREATE_RULES),
-      schema: {
-        tags,
-        operationId: 'bookAppointment',
-        summary: 'Book an appointment',
-        description:
-          'Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which). `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.',
-        querystring: CenterQuery,
-        headers: PostHeaders,
-        body: CreateAppointmentBody,
-        response: {
-          201: { ...Appointment, headers: { ...ETagHeader, location: Type.String() } },
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-          409: problem('slot_conflict or idempotency_conflict'),
-          422: problem('unknown_patient'),
-          503: problem('upstream_unavailable (Retry-After)'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const result = await bookAppointment(
-        req.ctx,
-        { store, patients },
-        {
-          body: req.body,
-          queryCenter: req.query.codalmacen,
-          idempotencyKey: req.headers['idempotency-key'],
-          requestHash: requestHash(req.method, req.url, req.body),
-        },
-      )
-      return answer(reply.header('location', `/appointments/${result.body.id}`), result, 201)
-    },
-  )
-
-  app.get(
-    '/appointments/:id',
-    {
-      attachValidation: true,
-      preHandler: validated(),
-      schema: {
-        tags,
-        operationId: 'getAppointment',
-        summary: 'Read one appointment',
-        description:
-          "`ETag` is the version. An appointment outside `codalmacen` or the token's centers is 404.",
-        params: IdParams,
-        querystring: CenterQuery,
-        response: {
-          200: { ...Appointment, headers: ETagHeader },
-          400: problem('validation_failed'),
-          404: problem('not_found'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const appointment = await getAppointment(req.ctx, store, {
-        id: req.params.id,
-        queryCenter: req.query.codalmacen,
-      })
-      return answer(reply, { body: appointment })
-    },
-  )
-
-  app.patch(
-    '/appointments/:id',
-    {
-      attachValidation: true,
-      preHandler: validated(PATCH_RULES),
-      schema: {
-        tags,
-        operationId: 'updateAppointment',
-        summary: 'Move, confirm, cancel or annotate an appointment',
-        description:
-          'Only the fields sent change. Times, practitioner, center and time zone change only while scheduled or confirmed; completed, cancelled and no-show appointments take only `notes`; `status` follows the state machine (check-in has its own endpoint; cancelling needs `cancellation_reason`): else 409 invalid_transition. Moving onto a taken slot is 409 slot_conflict and changes nothing. `If-Match` with a stale version is 412.',
-        params: IdParams,
-        querystring: CenterQuery,
-        headers: PatchHeaders,
-        body: UpdateAppointmentBody,
-        response: {
-          200: { ...Appointment, headers: ETagHeader },
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-          404: problem('not_found'),
-          409: problem('invalid_transition or slot_conflict'),
-          412: problem('version_mismatch'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const appointment = await updateAppointment(req.ctx, store, {
-        id: req.params.id,
-        patch: req.body,
-        queryCenter: req.query.codalmacen,
-        ifMatch: req.headers['if-match'],
-      })
-      return answer(reply, { body: appointment })
-    },
-  )
-
-  app.post(
-    '/appointments/:id/checkin',
-    {
-      attachValidation: true,
-      preHandler: validated(),
-      schema: {
-        tags,
-        operationId: 'checkInAppointment',
-        summary: 'Check the patient in',
-        description:
-          'From scheduled or confirmed: status `checked_in` and `checked_in_at` set now; answers the appointment. From any other status: 409 invalid_transition. No body needed.',
-        params: IdParams,
-        querystring: CenterQuery,
-        headers: PostHeaders,
-        response: {
-          200: { ...Appointment, headers: ETagHeader },
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-          404: problem('not_found'),
-          409: problem('invalid_transition or idempotency_conflict'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const bodyErrors = checkInBodyErrors(req.body)
-      if (bodyErrors.length) throw new ValidationFailed(bodyErrors, 'A check-in takes no body')
-      const result = await checkInAppointment(req.ctx, store, {
-        id: req.params.id,
+  app.post('/appointments', bookAppointmentRoute, async (req, reply) => {
+    const result = await bookAppointment(
+      req.ctx,
+      { store, patients },
+      {
+        body: req.body,
         queryCenter: req.query.codalmacen,
         idempotencyKey: req.headers['idempotency-key'],
-        requestHash: requestHash(req.method, req.url, req.body ?? null),
-      })
-      return answer(reply, result)
-    },
-  )
+        requestHash: requestHash(req.method, req.url, req.body),
+      },
+    )
+    return sendResource(reply, result, { status: 201, location: `/appointments/${result.body.id}` })
+  })
+
+  app.get('/appointments/:id', getAppointmentRoute, async (req, reply) => {
+    const appointment = await getAppointment(req.ctx, store, {
+      id: req.params.id,
+      queryCenter: req.query.codalmacen,
+    })
+    return sendResource(reply, { body: appointment })
+  })
+
+  app.patch('/appointments/:id', updateAppointmentRoute, async (req, reply) => {
+    const appointment = await updateAppointment(req.ctx, store, {
+      id: req.params.id,
+      patch: req.body,
+      queryCenter: req.query.codalmacen,
+      ifMatch: req.headers['if-match'],
+    })
+    return sendResource(reply, { body: appointment })
+  })
+
+  app.post('/appointments/:id/checkin', checkInAppointmentRoute, async (req, reply) => {
+    const result = await checkInAppointment(req.ctx, store, {
+      id: req.params.id,
+      queryCenter: req.query.codalmacen,
+      idempotencyKey: req.headers['idempotency-key'],
+      requestHash: requestHash(req.method, req.url, req.body ?? null),
+    })
+    return sendResource(reply, result)
+  })
 }

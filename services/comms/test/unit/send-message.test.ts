@@ -1,9 +1,10 @@
-import { AppError, uuidv7, type Ctx } from '@clinic/platform/core'
+import { AppError, type Ctx } from '@clinic/platform/core'
 import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testing'
 import type { AppointmentDirectory } from '../../src/domain/appointment-directory'
 import type { MessageStore, MessageTx } from '../../src/domain/message-store'
 import type { PatientContact, PatientDirectory } from '../../src/domain/patient-directory'
 import { sendMessage, type SendMessage } from '../../src/domain/send-message'
+import { makeContact } from '../fixtures'
 import type { VersionedMessage } from '../../src/schemas/message'
 
 /** The messages store in memory: the platform's fake tenant store with the messages' `Tx`. */
@@ -39,19 +40,9 @@ class FakeMessages extends FakeTenantStore<MessageTx, VersionedMessage> implemen
   }
 }
 
-const contact = (over: Partial<PatientContact> = {}): PatientContact => ({
-  id: uuidv7(),
-  codalmacen: 'ALM1',
-  first_name: 'Testa',
-  last_name: 'Ficticia',
-  email: 'testa@example.test',
-  phone: '+34600000000',
-  preferred_channel: null,
-  language: 'es',
-  requires_legal_guardian: false,
-  guardian: null,
-  ...over,
-})
+// Each with its own obviously fake address.
+const contact = (over: Parameters<typeof makeContact>[0] = {}) =>
+  makeContact({ email: 'testa@example.test', ...over })
 
 /** The patients service as a map per company; counts the lookups. */
 function fakePatients() {

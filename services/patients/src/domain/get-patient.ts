@@ -1,6 +1,7 @@
 import { NotFound, findVisible, type Ctx } from '@clinic/platform/core'
 import { contactOf } from '../events/patient-events'
-import type { Patient, PatientContact } from '../schemas/patient'
+import type { PatientContact } from '@clinic/platform/core'
+import type { Patient } from '../schemas/patient'
 import type { PatientStore } from './patient-store'
 
 /** A patient of the caller's company, visible under `?codalmacen=` and the token's centers. */

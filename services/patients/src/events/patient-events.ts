@@ -1,5 +1,6 @@
 import { makeEvent, type CloudEvent, type Ctx } from '@clinic/platform/core'
-import type { Patient, PatientContact } from '../schemas/patient'
+import type { PatientContact } from '@clinic/platform/core'
+import type { Patient } from '../schemas/patient'
 
 export const SOURCE = 'clinic/patients'
 

@@ -1,8 +1,7 @@
-import { IdParams, problem } from '@clinic/platform'
+import { IdParams, PatientContact, problem } from '@clinic/platform'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { getPatientContact } from '../domain/get-patient'
 import type { PatientStore } from '../domain/patient-store'
-import { PatientContact } from '../schemas/patient'
 
 /**
  * For other services, never routed by the gateway: they call it with a signed assertion for this

@@ -5,11 +5,10 @@ import {
   PatchHeaders,
   PostHeaders,
   ListQuery,
-  etagOf,
   listOf,
   problem,
-  requestError,
   requestHash,
+  sendResource,
   type RequestErrorOptions,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -52,132 +51,102 @@ const ListPatientsQuery = Type.Object(
   },
   { additionalProperties: false },
 )
+const listPatientsRoute = {
+  schema: {
+    tags,
+    operationId: 'listPatients',
+    summary: 'List patients',
+    description:
+      'Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.',
+    querystring: ListPatientsQuery,
+    response: {
+      200: listOf(Patient),
+      400: problem('Invalid query or unknown_center'),
+      403: problem('center_forbidden'),
+    },
+  },
+}
+const createPatientRoute = {
+  config: { rules: bodyRules },
+  schema: {
+    tags,
+    operationId: 'createPatient',
+    summary: 'Create a patient',
+    description:
+      'The center is `codalmacen` of the body, else of the query string. Send `Idempotency-Key` to make retries safe.',
+    querystring: CenterQuery,
+    headers: PostHeaders,
+    body: CreatePatientBody,
+    response: {
+      201: { ...Patient, headers: { ...ETagHeader, location: Type.String() } },
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+      409: problem('duplicate_national_id or idempotency_conflict'),
+      422: problem('guardian_required'),
+    },
+  },
+}
+const getPatientRoute = {
+  schema: {
+    tags,
+    operationId: 'getPatient',
+    summary: 'Read one patient',
+    description: "`ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.",
+    params: IdParams,
+    querystring: CenterQuery,
+    response: { 200: { ...Patient, headers: ETagHeader }, 404: problem('not_found') },
+  },
+}
+const updatePatientRoute = {
+  config: { rules: bodyRules },
+  schema: {
+    tags,
+    operationId: 'updatePatient',
+    summary: 'Change some fields of a patient',
+    description:
+      'Only the fields sent change; null clears a nullable field. `address` and `guardian` are replaced as a whole. Read-only fields (id, version, timestamps, company) are 400. `If-Match` with a stale version is 412.',
+    params: IdParams,
+    querystring: CenterQuery,
+    headers: PatchHeaders,
+    body: UpdatePatientBody,
+    response: {
+      200: { ...Patient, headers: ETagHeader },
+      400: problem('validation_failed or unknown_center'),
+      403: problem('center_forbidden'),
+      404: problem('not_found'),
+      409: problem('duplicate_national_id'),
+      412: problem('version_mismatch'),
+      422: problem('guardian_required'),
+    },
+  },
+}
+
+/** The routes state their schemas and rules (above); each handler calls one use case. */
 export const patientRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> = async (app, { store }) => {
-  // PATCH bodies follow JSON merge patch (RFC 7396) at the top level; accept its media type too.
-  app.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  )
+  app.get('/patients', listPatientsRoute, async (req) => listPatients(req.ctx, store, req.query))
 
-  app.get(
-    '/patients',
-    {
-      schema: {
-        tags,
-        operationId: 'listPatients',
-        summary: 'List patients',
-        description:
-          'Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.',
-        querystring: ListPatientsQuery,
-        response: {
-          200: listOf(Patient),
-          400: problem('Invalid query or unknown_center'),
-          403: problem('center_forbidden'),
-        },
-      },
-    },
-    async (req) => listPatients(req.ctx, store, req.query),
-  )
+  app.post('/patients', createPatientRoute, async (req, reply) => {
+    const result = await createPatient(req.ctx, store, {
+      body: req.body,
+      queryCenter: req.query.codalmacen,
+      idempotencyKey: req.headers['idempotency-key'],
+      requestHash: requestHash(req.method, req.url, req.body),
+    })
+    return sendResource(reply, result, { status: 201, location: `/patients/${result.body.id}` })
+  })
 
-  app.post(
-    '/patients',
-    {
-      attachValidation: true,
-      schema: {
-        tags,
-        operationId: 'createPatient',
-        summary: 'Create a patient',
-        description:
-          'The center is `codalmacen` of the body, else of the query string. Send `Idempotency-Key` to make retries safe.',
-        querystring: CenterQuery,
-        headers: PostHeaders,
-        body: CreatePatientBody,
-        response: {
-          201: { ...Patient, headers: { ...ETagHeader, location: Type.String() } },
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-          409: problem('duplicate_national_id or idempotency_conflict'),
-          422: problem('guardian_required'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const invalid = requestError(req, bodyRules)
-      if (invalid) throw invalid
-      const result = await createPatient(req.ctx, store, {
-        body: req.body,
-        queryCenter: req.query.codalmacen,
-        idempotencyKey: req.headers['idempotency-key'],
-        requestHash: requestHash(req.method, req.url, req.body),
-      })
-      const patient = result.body
-      if (result.replayed) reply.header('idempotent-replayed', 'true')
-      return reply
-        .code(201)
-        .header('location', `/patients/${patient.id}`)
-        .header('etag', etagOf(patient.version))
-        .send(patient)
-    },
-  )
+  app.get('/patients/:id', getPatientRoute, async (req, reply) => {
+    const patient = await getPatient(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen })
+    return sendResource(reply, { body: patient })
+  })
 
-  app.get(
-    '/patients/:id',
-    {
-      schema: {
-        tags,
-        operationId: 'getPatient',
-        summary: 'Read one patient',
-        description: "`ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.",
-        params: IdParams,
-        querystring: CenterQuery,
-        response: { 200: { ...Patient, headers: ETagHeader }, 404: problem('not_found') },
-      },
-    },
-    async (req, reply) => {
-      const patient = await getPatient(req.ctx, store, {
-        id: req.params.id,
-        queryCenter: req.query.codalmacen,
-      })
-      return reply.header('etag', etagOf(patient.version)).send(patient)
-    },
-  )
-
-  app.patch(
-    '/patients/:id',
-    {
-      attachValidation: true,
-      schema: {
-        tags,
-        operationId: 'updatePatient',
-        summary: 'Change some fields of a patient',
-        description:
-          'Only the fields sent change; null clears a nullable field. `address` and `guardian` are replaced as a whole. Read-only fields (id, version, timestamps, company) are 400. `If-Match` with a stale version is 412.',
-        params: IdParams,
-        querystring: CenterQuery,
-        headers: PatchHeaders,
-        body: UpdatePatientBody,
-        response: {
-          200: { ...Patient, headers: ETagHeader },
-          400: problem('validation_failed or unknown_center'),
-          403: problem('center_forbidden'),
-          404: problem('not_found'),
-          409: problem('duplicate_national_id'),
-          412: problem('version_mismatch'),
-          422: problem('guardian_required'),
-        },
-      },
-    },
-    async (req, reply) => {
-      const invalid = requestError(req, bodyRules)
-      if (invalid) throw invalid
-      const patient = await updatePatient(req.ctx, store, {
-        id: req.params.id,
-        patch: req.body,
-        queryCenter: req.query.codalmacen,
-        ifMatch: req.headers['if-match'],
-      })
-      return reply.header('etag', etagOf(patient.version)).send(patient)
-    },
-  )
+  app.patch('/patients/:id', updatePatientRoute, async (req, reply) => {
+    const patient = await updatePatient(req.ctx, store, {
+      id: req.params.id,
+      patch: req.body,
+      queryCenter: req.query.codalmacen,
+      ifMatch: req.headers['if-match'],
+    })
+    return sendResource(reply, { body: patient })
+  })
 }

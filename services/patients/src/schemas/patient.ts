@@ -136,20 +136,6 @@ export type PatientGuardian = Static<typeof Guardian>
 export type PatientFields = Omit<Patient, 'id' | 'created_at' | 'updated_at' | 'version'>
 
 /** What other services read (the `patient.created` event data): contact details, never notes. */
-export const PatientContact = Type.Object({
-  id: Type.String(),
-  codalmacen: nullable(Type.String()),
-  first_name: Type.String(),
-  last_name: Type.String(),
-  email: nullable(Type.String()),
-  phone: nullable(Type.String()),
-  preferred_channel: nullable(Type.String()),
-  language: Type.String(),
-  requires_legal_guardian: Type.Boolean(),
-  guardian: nullable(Guardian),
-  version: Type.Integer(),
-})
-export type PatientContact = Static<typeof PatientContact>
 
 /** Fields a client can never write; named as read-only in a 400 rather than as unknown. */
 export const READ_ONLY_FIELDS = [

@@ -1,6 +1,13 @@
-import type { FastifyRequest } from 'fastify'
-import { ValidationFailed, type AppError, type FieldError } from './errors'
-import { fieldErrors, toAppError, type AjvError } from './http'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ValidationFailed, type AppError, type FieldError } from '../errors'
+import { fieldErrors, toAppError, type AjvError } from './problems'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What a route checks of its request beyond its schema (routeRules runs it). */
+    rules?: RequestErrorOptions
+  }
+}
 
 export interface RequestErrorOptions {
   /** Rules the schema cannot express, run on the body even when the schema failed. */
@@ -22,10 +29,9 @@ function withPatternMessages(errors: AjvError[], messages: Record<string, string
 }
 
 /**
- * For routes with a body that validate with `attachValidation`: the schema's errors and the rules
- * it cannot express come back in one 400 listing every bad field, once each. Returns null when the
- * request is valid. Query and params errors map as the platform error handler maps them, with the
- * same pattern messages.
+ * The schema's errors and the rules it cannot express, in one 400 listing every bad field once.
+ * Returns null when the request is valid. Query and params errors map as the platform error
+ * handler maps them, with the same pattern messages.
  */
 export function requestError(req: FastifyRequest, o: RequestErrorOptions = {}): AppError | null {
   const err = req.validationError as
@@ -64,4 +70,21 @@ export function requestError(req: FastifyRequest, o: RequestErrorOptions = {}): 
     errors,
     onlyReadOnly ? 'Read-only fields cannot be changed' : 'The body is not valid',
   )
+}
+
+/**
+ * Every route validates the same way: its schema (attached, not thrown) and its `config.rules`
+ * are checked together before the handler runs, so a 400 names every bad field at once. Routes
+ * state their rules; they never call this themselves.
+ */
+export function routeRules(app: FastifyInstance) {
+  const check = async (req: FastifyRequest) => {
+    const invalid = requestError(req, req.routeOptions.config?.rules)
+    if (invalid) throw invalid
+  }
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true
+    const own = route.preHandler
+    route.preHandler = own ? [check, ...(Array.isArray(own) ? own : [own])] : check
+  })
 }

@@ -1,0 +1,93 @@
+import type { Channel, ConsumeMessage } from 'amqplib'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import type { CloudEvent } from './events'
+
+// The consumer's parts (consumer.ts): what it holds, how it acks, requeues and batches.
+
+export type Delivery = { ch: Channel; msg: ConsumeMessage }
+export type Admitted = Delivery & { event: CloudEvent }
+
+/** Holds that end early when the consumer stops. */
+export class Holds {
+  private readonly pending = new Set<() => void>()
+  wait(ms: number) {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.pending.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.pending.add(done)
+    })
+  }
+  releaseAll() {
+    for (const release of [...this.pending]) release()
+  }
+}
+
+export const requeue = ({ ch, msg }: Delivery) => {
+  try {
+    ch.nack(msg, false, true)
+  } catch {
+    // The channel is gone: the broker hands the message out again anyway.
+  }
+}
+
+/** Committed: a failed ack (the channel went away) only means a redelivery, skipped as a duplicate. */
+export const ack = ({ ch, msg }: Delivery, log: Logger) => {
+  try {
+    ch.ack(msg)
+  } catch (err) {
+    log.warn({ err }, 'ack lost with the channel; the redelivery will be skipped as a duplicate')
+  }
+}
+
+/** The event ids of `events` not seen before, recorded in processed_events in `trx`. */
+export async function recordFresh(trx: Knex.Transaction, ids: string[]): Promise<Set<string>> {
+  const rows: Array<{ event_id: string }> = await trx('processed_events')
+    .insert(ids.map((event_id) => ({ event_id })))
+    .onConflict('event_id')
+    .ignore()
+    .returning('event_id')
+  return new Set(rows.map((r) => r.event_id))
+}
+
+/** Gathers admitted messages into batches: one flush at a time, in delivery order. */
+export class Batcher {
+  private pending: Admitted[] = []
+  private flushing: Promise<void> | null = null
+  private linger: NodeJS.Timeout | null = null
+
+  constructor(
+    private readonly o: { size: number; lingerMs: number },
+    private readonly flushBatch: (batch: Admitted[]) => Promise<void>,
+  ) {}
+
+  add(item: Admitted): Promise<void> {
+    this.pending.push(item)
+    if (this.pending.length >= this.o.size) return this.drain()
+    this.linger ??= setTimeout(() => {
+      this.linger = null
+      void this.drain()
+    }, this.o.lingerMs)
+    return this.flushing ?? Promise.resolve()
+  }
+
+  /** Flushes full batches, and the last partial one once its linger is over (or now, stopping). */
+  drain(): Promise<void> {
+    this.flushing ??= (async () => {
+      while (this.pending.length >= this.o.size || (this.pending.length && !this.linger)) await this.flush()
+    })().finally(() => (this.flushing = null))
+    return this.flushing
+  }
+
+  private async flush() {
+    if (this.linger) clearTimeout(this.linger)
+    this.linger = null
+    const batch = this.pending
+    this.pending = []
+    if (batch.length) await this.flushBatch(batch)
+  }
+}

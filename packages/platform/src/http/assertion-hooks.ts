@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto'
+import { Transform } from 'node:stream'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
+import {
+  ASSERTION_HEADER,
+  ASSERTION_SKEW_SECONDS,
+  ASSERTION_TTL_SECONDS,
+  splitUrl,
+  verifyAssertion,
+} from '../assertion'
+import type { Ctx } from '../context'
+import { NotFound, Unauthenticated } from '../errors'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    ctx: Ctx
+    /** The body hash the gateway's assertion names ('' without a body); unset on public routes. */
+    assertedBodyHash?: string
+    /** The hash of the body as it arrived. */
+    receivedBodyHash?: string
+  }
+  interface FastifyContextConfig {
+    /** Served without the gateway assertion: health probes. */
+    public?: boolean
+    /**
+     * Served without the assertion only to the internal network (loopback and INTERNAL_NETWORKS),
+     * to anyone else only with a valid assertion; others get the 404 of an unknown route: metrics,
+     * OpenAPI. No token either at the gateway.
+     */
+    internal?: boolean
+  }
+}
+
+export interface AssertionHookOptions {
+  service: string
+  /** HMAC secret shared with the gateway; null only in the gateway itself. */
+  assertionSecret: string | null
+  isInternal: (address: string | undefined) => boolean
+}
+
+/** Assertion ids seen while they are valid: a captured header is refused the second time. */
+function replayGuard(app: FastifyInstance) {
+  const used = new Map<string, number>()
+  const sweep = setInterval(() => {
+    const now = Date.now()
+    for (const [jti, exp] of used) if (exp < now) used.delete(jti)
+  }, ASSERTION_TTL_SECONDS * 1000)
+  sweep.unref()
+  app.addHook('onClose', async () => clearInterval(sweep))
+  return (jti: string, exp: number) => {
+    if (used.has(jti)) return false
+    used.set(jti, (exp + ASSERTION_SKEW_SECONDS) * 1000)
+    return true
+  }
+}
+
+/** A Transform that passes the body on and leaves its hash in `req.receivedBodyHash`. */
+function bodyHasher(req: FastifyRequest, payload: NodeJS.ReadableStream) {
+  const hash = createHash('sha256')
+  let length = 0
+  const hashed = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      hash.update(chunk)
+      length += chunk.length
+      done(null, chunk)
+    },
+    flush(done) {
+      req.receivedBodyHash = length ? hash.digest('base64url') : ''
+      done()
+    },
+  })
+  ;(hashed as unknown as { receivedEncodedLength?: number }).receivedEncodedLength = (
+    payload as unknown as { receivedEncodedLength?: number }
+  ).receivedEncodedLength
+  return payload.pipe(hashed)
+}
+
+/**
+ * The gateway's assertion, bound to this request (audience, method, path, query, body hash) and
+ * used once; it becomes `req.ctx`. Internal routes (metrics, OpenAPI) answer the internal network
+ * or an asserted request, and are an unknown route to anyone else.
+ */
+export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
+  app.decorateRequest('ctx', null as unknown as Ctx)
+  app.decorateRequest('assertedBodyHash', undefined)
+  app.decorateRequest('receivedBodyHash', undefined)
+  const firstUse = replayGuard(app)
+  const refuse = (req: FastifyRequest, reason: string) => {
+    req.log.warn({ cause: reason }, 'request without a valid gateway assertion')
+    return new Unauthenticated('Requests must come through the gateway')
+  }
+  const verified = (req: FastifyRequest, secret: string) => {
+    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, secret, {
+      method: req.method,
+      ...splitUrl(req.url),
+      audience: o.service,
+    })
+    if (!result.ok) return result
+    if (!firstUse(result.claims.jti, result.claims.exp)) return { ok: false as const, reason: 'replayed' }
+    return result
+  }
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    if (req.routeOptions.config?.internal) {
+      if (o.isInternal(req.ip)) return
+      const result = o.assertionSecret === null ? null : verified(req, o.assertionSecret)
+      if (result?.ok) return
+      req.accessNote = { cause: result?.reason ?? 'not internal' }
+      throw new NotFound('No such route')
+    }
+    if (req.routeOptions.config?.public || o.assertionSecret === null) return
+    const result = verified(req, o.assertionSecret)
+    if (!result.ok) throw refuse(req, result.reason)
+    const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
+    const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
+    req.assertedBodyHash = result.claims.bodyHash ?? ''
+    req.ctx = {
+      auth,
+      log: req.log.child({ company_id: auth.companyId }) as unknown as Logger,
+      requestId: String(req.id),
+    }
+  })
+  // The body's hash as it arrives, whatever parses it, checked against the assertion's.
+  app.addHook('preParsing', async (req, _reply, payload) =>
+    req.assertedBodyHash === undefined ? payload : bodyHasher(req, payload),
+  )
+  app.addHook('preValidation', async (req: FastifyRequest) => {
+    if (req.assertedBodyHash === undefined) return
+    if ((req.receivedBodyHash ?? '') !== req.assertedBodyHash) throw refuse(req, 'body')
+  })
+}

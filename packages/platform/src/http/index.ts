@@ -1,0 +1,101 @@
+import Ajv from 'ajv'
+import addFormats from 'ajv-formats'
+import fp from 'fastify-plugin'
+import swagger from '@fastify/swagger'
+import type { FastifyInstance } from 'fastify'
+import type { Knex } from 'knex'
+import { assertionHooks } from './assertion-hooks'
+import { DEFAULT_INTERNAL_NETWORKS, internalNetworkMatcher } from './internal-networks'
+import { VERSION_HEADER } from './limits'
+import { httpMetrics } from './metrics'
+import { problemHandlers } from './problems'
+import { probes, type ReadinessCheck } from './probes'
+import { requestLog } from './request-log'
+import { routeRules } from './route-rules'
+import { textSafety } from './text-safety'
+
+export * from './answer'
+export * from './assertion-hooks'
+export * from './internal-networks'
+export * from './limits'
+export * from './metrics'
+export * from './options'
+export * from './problems'
+export * from './probes'
+export * from './request-log'
+export * from './route-rules'
+
+export interface HttpPluginOptions {
+  /** The service's name (services.json): assertions addressed to another service are refused. */
+  service: string
+  version: string
+  /** HMAC secret shared with the gateway; null only in the gateway itself. */
+  assertionSecret: string | null
+  /**
+   * Addresses and CIDR ranges that may read /metrics and /openapi.json without an assertion
+   * (INTERNAL_NETWORKS; loopback always may). Default DEFAULT_INTERNAL_NETWORKS.
+   */
+  internalNetworks?: readonly string[]
+  readiness?: ReadinessCheck[]
+  description?: string
+  /** The service's knex: every statement it sends is counted in `db_statements_total`. */
+  knex?: Knex
+}
+
+/**
+ * Two validators: query strings and path params arrive as text and are coerced ("25" -> 25);
+ * JSON bodies are taken as sent, so `"true"` or `null` for a boolean is an error, not a guess.
+ * Both refuse unknown fields (never silently dropped) and report every bad field at once.
+ */
+function validatorCompiler() {
+  // allowUnionTypes: nullable fields are `type: [T, 'null']`, one clear error per field.
+  const common = {
+    removeAdditional: false,
+    allErrors: true,
+    useDefaults: true,
+    allowUnionTypes: true,
+    strict: false,
+  } as const
+  const make = (coerceTypes: false | 'array') => addFormats(new Ajv({ ...common, coerceTypes }))
+  const body = make(false)
+  const text = make('array')
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? body : text).compile(schema)
+}
+
+/**
+ * What every service (and the gateway) is on HTTP, one concern a module: the gateway assertion,
+ * route rules, text safety, problem+json errors, the version and request-id headers, one access
+ * line per request, metrics, probes and the OpenAPI document of its routes.
+ */
+async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
+  app.setValidatorCompiler(validatorCompiler())
+  // JSON only: anything else is 415, as in the gateway. PATCH bodies follow JSON merge patch
+  // (RFC 7396) at the top level, so its media type is JSON too.
+  app.removeContentTypeParser('text/plain')
+  app.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  )
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: `clinic ${opts.service}`, version: opts.version, description: opts.description },
+    },
+  })
+  const isInternal = internalNetworkMatcher(opts.internalNetworks ?? DEFAULT_INTERNAL_NETWORKS)
+  assertionHooks(app, { service: opts.service, assertionSecret: opts.assertionSecret, isInternal })
+  routeRules(app)
+  textSafety(app)
+  problemHandlers(app)
+  httpMetrics(app, { service: opts.service, knex: opts.knex })
+  requestLog(app)
+  app.addHook('onSend', async (req, reply) => {
+    reply.header(VERSION_HEADER, opts.version)
+    reply.header('x-request-id', req.id)
+  })
+  probes(app, opts.readiness ?? [])
+}
+
+export const http = fp(platformHttp, { name: 'clinic-platform-http', fastify: '5.x' })

@@ -1,0 +1,18 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ValidationFailed } from '../errors'
+import { unsafeTextErrors } from '../text'
+
+/**
+ * NUL and unpaired surrogates, in any string of the path, query or body (field names too): a 400
+ * naming the field, for every route and whatever its schema says, before a database sees them.
+ */
+export function textSafety(app: FastifyInstance) {
+  app.addHook('preValidation', async (req: FastifyRequest) => {
+    const errors = [
+      ...unsafeTextErrors(req.params),
+      ...unsafeTextErrors(req.query),
+      ...unsafeTextErrors(req.body),
+    ]
+    if (errors.length) throw new ValidationFailed(errors, 'The request contains text that cannot be accepted')
+  })
+}

@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { promisify } from 'node:util'
+import pg from 'pg'
+
+const exec = promisify(execFile)
+
+export const TEST_DEFAULTS = {
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres',
+  AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+}
+
+export const uniqueName = (prefix: string) =>
+  `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+async function adminQuery(baseUrl: string, sql: string) {
+  const client = new pg.Client({ connectionString: withDatabase(baseUrl, 'postgres') })
+  await client.connect()
+  try {
+    await client.query(sql)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Creates an empty database for one test run; returns its URL. */
+export async function createTestDatabase(
+  baseUrl = process.env.TEST_DATABASE_URL ?? TEST_DEFAULTS.DATABASE_URL,
+) {
+  const name = uniqueName('clinic_test')
+  await adminQuery(baseUrl, `CREATE DATABASE ${name}`)
+  return withDatabase(baseUrl, name)
+}
+
+export async function dropTestDatabase(url: string) {
+  const name = new URL(url).pathname.slice(1)
+  if (!/^clinic_test_[a-z0-9_]+$/.test(name)) throw new Error(`refusing to drop ${name}`)
+  await adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+}
+
+/**
+ * Creates a RabbitMQ vhost for one test run (rabbitmqctl, or the management API when
+ * RABBITMQ_MANAGEMENT_URL is set); returns the AMQP URL for it.
+ */
+export async function createTestVhost(baseUrl = process.env.TEST_AMQP_URL ?? TEST_DEFAULTS.AMQP_URL) {
+  const vhost = uniqueName('clinic_test')
+  const user = decodeURIComponent(new URL(baseUrl).username || 'guest')
+  const mgmt = process.env.RABBITMQ_MANAGEMENT_URL
+  if (mgmt) {
+    await mgmtCall(mgmt, 'PUT', `/api/vhosts/${vhost}`, {})
+    await mgmtCall(mgmt, 'PUT', `/api/permissions/${vhost}/${user}`, {
+      configure: '.*',
+      write: '.*',
+      read: '.*',
+    })
+  } else {
+    await exec('rabbitmqctl', ['add_vhost', vhost])
+    await exec('rabbitmqctl', ['set_permissions', '-p', vhost, user, '.*', '.*', '.*'])
+  }
+  const u = new URL(baseUrl)
+  u.pathname = `/${vhost}`
+  return u.toString()
+}
+
+export async function deleteTestVhost(amqpUrl: string) {
+  const vhost = decodeURIComponent(new URL(amqpUrl).pathname.slice(1))
+  if (!vhost.startsWith('clinic_test_')) throw new Error(`refusing to delete vhost ${vhost}`)
+  const mgmt = process.env.RABBITMQ_MANAGEMENT_URL
+  if (mgmt) await mgmtCall(mgmt, 'DELETE', `/api/vhosts/${vhost}`)
+  else await exec('rabbitmqctl', ['delete_vhost', vhost])
+}
+
+async function mgmtCall(base: string, method: string, path: string, body?: unknown) {
+  const u = new URL(base)
+  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString(
+    'base64',
+  )
+  u.username = ''
+  u.password = ''
+  const res = await fetch(new URL(path, u), {
+    method,
+    headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  if (!res.ok) throw new Error(`RabbitMQ management ${method} ${path}: ${res.status}`)
+}
