@@ -105,7 +105,7 @@ export async function checkDependencies(env = process.env) {
 
 /** packages/platform/services.json: the one list of services (the gateway, then the resource services). */
 export const serviceList = naming.list
-/** Every process of the stack, the gateway first: [{ name, port, replicas, family?, resource_type? }]. */
+/** Every process of the stack, the gateway first: [{ name, port, replicas, families? }]. */
 export const apps = naming.apps
 /** How a service's names are made (packages/platform/naming.cjs). */
 export const { namesOf, envName } = naming

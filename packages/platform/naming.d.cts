@@ -21,9 +21,9 @@ export interface AppEntry {
 }
 
 export interface ResourceEntry extends AppEntry {
-  family: string
-  resource_type: string
-  /** The family's list operation (GET), under the API base. */
+  /** The API path families it answers (first segment under /api), each with its audit resource type. */
+  families: Record<string, string>
+  /** Its main list operation (GET), under the API base. */
   list_path: string
   webhooks?: string[]
   body_limits?: Record<string, number>

@@ -99,7 +99,9 @@ export function verifyAssertion(
 let families: Map<string, string> | undefined
 /** Path family -> service name, from services.json (the one list of services). */
 function familyTable(): Map<string, string> {
-  families ??= new Map(serviceList().services.map((s) => [s.family, s.name]))
+  families ??= new Map(
+    serviceList().services.flatMap((s) => Object.keys(s.families).map((f): [string, string] => [f, s.name])),
+  )
   return families
 }
 

@@ -5,8 +5,8 @@ import path from 'node:path'
 export interface ServiceEntry {
   name: string
   port: number
-  family: string
-  resource_type: string
+  /** The API path families it answers, each with what the audit trail calls its resources. */
+  families: Record<string, string>
   webhooks?: string[]
   /** Request body limits in bytes, by service path, where a route needs more than the 64 KiB default. */
   body_limits?: Record<string, number>

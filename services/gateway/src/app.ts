@@ -113,8 +113,8 @@ export async function buildApp(deps: Deps) {
   await app.register(centers)
   await app.register(accessEvents, { accessLog: deps.accessLog })
 
-  await app.register(healthRoutes, { deps })
-  await app.register(docsRoutes, { deps })
+  await app.register(healthRoutes, deps)
+  await app.register(docsRoutes, deps)
   await app.register(proxyRoutes, { upstreams: deps.upstreams, assertionSecret: deps.assertionSecret })
   return app
 }

@@ -1,5 +1,5 @@
 import { ConfigError, databaseConfig, loadConfig, sharedConfig, v, type Config } from '@clinic/platform'
-import { ROUTED, upstreamEnv, type Upstreams } from './families'
+import { ROUTED_SERVICES, upstreamEnv, type Upstreams } from './families'
 
 export const configSpec = {
   ...sharedConfig,
@@ -36,7 +36,7 @@ export function trustProxyOf(raw: string): false | number | string {
 
 /** `<NAME>_URL` for every routed service (PATIENTS_URL ...), default http://127.0.0.1:<port>. */
 export const upstreamSpec = Object.fromEntries(
-  ROUTED.map((f) => [
+  ROUTED_SERVICES.map((f) => [
     upstreamEnv(f.service),
     v.url({ default: `http://127.0.0.1:${f.port}`, protocols: ['http:', 'https:'] }),
   ]),
@@ -50,7 +50,9 @@ export type GatewayConfig = Config<typeof configSpec> & {
 /** One check of every variable (one message for all problems); `upstreams` by service name. */
 export function loadGatewayConfig(env = process.env): GatewayConfig {
   const all = loadConfig({ ...upstreamSpec, ...configSpec }, env) as Record<string, unknown>
-  const upstreams = Object.fromEntries(ROUTED.map((f) => [f.service, all[upstreamEnv(f.service)] as string]))
+  const upstreams = Object.fromEntries(
+    ROUTED_SERVICES.map((f) => [f.service, all[upstreamEnv(f.service)] as string]),
+  )
   const trustProxy = trustProxyOf(all.TRUST_PROXY as string)
   return Object.freeze({
     ...(all as Config<typeof configSpec>),

@@ -48,7 +48,7 @@ export const authenticate = fp(
       const result = await authenticator.authenticate(req.headers)
       if (!result.ok) {
         req.refusedCompany = result.companyId ?? 0
-        req.log.info({ cause: result.reason }, 'authentication refused')
+        req.accessNote = { cause: result.reason }
         throw new Unauthenticated()
       }
       req.principal = result.principal

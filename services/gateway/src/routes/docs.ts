@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import { request } from 'undici'
 import { assertionHeaders, uuidv7, type Principal } from '@clinic/platform'
-import type { Deps } from '../app'
 import { BASES } from '../bases'
-import { PLANNED, ROUTED } from '../families'
+import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 
 export type OpenApi = {
   paths?: Record<string, unknown>
@@ -45,7 +44,7 @@ const plannedAreas = () => {
 export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenApi>>): OpenApi {
   const paths: Record<string, unknown> = {}
   const schemas: Record<string, unknown> = {}
-  for (const { service } of ROUTED) {
+  for (const { service } of ROUTED_SERVICES) {
     const doc = docs[service]
     for (const [path, item] of Object.entries(doc?.paths ?? {}))
       if (!path.startsWith('/internal')) paths[path] = item
@@ -81,13 +80,20 @@ export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenA
   }
 }
 
-export async function docsRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export interface DocsOptions {
+  version: string
+  upstreams: Upstreams
+  /** Signs the assertion the gateway reads each service's document with. */
+  assertionSecret: string
+}
+
+export async function docsRoutes(app: FastifyInstance, deps: DocsOptions) {
   const docs: Partial<Record<string, OpenApi>> = {}
   let merged = mergeOpenApi(deps.version, docs)
   let fetchedAt = 0
 
   async function refresh() {
-    const names = ROUTED.map((f) => f.service)
+    const names = ROUTED_SERVICES.map((f) => f.service)
     await Promise.all(
       names.map(async (name) => {
         try {

@@ -1,9 +1,10 @@
 import type {} from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import { request } from 'undici'
-import type { Deps } from '../app'
+import type { Knex } from 'knex'
+import type { Amqp } from '@clinic/platform'
 import { BASES } from '../bases'
-import { ROUTED } from '../families'
+import { ROUTED_SERVICES, type Upstreams } from '../families'
 
 const TIMEOUT_MS = 1500
 
@@ -29,7 +30,16 @@ async function ready(url: string): Promise<{ state: 'ok' | 'down'; failed: strin
  * `/api/health`: public, sums up the gateway's own dependencies and every service's readiness;
  * `down` names each part that is not ok (`database`, `patients.database`, `comms.unreachable`).
  */
-export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export interface HealthOptions {
+  version: string
+  knex: Knex
+  amqp: Pick<Amqp, 'connected'>
+  upstreams: Upstreams
+  /** How long the summary is reused (default 1000 ms). */
+  healthCacheMs?: number
+}
+
+export async function healthRoutes(app: FastifyInstance, deps: HealthOptions) {
   // Public: computed at most once per `healthCacheMs` (1 s), whatever the request rate, so polling
   // it cannot fan out to every service on every call.
   let cached: { at: number; answer: Promise<{ ok: boolean; body: object }> } | null = null
@@ -41,7 +51,7 @@ export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     return reply.code(ok ? 200 : 503).send(body)
   }
   const summary = async () => {
-    const names = ROUTED.map((f) => f.service)
+    const names = ROUTED_SERVICES.map((f) => f.service)
     const [database, services] = await Promise.all([
       deps.knex.raw('select 1').then(
         () => 'ok' as const,
@@ -60,5 +70,5 @@ export async function healthRoutes(app: FastifyInstance, { deps }: { deps: Deps 
     return { ok, body: { status: ok ? 'ok' : 'degraded', version: deps.version, checks, down } }
   }
   for (const base of BASES)
-    app.get(`${base}/health`, { config: { public: true }, schema: { hide: true } }, handler)
+    app.get(`${base}/health`, { config: { public: true, probe: true }, schema: { hide: true } }, handler)
 }

@@ -11,7 +11,7 @@ import {
   sendProblem,
 } from '@clinic/platform'
 import { BASES } from '../bases'
-import { PLANNED, ROUTED, type Upstreams } from '../families'
+import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 
 /**
  * Headers a client must never set for itself: tenant hints, internal assertions, and what proxies
@@ -34,7 +34,7 @@ export async function proxyRoutes(
   app: FastifyInstance,
   { upstreams, assertionSecret }: { upstreams: Upstreams; assertionSecret: string },
 ) {
-  for (const { service } of ROUTED)
+  for (const { service } of ROUTED_SERVICES)
     if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
   for (const base of BASES) {
     for (const { family, area } of PLANNED) {
@@ -44,7 +44,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
-    for (const { family, service, webhooks, bodyLimits } of ROUTED) {
+    for (const { families, service, webhooks, bodyLimits } of ROUTED_SERVICES) {
       const options = {
         upstream: upstreams[service]!,
         preHandler: bufferBody,
@@ -78,12 +78,13 @@ export async function proxyRoutes(
           },
         },
       }
-      await app.register(proxy, {
-        ...options,
-        prefix: `${base}/${family}`,
-        rewritePrefix: `/${family}`,
-        httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
-      })
+      for (const family of families)
+        await app.register(proxy, {
+          ...options,
+          prefix: `${base}/${family}`,
+          rewritePrefix: `/${family}`,
+          httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
+        })
       // A provider's callbacks carry no API token and may be form-encoded: the service checks
       // their signature. No assertion is forwarded, so the service sees no principal.
       for (const path of webhooks)
