@@ -14,7 +14,6 @@ export interface TokenRecord {
   last_used_at: Date | null
 }
 
-/** All reads and writes of the identity schema. The admin CLI and the gateway share it. */
 export interface TokenSummary {
   id: string
   name: string | null
@@ -25,92 +24,98 @@ export interface TokenSummary {
   last_used_at: Date | null
 }
 
-export function identityRepository(knex: Knex) {
-  return {
-    /** Candidate tokens for a lookup prefix, with their owner and the company's centers. */
-    async tokensByLookup(lookup: string): Promise<TokenRecord[]> {
-      const { rows } = await knex.raw(
-        `SELECT t.id, t.idempresa, t.user_id, u.username, t.token_hash, t.centers, t.expires_at,
-                t.revoked_at, t.last_used_at,
-                coalesce((SELECT array_agg(c.code ORDER BY c.code) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS company_centers
-           FROM api_tokens t JOIN users u ON u.idempresa = t.idempresa AND u.id = t.user_id
-          WHERE t.lookup = ?`,
-        [lookup],
-      )
-      return rows
-    },
+/** All reads and writes of the identity schema. The admin CLI and the gateway share it. */
+export class KnexIdentityRepository {
+  constructor(private readonly knex: Knex) {}
 
-    async touchToken(companyId: number, id: string): Promise<void> {
-      await knex('api_tokens').where({ idempresa: companyId, id }).update({ last_used_at: knex.fn.now() })
-    },
+  /** Candidate tokens for a lookup prefix, with their owner and the company's centers. */
+  async tokensByLookup(lookup: string): Promise<TokenRecord[]> {
+    const { rows } = await this.knex.raw(
+      `SELECT t.id, t.idempresa, t.user_id, u.username, t.token_hash, t.centers, t.expires_at,
+              t.revoked_at, t.last_used_at,
+              coalesce((SELECT array_agg(c.code ORDER BY c.code) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS company_centers
+         FROM api_tokens t JOIN users u ON u.idempresa = t.idempresa AND u.id = t.user_id
+        WHERE t.lookup = ?`,
+      [lookup],
+    )
+    return rows
+  }
 
-    async createCompany(id: number, name: string) {
-      await knex('companies').insert({ id, name })
-    },
+  async touchToken(companyId: number, id: string): Promise<void> {
+    await this.knex('api_tokens')
+      .where({ idempresa: companyId, id })
+      .update({ last_used_at: this.knex.fn.now() })
+  }
 
-    async createCenter(companyId: number, code: string, name: string) {
-      await knex('centers').insert({ idempresa: companyId, code, name })
-    },
+  async createCompany(id: number, name: string) {
+    await this.knex('companies').insert({ id, name })
+  }
 
-    async createUser(companyId: number, username: string): Promise<string> {
-      const id = uuidv7()
-      await knex('users').insert({ idempresa: companyId, id, username })
-      return id
-    },
+  async createCenter(companyId: number, code: string, name: string) {
+    await this.knex('centers').insert({ idempresa: companyId, code, name })
+  }
 
-    async userByName(
-      username: string,
-    ): Promise<{ idempresa: number; id: string; username: string } | undefined> {
-      return knex('users')
-        .whereRaw('lower(username) = lower(?)', [username])
-        .first('idempresa', 'id', 'username')
-    },
+  async createUser(companyId: number, username: string): Promise<string> {
+    const id = uuidv7()
+    await this.knex('users').insert({ idempresa: companyId, id, username })
+    return id
+  }
 
-    async centerCodes(companyId: number): Promise<string[]> {
-      return (await knex('centers').where({ idempresa: companyId }).orderBy('code').select('code')).map(
-        (r) => r.code,
-      )
-    },
+  async userByName(
+    username: string,
+  ): Promise<{ idempresa: number; id: string; username: string } | undefined> {
+    return this.knex('users')
+      .whereRaw('lower(username) = lower(?)', [username])
+      .first('idempresa', 'id', 'username')
+  }
 
-    async createToken(t: {
-      companyId: number
-      userId: string
-      name: string | null
-      lookup: string
-      hash: Buffer
-      centers: string[] | null
-      expiresAt: Date | null
-    }): Promise<string> {
-      const id = uuidv7()
-      await knex('api_tokens').insert({
-        idempresa: t.companyId,
-        id,
-        user_id: t.userId,
-        name: t.name,
-        lookup: t.lookup,
-        token_hash: t.hash,
-        centers: t.centers,
-        expires_at: t.expiresAt,
-      })
-      return id
-    },
+  async centerCodes(companyId: number): Promise<string[]> {
+    return (await this.knex('centers').where({ idempresa: companyId }).orderBy('code').select('code')).map(
+      (r) => r.code,
+    )
+  }
 
-    /** A user's tokens, newest first: what they are, never the secret or its hash. */
-    async tokensOfUser(userId: string): Promise<TokenSummary[]> {
-      return knex('api_tokens')
-        .where({ user_id: userId })
-        .orderBy('created_at', 'desc')
-        .select('id', 'name', 'centers', 'created_at', 'expires_at', 'revoked_at', 'last_used_at')
-    },
+  async createToken(t: {
+    companyId: number
+    userId: string
+    name: string | null
+    lookup: string
+    hash: Buffer
+    centers: string[] | null
+    expiresAt: Date | null
+  }): Promise<string> {
+    const id = uuidv7()
+    await this.knex('api_tokens').insert({
+      idempresa: t.companyId,
+      id,
+      user_id: t.userId,
+      name: t.name,
+      lookup: t.lookup,
+      token_hash: t.hash,
+      centers: t.centers,
+      expires_at: t.expiresAt,
+    })
+    return id
+  }
 
-    /** Returns false when there is no such token. Revoking twice keeps the first time. */
-    async revokeToken(id: string): Promise<boolean> {
-      const n = await knex('api_tokens')
-        .where({ id })
-        .update({ revoked_at: knex.raw('coalesce(revoked_at, now())') })
-      return n > 0
-    },
+  /** A user's tokens, newest first: what they are, never the secret or its hash. */
+  async tokensOfUser(userId: string): Promise<TokenSummary[]> {
+    return this.knex('api_tokens')
+      .where({ user_id: userId })
+      .orderBy('created_at', 'desc')
+      .select('id', 'name', 'centers', 'created_at', 'expires_at', 'revoked_at', 'last_used_at')
+  }
+
+  /** Returns false when there is no such token. Revoking twice keeps the first time. */
+  async revokeToken(id: string): Promise<boolean> {
+    const n = await this.knex('api_tokens')
+      .where({ id })
+      .update({ revoked_at: this.knex.raw('coalesce(revoked_at, now())') })
+    return n > 0
   }
 }
 
-export type IdentityRepository = ReturnType<typeof identityRepository>
+/** What the gateway and the admin CLI use of it (tests give a fake). */
+export type IdentityRepository = { [K in keyof KnexIdentityRepository]: KnexIdentityRepository[K] }
+
+export const identityRepository = (knex: Knex): IdentityRepository => new KnexIdentityRepository(knex)
