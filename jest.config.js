@@ -7,6 +7,7 @@ const list = require('./packages/platform/services.json')
 module.exports = {
   projects: [
     '<rootDir>/packages/platform',
+    '<rootDir>/packages/client',
     ...[list.gateway, ...list.services].map((s) => `<rootDir>/services/${s.name}`),
     '<rootDir>/e2e',
     '<rootDir>/e2e/faults',

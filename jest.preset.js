@@ -27,6 +27,7 @@ module.exports = function project(dir, overrides = {}) {
       '^@clinic/platform/(core|http|db|events)$': path.join(root, 'packages/platform/src/entry/$1.ts'),
       '^@clinic/platform/services.json$': path.join(root, 'packages/platform/services.json'),
       '^@clinic/platform/naming$': path.join(root, 'packages/platform/naming.cjs'),
+      '^@clinic/client$': path.join(root, 'packages/client/src/index.ts'),
     },
     testMatch: ['<rootDir>/test/**/*.test.ts'],
     ...overrides,

@@ -1,4 +1,5 @@
-// `npm run openapi`: writes docs/openapi.json, the API contract under review. Builds, then builds
+// `npm run openapi`: writes docs/openapi.json, the API contract under review, and what is generated
+// from it (the typed client's types, the .http collection). Builds, then builds
 // every service's app in-process (its buildApp, no listening, no connection: knex connects
 // lazily and the broker is never started), takes the document Fastify swagger generates from its
 // route schemas, and merges them with the gateway's own merge function: the same document
@@ -41,6 +42,10 @@ try {
   const options = { ...(await prettier.resolveConfig(out)), filepath: out }
   writeFileSync(out, await prettier.format(json, options))
   console.log(`wrote ${path.relative(root, out)} (${Object.keys(docs).join(', ')})`)
+  // What is generated from it: the typed client's types.
+  const client = await import('../packages/client/scripts/generate.mjs')
+  writeFileSync(client.schemaPath, await client.generateSchema(JSON.parse(json), { silent: true }))
+  console.log(`wrote ${path.relative(root, client.schemaPath)}`)
 } catch (err) {
   console.error(err.stack ?? err.message)
   process.exit(1)

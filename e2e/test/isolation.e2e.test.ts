@@ -120,16 +120,18 @@ interface Probe {
   code?: string
 }
 
-type OpenApi = { paths: Record<string, Record<string, unknown>> }
+type OpenApi = { paths: Record<string, Record<string, { security?: unknown[]; tags?: string[] }>> }
 const METHODS = ['get', 'post', 'patch', 'put', 'delete']
+/**
+ * Every operation that serves a company's data: not the public ones (`security: []`: provider
+ * callbacks, checked by signature, and /health) nor the announced areas (501 for everyone).
+ */
 const operationsOf = (doc: OpenApi) =>
-  Object.entries(doc.paths)
-    .filter(([path]) => !path.includes('/webhooks/')) // public provider callbacks: no company, signature-checked
-    .flatMap(([path, ops]) =>
-      Object.keys(ops)
-        .filter((m) => METHODS.includes(m))
-        .map((method) => ({ method, path })),
-    )
+  Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([m, op]) => METHODS.includes(m) && op.security?.length !== 0 && !op.tags?.includes('planned'))
+      .map(([method]) => ({ method, path })),
+  )
 
 const openapi = async () => (await call('GET', '/openapi.json', { timeoutMs: TIMEOUT_MS })).body as OpenApi
 

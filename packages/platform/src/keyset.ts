@@ -88,9 +88,12 @@ const badCursor = (ks: KeysetDef) =>
 /** The SQL cast of a column's kind in a keyset comparison ('' for none). */
 export const keysetCast = (kind: KeysetKind): string => KINDS[kind].cast
 
+/** `limit` when a list request gives none (DESIGN.md section 3). */
+export const DEFAULT_LIMIT = 25
+
 /** DESIGN.md section 3: a list pages by `offset` or by `after`, never both. */
-export function assertOffsetOrAfter(input: { offset: number; after?: string }): void {
-  if (input.after !== undefined && input.offset > 0)
+export function assertOffsetOrAfter(input: { offset?: number; after?: string }): void {
+  if (input.after !== undefined && (input.offset ?? 0) > 0)
     throw new ValidationFailed([{ path: '/offset', message: 'cannot be combined with after' }])
 }
 
@@ -107,7 +110,7 @@ export interface KeysetFetch<K extends string = string> {
  * page from the store, so `meta.next` is a cursor only when there is a next page.
  */
 export async function keysetPage<R extends Record<K, unknown>, F, K extends string>(
-  input: { offset: number; limit: number; after?: string },
+  input: { offset?: number; limit?: number; after?: string },
   list: {
     keyset: Keyset<K>
     filter: () => F
@@ -117,7 +120,8 @@ export async function keysetPage<R extends Record<K, unknown>, F, K extends stri
   assertOffsetOrAfter(input)
   const filter = list.filter()
   const after = input.after === undefined ? undefined : list.keyset.parse(input.after)
-  const { offset, limit } = input
+  // The route's schema fills the defaults; a caller without one (a unit test) gets the same.
+  const { offset = 0, limit = DEFAULT_LIMIT } = input
   const { rows, total } = await list.fetch(filter, { offset, limit: limit + 1, after })
   return pageOf(rows, { total, offset, limit, cursorOf: (row) => list.keyset.cursorOf(row) })
 }

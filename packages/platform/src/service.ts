@@ -197,6 +197,8 @@ export async function serviceApp(deps: ServiceDeps, o: { service: string; descri
     assertionSecret: deps.assertionSecret,
     internalNetworks: deps.internalNetworks,
     description: o.description,
+    // Its routes are tagged with its name: the tag's description is the service's.
+    tags: [{ name: o.service, description: o.description }],
     readiness: readinessOf(deps.knex, deps.amqp),
     knex: deps.knex,
   })

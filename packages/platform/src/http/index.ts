@@ -38,6 +38,8 @@ export interface HttpPluginOptions {
   internalNetworks?: readonly string[]
   readiness?: ReadinessCheck[]
   description?: string
+  /** The OpenAPI tags of its routes, described (the gateway's merged document lists them). */
+  tags?: Array<{ name: string; description: string }>
   /** The service's knex: every statement it sends is counted in `db_statements_total`. */
   knex?: Knex
 }
@@ -82,6 +84,7 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
     openapi: {
       openapi: '3.1.0',
       info: { title: `clinic ${opts.service}`, version: opts.version, description: opts.description },
+      tags: opts.tags ?? [],
     },
   })
   const isInternal = internalNetworkMatcher(opts.internalNetworks ?? DEFAULT_INTERNAL_NETWORKS)

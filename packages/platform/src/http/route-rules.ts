@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ValidationFailed, type AppError, type FieldError } from '../errors'
+import { PATTERN_MESSAGES } from '../schemas'
 import { fieldErrors, toAppError, type AjvError } from './problems'
 
 declare module 'fastify' {
@@ -20,9 +21,9 @@ export interface RequestErrorOptions {
   refusedFields?: Record<string, string>
 }
 
-/** Ajv's pattern errors in the plain words of `patternMessages`. */
-function withPatternMessages(errors: AjvError[], messages: Record<string, string> | undefined): AjvError[] {
-  if (!messages) return errors
+/** Ajv's pattern errors in plain words: the route's `patternMessages`, else the platform's. */
+function withPatternMessages(errors: AjvError[], own: Record<string, string> | undefined): AjvError[] {
+  const messages = { ...PATTERN_MESSAGES, ...own }
   return errors.map((e) =>
     e.keyword === 'pattern' ? { ...e, message: messages[String(e.params.pattern)] ?? e.message } : e,
   )

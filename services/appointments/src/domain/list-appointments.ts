@@ -50,8 +50,9 @@ export function listAppointments(
   store: AppointmentStore,
   input: ListAppointmentsInput,
 ): Promise<Page<Appointment>> {
+  const sort = input.sort ?? 'starts_at'
   return keysetPage(input, {
-    keyset: APPOINTMENT_KEYSETS[input.sort],
+    keyset: APPOINTMENT_KEYSETS[sort],
     filter: () => ({
       ...rangeOf(input),
       centers: visibleCenters(ctx.auth, input.codalmacen),
@@ -59,6 +60,6 @@ export function listAppointments(
       practitioner: input.practitioner,
       statuses: input.status && [...new Set(input.status)],
     }),
-    fetch: (filter, page) => store.list(ctx.auth.companyId, { ...filter, ...page, sort: input.sort }),
+    fetch: (filter, page) => store.list(ctx.auth.companyId, { ...filter, ...page, sort }),
   })
 }

@@ -72,9 +72,7 @@ const listAppointmentsRoute = {
       'Earliest first (default) or `-starts_at`. `from`/`to` bound `starts_at` (from inclusive, to exclusive). `status` repeats for several. `meta.total` is exact; `meta.next` is a cursor for `?after=`, null on the last page. A token limited to centers sees only its centers.',
     querystring: ListAppointmentsQuery,
     response: {
-      200: listOf(Appointment),
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
+      200: listOf(Appointment, 'AppointmentList'),
     },
   },
 }
@@ -82,7 +80,7 @@ const bookAppointmentRoute = {
   config: { rules: CREATE_RULES },
   schema: {
     tags,
-    operationId: 'bookAppointment',
+    operationId: 'createAppointment',
     summary: 'Book an appointment',
     description:
       'Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which). `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.',
@@ -91,8 +89,6 @@ const bookAppointmentRoute = {
     body: CreateAppointmentBody,
     response: {
       201: { ...Appointment, headers: { ...ETagHeader, location: Type.String() } },
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
       409: problem('slot_conflict or idempotency_conflict'),
       422: problem('unknown_patient'),
       503: problem('upstream_unavailable (Retry-After)'),
@@ -110,8 +106,6 @@ const getAppointmentRoute = {
     querystring: CenterQuery,
     response: {
       200: { ...Appointment, headers: ETagHeader },
-      400: problem('validation_failed'),
-      404: problem('not_found'),
     },
   },
 }
@@ -129,9 +123,6 @@ const updateAppointmentRoute = {
     body: UpdateAppointmentBody,
     response: {
       200: { ...Appointment, headers: ETagHeader },
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
-      404: problem('not_found'),
       409: problem('invalid_transition or slot_conflict'),
       412: problem('version_mismatch'),
     },
@@ -150,9 +141,6 @@ const checkInAppointmentRoute = {
     headers: PostHeaders,
     response: {
       200: { ...Appointment, headers: ETagHeader },
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
-      404: problem('not_found'),
       409: problem('invalid_transition or idempotency_conflict'),
     },
   },

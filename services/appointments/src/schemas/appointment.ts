@@ -1,6 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { UUID_PATTERN } from '@clinic/platform/core'
-import { CenterCode, Instant, ListQuery, Uuid, nullable } from '@clinic/platform/http'
+import {
+  CenterCode,
+  Instant,
+  ListQuery,
+  MULTI_LINE,
+  SINGLE_LINE,
+  Uuid,
+  centerCode,
+  nullable,
+} from '@clinic/platform/http'
 
 /**
  * The Appointment contract (DESIGN.md section 4). These schemas validate requests, filter
@@ -13,24 +21,10 @@ export const SORTS = ['starts_at', '-starts_at'] as const
 export type AppointmentSort = (typeof SORTS)[number]
 export const DEFAULT_TIME_ZONE = 'Europe/Madrid'
 
-/**
- * Text PostgreSQL can store and a screen can show: no NUL or other control characters, C0, DEL
- * and C1 (U+0080-U+009F: NEL, CSI...; tab and line breaks allowed where noted), no lone UTF-16
- * surrogates. Single-line text also refuses the Unicode line and paragraph separators
- * (U+2028/U+2029). Ajv compiles patterns with the `u` flag, so a surrogate range matches only
- * unpaired halves. Local: the platform's text check (text.ts) covers only NUL and surrogates.
- */
-const CONTROL = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ud800-\\udfff'
-const LINE_BREAK = '\\t\\n\\r\\u2028\\u2029'
-export const SINGLE_LINE = `^[^${LINE_BREAK}${CONTROL}]*[^\\s${CONTROL}][^${LINE_BREAK}${CONTROL}]*$`
-export const MULTI_LINE = `^[^${CONTROL}]*[^\\s${CONTROL}][^${CONTROL}]*$`
 export const TIME_ZONE_NAME = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$'
+/** Plain words for this contract's own patterns (the platform's text patterns have theirs). */
 export const TEXT_MESSAGES: Record<string, string> = {
-  [SINGLE_LINE]: 'must not be blank nor contain line breaks or control characters',
-  [MULTI_LINE]: 'must not be blank nor contain control characters',
   [TIME_ZONE_NAME]: 'must be an IANA time zone name, e.g. Europe/Madrid',
-  [UUID_PATTERN]: 'must be a UUID',
-  '^[A-Za-z0-9_-]+$': 'may contain only letters, digits, _ and -',
 }
 
 const statusOf = (values: readonly AppointmentStatus[], description?: string) =>
@@ -71,7 +65,9 @@ const CancellationReason = Type.String({
 export const CreateAppointmentBody = Type.Object(
   {
     patient_id: Uuid,
-    codalmacen: Type.Optional(CenterCode),
+    codalmacen: Type.Optional(
+      centerCode('the center: required, here or as ?codalmacen= (400 when neither names one)'),
+    ),
     practitioner: Practitioner,
     starts_at: When('RFC 3339 with any offset; stored and returned in UTC', '2026-11-23T09:30:00+01:00'),
     ends_at: When('after starts_at, at most 12 h later', '2026-11-23T10:00:00+01:00'),
@@ -80,6 +76,7 @@ export const CreateAppointmentBody = Type.Object(
     notes: Type.Optional(nullable(Notes)),
   },
   {
+    title: 'AppointmentCreate',
     additionalProperties: false,
     examples: [
       {
@@ -113,6 +110,7 @@ export const UpdateAppointmentBody = Type.Object(
     cancellation_reason: Type.Optional(CancellationReason),
   },
   {
+    title: 'AppointmentPatch',
     additionalProperties: false,
     examples: [
       { starts_at: '2026-11-23T11:00:00+01:00', ends_at: '2026-11-23T11:30:00+01:00' },
@@ -141,6 +139,7 @@ export const Appointment = Type.Object(
     version: Type.Integer({ minimum: 1, description: 'increments on every change; the ETag' }),
   },
   {
+    title: 'Appointment',
     additionalProperties: false,
     examples: [
       {
@@ -183,9 +182,11 @@ export const ListAppointmentsQuery = Type.Object(
       When('starts_at on or after this instant (URL-encode a + offset as %2B)', '2026-11-23T00:00:00Z'),
     ),
     to: Type.Optional(When('starts_at before this instant', '2026-11-24T00:00:00Z')),
-    sort: Type.Union(
-      SORTS.map((s) => Type.Literal(s)),
-      { default: 'starts_at', description: '`starts_at` (default, earliest first) or `-starts_at`' },
+    sort: Type.Optional(
+      Type.Union(
+        SORTS.map((s) => Type.Literal(s)),
+        { default: 'starts_at', description: '`starts_at` (default, earliest first) or `-starts_at`' },
+      ),
     ),
   },
   { additionalProperties: false },

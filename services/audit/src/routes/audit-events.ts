@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import { listOf, problem } from '@clinic/platform/http'
+import { listOf } from '@clinic/platform/http'
 import type { AuditEventStore } from '../domain/audit-event-store'
 import { listAuditEvents } from '../domain/list-audit-events'
 import { AuditEventSchema, ListAuditEventsQuery } from '../schemas/audit-event'
@@ -18,10 +18,7 @@ export async function auditEventRoutes(app: FastifyInstance, { store }: { store:
         operationId: 'listAuditEvents',
         querystring: ListAuditEventsQuery,
         response: {
-          200: listOf(AuditEventSchema),
-          400: problem('validation_failed or unknown_center'),
-          401: problem('unauthenticated'),
-          403: problem('center_forbidden'),
+          200: listOf(AuditEventSchema, 'AuditEventList'),
         },
       },
     },

@@ -54,7 +54,7 @@ export const AuditEventSchema = Type.Object(
       description: 'hash of the previous event of the company (64 zeros for the first)',
     }),
   },
-  { additionalProperties: false },
+  { title: 'AuditEvent', additionalProperties: false },
 )
 
 export const ListAuditEventsQuery = Type.Object(

@@ -1,4 +1,5 @@
 import { problem } from '@clinic/platform/http'
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import twilio from 'twilio'
 import { applyReceipt, type ApplyReceipt } from '../domain/apply-receipt'
@@ -18,6 +19,37 @@ export interface TwilioWebhookOptions {
  * is the authentication. Moves a sent SMS to delivered or undelivered; unknown sids are ignored
  * (204 all the same: Twilio would only retry).
  */
+/**
+ * What Twilio posts (form fields, all text). Every field is optional and others are allowed: the
+ * signature decides, so an unsigned or odd callback is a 403, never a 400 that tells a prober more.
+ */
+const StatusCallback = Type.Object(
+  {
+    MessageSid: Type.Optional(Type.String({ description: 'the provider_id of the message' })),
+    MessageStatus: Type.Optional(
+      Type.String({ description: 'queued, sent, delivered, undelivered, failed' }),
+    ),
+    ErrorCode: Type.Optional(Type.String()),
+    AccountSid: Type.Optional(Type.String()),
+  },
+  {
+    title: 'TwilioStatusCallback',
+    additionalProperties: Type.String(),
+    examples: [
+      {
+        MessageSid: 'SM0123456789abcdef0123456789abcdef',
+        MessageStatus: 'delivered',
+        AccountSid: 'AC0123456789abcdef0123456789abcdef',
+      },
+    ],
+  },
+)
+const SignatureHeader = Type.Object({
+  'x-twilio-signature': Type.Optional(
+    Type.String({ description: "Twilio's signature of the URL and form; a missing or wrong one is 403" }),
+  ),
+})
+
 export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, o) => {
   // Form bodies for this route only (the plugin is encapsulated).
   app.addContentTypeParser(
@@ -36,6 +68,8 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
         operationId: 'twilioStatusCallback',
         summary: 'Twilio message status callback (signed by Twilio; no API token)',
         consumes: ['application/x-www-form-urlencoded'],
+        headers: SignatureHeader,
+        body: StatusCallback,
         response: {
           204: { type: 'null', description: 'accepted (unknown sids too)' },
           403: problem('invalid_signature'),

@@ -40,15 +40,28 @@ export const SendMessageBody = Type.Object(
     template: Type.Optional(Type.Union(TEMPLATES.map((t) => Type.Literal(t)))),
     appointment_id: Type.Optional(Uuid),
   },
-  { additionalProperties: false },
+  {
+    title: 'MessageSend',
+    additionalProperties: false,
+    examples: [
+      {
+        patient_id: '019ab2c4-1f00-7000-8000-000000000001',
+        channel: 'sms',
+        body: 'Recuerde su cita de mañana a las 9:30 en Centro Norte.',
+      },
+    ],
+  },
 )
 export type SendMessageInput = Static<typeof SendMessageBody>
 
-export const Recipient = Type.Object({
-  role: Type.Union(ROLES.map((r) => Type.Literal(r))),
-  name: Type.String(),
-  address: Type.String({ description: 'email address or E.164 phone number' }),
-})
+export const Recipient = Type.Object(
+  {
+    role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+    name: Type.String(),
+    address: Type.String({ description: 'email address or E.164 phone number' }),
+  },
+  { title: 'MessageRecipient' },
+)
 export type Recipient = Static<typeof Recipient>
 
 export const Message = Type.Object(
@@ -74,7 +87,7 @@ export const Message = Type.Object(
     created_at: Instant,
     sent_at: nullable(Instant),
   },
-  { additionalProperties: false },
+  { title: 'Message', additionalProperties: false },
 )
 export type Message = Static<typeof Message>
 /** A message with its row version (the ETag); the response schema leaves `version` out. */

@@ -5,12 +5,10 @@ import { request } from 'undici'
 import { assertionHeaders, uuidv7, type Principal } from '@clinic/platform'
 import { BASES } from '../bases'
 import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
+import { finishDocument } from '../openapi/merge'
+import type { OpenApi } from '../openapi/types'
 
-export type OpenApi = {
-  paths?: Record<string, unknown>
-  components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> }
-  [k: string]: unknown
-}
+export type { OpenApi }
 
 const REFRESH_MS = 30_000
 
@@ -42,18 +40,20 @@ const plannedAreas = () => {
  * routes are left out. docs/openapi.json is this document, committed (`npm run openapi`).
  */
 export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenApi>>): OpenApi {
-  const paths: Record<string, unknown> = {}
-  const schemas: Record<string, unknown> = {}
+  // A deep copy: the documents are kept and merged again later.
+  const copies = JSON.parse(JSON.stringify(docs)) as Partial<Record<string, OpenApi>>
+  const paths: NonNullable<OpenApi['paths']> = {}
+  const tags: NonNullable<OpenApi['tags']> = []
   for (const { service } of ROUTED_SERVICES) {
-    const doc = docs[service]
+    const doc = copies[service]
     for (const [path, item] of Object.entries(doc?.paths ?? {}))
       if (!path.startsWith('/internal')) paths[path] = item
-    Object.assign(schemas, doc?.components?.schemas ?? {})
+    tags.push(...(doc?.tags ?? []))
   }
   const planned = PLANNED.length
     ? ` ${plannedAreas()} areas are announced and answer 501 not_implemented.`
     : ''
-  return {
+  return finishDocument({
     openapi: '3.1.0',
     info: {
       title: 'Clinic API',
@@ -69,15 +69,16 @@ export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenA
       { url: '/api/3', description: 'current version (local development base)' },
     ],
     security: [{ serviceToken: [] }, { basic: [] }],
+    tags,
     paths,
     components: {
-      schemas,
+      schemas: {},
       securitySchemes: {
         serviceToken: { type: 'apiKey', in: 'header', name: 'X-service-Token' },
         basic: { type: 'http', scheme: 'basic', description: 'username:token' },
       },
     },
-  }
+  })
 }
 
 export interface DocsOptions {

@@ -2,13 +2,14 @@ import { keyset, keysetPage, visibleCenters, type Ctx, type Page } from '@clinic
 import type { Patient, PatientSort } from '../schemas/patient'
 import type { PatientStore } from './patient-store'
 
+/** The list's query; the route fills the defaults (offset 0, limit 25, sort last_name). */
 export interface ListPatients {
-  offset: number
-  limit: number
+  offset?: number
+  limit?: number
   after?: string
   codalmacen?: string
   q?: string
-  sort: PatientSort
+  sort?: PatientSort
 }
 
 /** Each sort's order; the tag keeps a cursor of one sort from being used with the other. */
@@ -48,10 +49,11 @@ export const normalizeQuery = (q: string | undefined) => {
 }
 
 export function listPatients(ctx: Ctx, store: PatientStore, input: ListPatients): Promise<Page<Patient>> {
+  const sort = input.sort ?? 'last_name'
   return keysetPage<Patient, string[] | null, string>(input, {
-    keyset: PATIENT_KEYSETS[input.sort],
+    keyset: PATIENT_KEYSETS[sort],
     filter: () => visibleCenters(ctx.auth, input.codalmacen),
     fetch: (centers, page) =>
-      store.list(ctx.auth.companyId, { ...page, centers, q: normalizeQuery(input.q), sort: input.sort }),
+      store.list(ctx.auth.companyId, { ...page, centers, q: normalizeQuery(input.q), sort }),
   })
 }

@@ -44,9 +44,14 @@ const ListPatientsQuery = Type.Object(
         description: 'part of the first or last name (any case), or an exact national id',
       }),
     ),
-    sort: Type.Union(
-      SORTS.map((s) => Type.Literal(s)),
-      { default: 'last_name', description: '`last_name` (then first name) or `-created_at` (newest first)' },
+    sort: Type.Optional(
+      Type.Union(
+        SORTS.map((s) => Type.Literal(s)),
+        {
+          default: 'last_name',
+          description: '`last_name` (then first name) or `-created_at` (newest first)',
+        },
+      ),
     ),
   },
   { additionalProperties: false },
@@ -60,9 +65,7 @@ const listPatientsRoute = {
       'Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.',
     querystring: ListPatientsQuery,
     response: {
-      200: listOf(Patient),
-      400: problem('Invalid query or unknown_center'),
-      403: problem('center_forbidden'),
+      200: listOf(Patient, 'PatientList'),
     },
   },
 }
@@ -79,8 +82,6 @@ const createPatientRoute = {
     body: CreatePatientBody,
     response: {
       201: { ...Patient, headers: { ...ETagHeader, location: Type.String() } },
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
       409: problem('duplicate_national_id or idempotency_conflict'),
       422: problem('guardian_required'),
     },
@@ -94,7 +95,7 @@ const getPatientRoute = {
     description: "`ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.",
     params: IdParams,
     querystring: CenterQuery,
-    response: { 200: { ...Patient, headers: ETagHeader }, 404: problem('not_found') },
+    response: { 200: { ...Patient, headers: ETagHeader } },
   },
 }
 const updatePatientRoute = {
@@ -111,9 +112,6 @@ const updatePatientRoute = {
     body: UpdatePatientBody,
     response: {
       200: { ...Patient, headers: ETagHeader },
-      400: problem('validation_failed or unknown_center'),
-      403: problem('center_forbidden'),
-      404: problem('not_found'),
       409: problem('duplicate_national_id'),
       412: problem('version_mismatch'),
       422: problem('guardian_required'),

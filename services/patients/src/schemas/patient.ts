@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CenterCode, DateOnly, Instant, Uuid, nullable } from '@clinic/platform/http'
+import { DateOnly, Instant, Uuid, centerCode, nullable } from '@clinic/platform/http'
 
 /**
  * The Patient contract (DESIGN.md section 4). These schemas validate requests, filter responses
@@ -61,7 +61,11 @@ export const Guardian = Type.Object({
 
 /** The fields a client may write, with their rules. */
 const writable = {
-  codalmacen: nullable(CenterCode),
+  codalmacen: nullable(
+    centerCode(
+      'home center (null: none). On create it defaults to ?codalmacen=; a token limited to centers must give one of them',
+    ),
+  ),
   first_name: text(100),
   last_name: text(100),
   birth_date: Type.String({ format: 'date', description: 'YYYY-MM-DD, not in the future' }),
@@ -96,13 +100,28 @@ export const CreatePatientBody = Type.Object(
     guardian: Type.Optional(writable.guardian),
     notes: Type.Optional(writable.notes),
   },
-  { additionalProperties: false },
+  {
+    title: 'PatientCreate',
+    additionalProperties: false,
+    examples: [
+      {
+        codalmacen: 'ALM1',
+        first_name: 'Lucia',
+        last_name: 'Garcia',
+        birth_date: '2015-04-02',
+        requires_legal_guardian: true,
+        guardian: { name: 'Marta Garcia', relationship: 'mother', phone: '+34600111222' },
+      },
+    ],
+  },
 )
 export type CreatePatientInput = Static<typeof CreatePatientBody>
 
 /** Every writable field optional; `address` and `guardian` replace the stored value as a whole. */
 export const UpdatePatientBody = Type.Partial(Type.Object(writable, { additionalProperties: false }), {
+  title: 'PatientPatch',
   additionalProperties: false,
+  examples: [{ email: 'lucia@example.test', preferred_channel: 'email' }],
 })
 export type UpdatePatientInput = Static<typeof UpdatePatientBody>
 
@@ -127,7 +146,7 @@ export const Patient = Type.Object(
     updated_at: Instant,
     version: Type.Integer({ minimum: 1, description: 'increments on every change; the ETag' }),
   },
-  { additionalProperties: false },
+  { title: 'Patient', additionalProperties: false },
 )
 export type Patient = Static<typeof Patient>
 export type PatientAddress = Static<typeof Address>

@@ -1,0 +1,229 @@
+// The contract checked by a third party: every request of the README's walk-through and every
+// documented error goes through Stoplight Prism's validating proxy with the committed document
+// (docs/openapi.json), so a schema that says other than what the API does fails here.
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { createClinicClient, unwrap } from '@clinic/client'
+import { walkThrough } from '../../packages/client/examples/walkthrough'
+import { extraGateway, makeTenant, stack, type Tenant } from '../src/client'
+import { freePort } from '../src/stack'
+import { contractErrors, startPrism, violationsOf, type Prism, type Violation } from '../src/prism'
+
+const DOC = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/openapi.json'), 'utf8'))
+
+let tenant: Tenant
+/** With --errors: any violation, request or response, fails the answer. */
+let strict: Prism
+/** Without: deliberately bad requests reach the gateway; only their answers must be right. */
+let loose: Prism
+const seen: Array<{ what: string; status: number; violations: Violation[] }> = []
+
+beforeAll(async () => {
+  ;[tenant, strict, loose] = await Promise.all([
+    makeTenant(['ALM1', 'ALM2']),
+    startPrism(stack().api, { errors: true }),
+    startPrism(stack().api, { errors: false }),
+  ])
+}, 60_000)
+afterAll(async () => {
+  await Promise.all([strict?.stop(), loose?.stop()])
+})
+
+/** fetch through a Prism, keeping what it said of each answer. */
+const checked =
+  (side: 'any' | 'response') =>
+  async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const req = new Request(input, init)
+    const res = await fetch(req)
+    const all = await violationsOf(res)
+    const violations = side === 'any' ? all : all.filter((v) => v.location[0] !== 'request')
+    seen.push({ what: `${req.method} ${new URL(req.url).pathname}`, status: res.status, violations })
+    return res
+  }
+
+/** One request through a Prism; returns the answer and its body. */
+async function send(
+  prism: Prism,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = { ...o.headers }
+  if (o.token) headers['x-service-token'] = o.token
+  if (o.body !== undefined) headers['content-type'] = 'application/json'
+  const res = await checked(prism === loose ? 'response' : 'any')(`${prism.url}${path}`, {
+    method,
+    headers,
+    body: o.body === undefined ? undefined : JSON.stringify(o.body),
+  })
+  const text = await res.text()
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined }
+}
+
+const tomorrow = () => new Date(Date.now() + 864e5).toISOString().slice(0, 10)
+
+afterEach(() => {
+  const bad = seen.filter((s) => s.violations.length)
+  seen.length = 0
+  if (bad.length)
+    throw new Error(
+      `Prism found contract violations:\n${bad
+        .map((b) => `${b.what} -> ${b.status}: ${JSON.stringify(b.violations)}`)
+        .join('\n')}`,
+    )
+})
+
+describe('the contract, checked by Prism', () => {
+  it('holds for the walk-through written against the generated types', async () => {
+    const out = await walkThrough(strict.url, tenant.token, tomorrow(), checked('any'))
+    expect(out.firstPage.meta.total).toBeGreaterThanOrEqual(1)
+    expect(out.secondPage.data).toHaveLength(1)
+    expect(out.checkedIn.status).toBe('checked_in')
+    expect(out.message.status).toBe('queued')
+    expect(out.trail.data.length).toBeGreaterThan(0)
+    expect(seen.length).toBeGreaterThanOrEqual(10)
+  })
+
+  it('holds for @clinic/client: a full sync with paginate, If-Match from the last ETag, Idempotency-Key', async () => {
+    const api = createClinicClient({ baseUrl: strict.url, token: tenant.token, fetch: checked('any') })
+    const body = { first_name: 'Sync', last_name: 'Cliente', birth_date: '1980-05-05', codalmacen: 'ALM2' }
+    const created = await Promise.all([1, 2, 3].map(() => api.POST('/patients', { body }).then(unwrap)))
+    const synced = []
+    for await (const p of api.paginate('/patients', { codalmacen: 'ALM2', limit: 1 })) synced.push(p.id)
+    expect(synced).toEqual(expect.arrayContaining(created.map((c) => c.id)))
+    expect(synced.length).toBeGreaterThanOrEqual(3)
+    // No If-Match given: the client sends the ETag of the create; then a stale one is 412.
+    const id = created[0]!.id
+    const patched = await api.PATCH('/patients/{id}', { params: { path: { id } }, body: { notes: 'al dia' } })
+    expect([patched.response.status, patched.data?.version]).toEqual([200, 2])
+    const stale = await api.PATCH('/patients/{id}', {
+      params: { path: { id }, header: { 'if-match': '"1"' } },
+      body: { notes: 'tarde' },
+    })
+    expect([stale.response.status, stale.error?.code]).toEqual([412, 'version_mismatch'])
+  })
+
+  it('holds for every documented error of a valid request', async () => {
+    const t = tenant.token
+    const day = new Date(Date.now() + 2 * 864e5).toISOString().slice(0, 10)
+    const p = await send(strict, 'POST', '/patients', {
+      token: t,
+      body: { first_name: 'Ana', last_name: 'Prueba', birth_date: '1990-01-01', codalmacen: 'ALM1' },
+    })
+    expect(p.status).toBe(201)
+    const slot = {
+      patient_id: p.body.id,
+      codalmacen: 'ALM1',
+      practitioner: 'dr-contract',
+      starts_at: `${day}T10:00:00Z`,
+      ends_at: `${day}T10:30:00Z`,
+    }
+
+    expect((await send(strict, 'GET', '/patients', { token: 'csk_not-a-real-token' })).status).toBe(401)
+    expect(
+      (await send(strict, 'GET', '/patients/019ab2c4-1f00-7000-8000-000000000099', { token: t })).status,
+    ).toBe(404)
+    expect(
+      (
+        await send(strict, 'PATCH', `/patients/${p.body.id}`, {
+          token: t,
+          headers: { 'if-match': '"7"' },
+          body: { notes: 'x' },
+        })
+      ).status,
+    ).toBe(412)
+    expect((await send(strict, 'POST', '/appointments', { token: t, body: slot })).status).toBe(201)
+    expect((await send(strict, 'POST', '/appointments', { token: t, body: slot })).body.code).toBe(
+      'slot_conflict',
+    )
+    const key = { 'idempotency-key': `contract-${Date.now()}` }
+    expect(
+      (
+        await send(strict, 'POST', '/comms/send', {
+          token: t,
+          headers: key,
+          body: { patient_id: p.body.id, channel: 'sms', body: 'hola' },
+        })
+      ).status,
+    ).toBe(422)
+    expect(
+      (
+        await send(strict, 'POST', '/patients', {
+          token: t,
+          headers: key,
+          body: { first_name: 'A', last_name: 'B', birth_date: '1990-01-01', codalmacen: 'ALM1' },
+        })
+      ).status,
+    ).toBe(201)
+    expect(
+      (
+        await send(strict, 'POST', '/patients', {
+          token: t,
+          headers: key,
+          body: { first_name: 'C', last_name: 'B', birth_date: '1990-01-01', codalmacen: 'ALM1' },
+        })
+      ).body.code,
+    ).toBe('idempotency_conflict')
+    expect((await send(strict, 'GET', '/patients?codalmacen=NOPE', { token: t })).body.code).toBe(
+      'unknown_center',
+    )
+    expect((await send(strict, 'GET', '/health')).status).toBe(200)
+  })
+
+  it('holds for the 501 of the announced areas (checked against the document here: Prism replaces any 501)', async () => {
+    for (const area of ['/documents', '/consents', '/clinical']) {
+      // Prism finds the request valid and forwards it; the gateway's 501 it then replaces by its own.
+      await (
+        await fetch(`${strict.url}${area}`, { headers: { 'x-service-token': tenant.token } })
+      ).body?.cancel()
+      expect(strict.log()).toContain(`Upstream call to ${area} has returned 501`)
+      const res = await fetch(`${stack().api}${area}`, { headers: { 'x-service-token': tenant.token } })
+      const answer = { status: res.status, headers: res.headers, body: await res.json() }
+      expect(answer.status).toBe(501)
+      expect(contractErrors(DOC, area, 'get', answer)).toEqual([])
+    }
+  })
+
+  it('holds for refused requests: no token, bad body, bad query', async () => {
+    const t = tenant.token
+    const refused = [
+      await send(loose, 'GET', '/patients'),
+      await send(loose, 'POST', '/patients', { token: t, body: { first_name: '', birth_date: 'soon' } }),
+      await send(loose, 'GET', '/patients?limit=1000', { token: t }),
+      await send(loose, 'GET', '/appointments/not-a-uuid', { token: t }),
+    ]
+    expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 400])
+    expect(refused[1]!.body.errors.length).toBeGreaterThan(1)
+  })
+
+  it('holds for 429 and 503, through gateways that answer them', async () => {
+    const limited = await extraGateway({ RATE_LIMIT_PER_MINUTE: '2' })
+    const dead = await extraGateway({ PATIENTS_URL: `http://127.0.0.1:${await freePort()}` })
+    const prisms = await Promise.all([
+      startPrism(limited.api, { errors: true }),
+      startPrism(dead.api, { errors: true }),
+    ])
+    try {
+      const statuses = []
+      for (let i = 0; i < 3; i++)
+        statuses.push((await send(prisms[0], 'GET', '/appointments', { token: tenant.token })).status)
+      expect(statuses).toEqual([200, 200, 429])
+      // The client reads Retry-After (validated by Prism) and waits that long before its retry.
+      const waits: number[] = []
+      const sleep = async (ms: number) => void waits.push(ms)
+      const api = createClinicClient({
+        baseUrl: prisms[0].url,
+        token: tenant.token,
+        fetch: checked('any'),
+        sleep,
+        maxRetries: 1,
+      })
+      expect((await api.GET('/appointments')).response.status).toBe(429)
+      expect(waits).toHaveLength(1)
+      expect(waits[0]).toBeGreaterThanOrEqual(1000)
+      expect((await send(prisms[1], 'GET', '/patients', { token: tenant.token })).status).toBe(503)
+    } finally {
+      await Promise.all([...prisms.map((p) => p.stop()), limited.stop(), dead.stop()])
+    }
+  })
+})
