@@ -3,7 +3,7 @@ import { apps, namesOf, serviceList } from '../lib.mjs'
 import { read, section } from './common.mjs'
 
 export function tsconfig() {
-  const refs = ['packages/platform', ...apps.map((s) => `services/${s.name}`)]
+  const refs = ['packages/platform', 'packages/client', ...apps.map((s) => `services/${s.name}`)]
   return `{\n  "files": [],\n  "references": [\n${refs.map((r) => `    { "path": "${r}" }`).join(',\n')}\n  ]\n}\n`
 }
 
