@@ -46,6 +46,10 @@ try {
   const client = await import('../packages/client/scripts/generate.mjs')
   writeFileSync(client.schemaPath, await client.generateSchema(JSON.parse(json), { silent: true }))
   console.log(`wrote ${path.relative(root, client.schemaPath)}`)
+  // ... and the .http collection (VS Code REST Client, JetBrains HTTP Client).
+  const http = await import('./http-collection.mjs')
+  writeFileSync(http.httpPath, http.httpCollection(JSON.parse(json)))
+  console.log(`wrote ${path.relative(root, http.httpPath)}`)
 } catch (err) {
   console.error(err.stack ?? err.message)
   process.exit(1)
