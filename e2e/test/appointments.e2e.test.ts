@@ -237,7 +237,7 @@ describe('appointments through the gateway', () => {
     const paths = doc.body.paths
     const ops = {
       listAppointments: paths['/appointments']?.get,
-      bookAppointment: paths['/appointments']?.post,
+      createAppointment: paths['/appointments']?.post,
       getAppointment: paths['/appointments/{id}']?.get,
       updateAppointment: paths['/appointments/{id}']?.patch,
       checkInAppointment: paths['/appointments/{id}/checkin']?.post,
@@ -246,7 +246,7 @@ describe('appointments through the gateway', () => {
       expect(op).toMatchObject({ operationId, tags: ['appointments'], summary: expect.any(String) })
       expect(op.responses['404'] ?? op.responses['400']).toBeDefined()
     }
-    const book = ops.bookAppointment
+    const book = ops.createAppointment
     expect(Object.keys(book.responses)).toEqual(
       expect.arrayContaining(['201', '400', '403', '409', '422', '503']),
     )
@@ -256,7 +256,7 @@ describe('appointments through the gateway', () => {
     expect(Object.keys(ops.updateAppointment.requestBody.content['application/json'].examples)).toHaveLength(
       2,
     )
-    expect(book.responses['201'].headers).toHaveProperty('location')
+    expect(book.responses['201'].headers).toHaveProperty('Location')
     expect(ops.updateAppointment.responses['412']).toBeDefined()
     expect(ops.listAppointments.parameters.map((p: any) => p.name)).toEqual(
       expect.arrayContaining([

@@ -44,11 +44,13 @@ export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenA
   const copies = JSON.parse(JSON.stringify(docs)) as Partial<Record<string, OpenApi>>
   const paths: NonNullable<OpenApi['paths']> = {}
   const tags: NonNullable<OpenApi['tags']> = []
+  const schemas: Record<string, unknown> = {}
   for (const { service } of ROUTED_SERVICES) {
     const doc = copies[service]
     for (const [path, item] of Object.entries(doc?.paths ?? {}))
       if (!path.startsWith('/internal')) paths[path] = item
     tags.push(...(doc?.tags ?? []))
+    Object.assign(schemas, doc?.components?.schemas)
   }
   const planned = PLANNED.length
     ? ` ${plannedAreas()} areas are announced and answer 501 not_implemented.`
@@ -72,7 +74,7 @@ export function mergeOpenApi(version: string, docs: Partial<Record<string, OpenA
     tags,
     paths,
     components: {
-      schemas: {},
+      schemas,
       securitySchemes: {
         serviceToken: { type: 'apiKey', in: 'header', name: 'X-service-Token' },
         basic: { type: 'http', scheme: 'basic', description: 'username:token' },

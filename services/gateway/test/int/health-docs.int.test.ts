@@ -142,14 +142,21 @@ describe('/api/openapi.json', () => {
       }
       expect(merged.openapi).toBe('3.1.0')
       expect(merged.info.version).toBe(VERSION)
+      // The services' paths (not /internal), and the gateway's own: /health and the announced areas.
       expect(Object.keys(merged.paths).sort()).toEqual([
         '/appointments',
         '/audit/events',
+        '/clinical',
         '/comms/messages',
+        '/consents',
+        '/documents',
+        '/health',
         '/patients',
       ])
-      expect(merged.paths['/patients']).toEqual({ get: { operationId: 'listPatients' } })
-      expect(Object.keys(merged.components.schemas!).sort()).toEqual(['Appointment', 'AuditEvent', 'Patient'])
+      expect(merged.paths['/patients']).toMatchObject({ get: { operationId: 'listPatients' } })
+      expect(Object.keys(merged.components.schemas!)).toEqual(
+        expect.arrayContaining(['Appointment', 'AuditEvent', 'Patient', 'Problem', 'ValidationProblem']),
+      )
       expect(Object.keys(merged.components.securitySchemes!).sort()).toEqual(['basic', 'serviceToken'])
     }
     // Each service was asked with an assertion addressed to it, and served it.
@@ -165,7 +172,11 @@ describe('/api/openapi.json', () => {
     expect(Object.keys((res.json() as { paths: object }).paths).sort()).toEqual([
       '/appointments',
       '/audit/events',
+      '/clinical',
       '/comms/messages',
+      '/consents',
+      '/documents',
+      '/health',
       '/patients',
     ])
     const page = await gw.app.inject({ method: 'GET', url: '/api/docs' })

@@ -1,5 +1,5 @@
 import { resourceOf } from '../../src/access-log'
-import { mergeOpenApi } from '../../src/routes/docs'
+import { mergeOpenApi, type OpenApi } from '../../src/routes/docs'
 
 const ID = '0190c5a0-1234-7abc-8def-0123456789ab'
 const ID2 = '0190c5a0-9999-7abc-8def-0123456789ab'
@@ -33,30 +33,99 @@ describe('resourceOf', () => {
 })
 
 describe('mergeOpenApi', () => {
+  const Patient = { title: 'Patient', type: 'object', properties: { id: { type: 'string' } } }
+  const json = (schema: object) => ({ content: { 'application/json': { schema } } })
   const patients = {
     openapi: '3.1.0',
+    tags: [{ name: 'patients', description: 'Patients of a company' }],
     paths: {
-      '/patients': { get: { operationId: 'listPatients' } },
-      '/patients/{id}': { get: { operationId: 'getPatient' } },
+      '/patients': {
+        get: { operationId: 'listPatients', responses: { '200': { description: 'Default Response' } } },
+        post: {
+          operationId: 'createPatient',
+          requestBody: json({ title: 'PatientCreate', type: 'object' }),
+          responses: {
+            '201': {
+              description: 'Default Response',
+              headers: { etag: { schema: { type: 'string' } } },
+              ...json(Patient),
+            },
+            '409': { description: 'duplicate_national_id', ...json({ type: 'object' }) },
+          },
+        },
+      },
+      '/patients/{id}': {
+        get: {
+          operationId: 'getPatient',
+          parameters: [{ in: 'path', name: 'id', required: true, schema: { type: 'string' } }],
+          responses: { '200': { description: 'Default Response', ...json(Patient) } },
+        },
+      },
       '/internal/patients/{id}/contact': { get: { operationId: 'internalContact' } },
     },
-    components: { schemas: { Patient: { type: 'object' } } },
   }
   const appointments = {
     openapi: '3.1.0',
-    paths: { '/appointments': { post: { operationId: 'bookAppointment' } }, '/internal': { get: {} } },
-    components: { schemas: { Appointment: { type: 'object' } } },
+    paths: { '/appointments': { post: { operationId: 'createAppointment' } }, '/internal': { get: {} } },
   }
+  const merged = () =>
+    mergeOpenApi('261122.01', { patients: structuredClone(patients) as OpenApi, appointments, comms: {} })
 
-  it('keeps the public paths of every service and leaves /internal ones out', () => {
-    const doc = mergeOpenApi('261122.01', { patients, appointments, comms: {} })
-    expect(Object.keys(doc.paths!).sort()).toEqual(['/appointments', '/patients', '/patients/{id}'])
-    expect(doc.paths!['/patients/{id}']).toEqual({ get: { operationId: 'getPatient' } })
+  it("keeps the services' public paths, leaves /internal out, and adds /health and the announced areas", () => {
+    expect(Object.keys(merged().paths!).sort()).toEqual([
+      '/appointments',
+      '/clinical',
+      '/consents',
+      '/documents',
+      '/health',
+      '/patients',
+      '/patients/{id}',
+    ])
+    expect(merged().paths!['/health']!.get).toMatchObject({ operationId: 'getHealth', security: [] })
+    expect(merged().tags).toEqual(
+      expect.arrayContaining([{ name: 'patients', description: 'Patients of a company' }]),
+    )
   })
 
-  it('merges the component schemas', () => {
-    const doc = mergeOpenApi('261122.01', { patients, appointments })
-    expect(doc.components!.schemas).toEqual({ Patient: { type: 'object' }, Appointment: { type: 'object' } })
+  it('names every titled schema in components and refers to it; two different ones under a title stop it', () => {
+    const doc = merged()
+    expect(doc.components!.schemas).toMatchObject({ Patient, PatientCreate: { type: 'object' } })
+    const created = doc.paths!['/patients']!.post!.responses!['201']!
+    expect(created.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/Patient' })
+    expect(created.description).toBe('The patient')
+    const clash = structuredClone(patients)
+    clash.paths['/patients/{id}'].get.responses['200'] = {
+      description: 'x',
+      ...json({ title: 'Patient', type: 'string' }),
+    }
+    expect(() => mergeOpenApi('261122.01', { patients: clash as OpenApi })).toThrow(
+      /two different schemas are named Patient/,
+    )
+  })
+
+  it('answers every error as problem+json and adds what any operation may meet', () => {
+    const ops = merged().paths!
+    const create = ops['/patients']!.post!.responses!
+    expect(create['409']).toEqual({
+      description: 'duplicate_national_id',
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+      headers: expect.any(Object),
+    })
+    // A body: 400, 413, 415; a token: 401; always 429, 500, 503. No path id: no 404.
+    expect(Object.keys(create)).toEqual(['201', '400', '401', '409', '413', '415', '429', '500', '503'])
+    expect(create['400']).toEqual({ $ref: '#/components/responses/ValidationFailed' })
+    expect(Object.keys(ops['/patients/{id}']!.get!.responses!)).toContain('404')
+    // Public: no 401.
+    expect(Object.keys(ops['/health']!.get!.responses!)).toEqual(['200', '429', '503'])
+  })
+
+  it('documents the headers of every answer: version and request id always, ETag where a service sends it', () => {
+    const headers = merged().paths!['/patients']!.post!.responses!['201']!.headers!
+    expect(headers['X-service-Version']).toEqual({ $ref: '#/components/headers/ServiceVersion' })
+    expect(headers['X-Request-Id']).toEqual({ $ref: '#/components/headers/RequestId' })
+    expect(headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' })
+    expect(headers.ETag).toMatchObject({ required: true })
+    expect(merged().components!.headers).toMatchObject({ ServiceVersion: { required: true } })
   })
 
   it('is OpenAPI 3.1 with the version, both bases as servers and both security schemes', () => {
@@ -72,6 +141,5 @@ describe('mergeOpenApi', () => {
       basic: expect.objectContaining({ type: 'http', scheme: 'basic' }),
     })
     expect(doc.security).toEqual([{ serviceToken: [] }, { basic: [] }])
-    expect(doc.paths).toEqual({})
   })
 })
