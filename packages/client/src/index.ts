@@ -8,7 +8,7 @@ import type { paths } from './schema'
 import type { ListItem, ListPath, ListQuery } from './types'
 
 export type { components, operations, paths } from './schema'
-export type { ListItem, ListPath, ListQuery, Problem, ProblemShape, Schema, Schemas } from './types'
+export type { ListItem, ListPath, ListQuery, Problem, Schema, Schemas } from './types'
 export { ClinicApiError, unwrap } from './errors'
 export { retryDelay, type Fetch } from './retry-after'
 

@@ -1,26 +1,15 @@
-// Names for parts of the generated schema that hold whatever schema.ts is regenerated to: every alias
-// is computed from `paths` and `components`, none names a path or a component that may go away.
+// Names for parts of the generated schema, computed from `paths` and `components` so they follow
+// whatever schema.ts is regenerated to; only `Problem`, part of every error, is named.
 import type { components, paths } from './schema'
 
-/** The named schemas of the document (`components.schemas`), or none. */
-export type Schemas = components extends { schemas: infer S } ? S : Record<string, never>
+/** The named schemas of the document (`components.schemas`). */
+export type Schemas = components['schemas']
 
 /** One named schema: `Schema<'Patient'>`. */
 export type Schema<Name extends keyof Schemas> = Schemas[Name]
 
-/** The error body of DESIGN.md section 3, for a document that has no `Problem` schema (yet). */
-export interface ProblemShape {
-  type: string
-  title: string
-  status: number
-  code: string
-  detail?: string
-  request_id: string
-  errors?: { path: string; message: string }[]
-}
-
-/** An `application/problem+json` body: the document's `Problem` schema when it has one. */
-export type Problem = Schemas extends { Problem: infer P } ? P : ProblemShape
+/** An `application/problem+json` body (RFC 9457): the document's `Problem` schema. */
+export type Problem = components['schemas']['Problem']
 
 type GetOf<P extends keyof paths> = paths[P] extends { get: infer Op } ? Op : never
 type JsonOk<Op> = Op extends { responses: { 200: { content: { 'application/json': infer Body } } } }
