@@ -10,7 +10,7 @@ import {
   ASSERTION_HEADER,
   type Principal,
 } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { SMTPServer } from 'smtp-server'
 import { buildApp } from '../src/app'
@@ -97,7 +97,9 @@ export async function startComms(
     logLines?: string[]
   } = {},
 ): Promise<Harness> {
-  const url = process.env.DATABASE_URL!
+  // A relay publishes and deletes every company's outbox rows: with one (`providers`), a database
+  // of its own, so the files that read the outbox of the run's database never race it.
+  const url = o.providers ? await createTestDatabase() : process.env.DATABASE_URL!
   await migrate(url, SCHEMA, migrations)
   const lines = o.logLines
   const logger = lines
@@ -153,6 +155,7 @@ export async function startComms(
       await amqp.close()
       await directory.close()
       await Promise.all([knex.destroy(), owner.destroy()])
+      if (o.providers) await dropTestDatabase(url)
     },
   }
 }
