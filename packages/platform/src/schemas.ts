@@ -23,7 +23,7 @@ const CENTER_PATTERN = '^[A-Za-z0-9_-]+$'
  * Plain words for the patterns every service uses (a regex is no message for a person). Route
  * rules add their own (`patternMessages`) over these.
  */
-export const PATTERN_MESSAGES: Record<string, string> = {
+export const COMMON_PATTERN_MESSAGES: Record<string, string> = {
   [SINGLE_LINE]: 'must not be blank nor contain line breaks or control characters',
   [MULTI_LINE]: 'must not be blank nor contain control characters',
   [UUID_PATTERN]: 'must be a UUID',

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ValidationFailed, type AppError, type FieldError } from '../errors'
-import { PATTERN_MESSAGES } from '../schemas'
+import { COMMON_PATTERN_MESSAGES } from '../schemas'
 import { fieldErrors, toAppError, type AjvError } from './problems'
 
 declare module 'fastify' {
@@ -23,7 +23,7 @@ export interface RequestErrorOptions {
 
 /** Ajv's pattern errors in plain words: the route's `patternMessages`, else the platform's. */
 function withPatternMessages(errors: AjvError[], own: Record<string, string> | undefined): AjvError[] {
-  const messages = { ...PATTERN_MESSAGES, ...own }
+  const messages = { ...COMMON_PATTERN_MESSAGES, ...own }
   return errors.map((e) =>
     e.keyword === 'pattern' ? { ...e, message: messages[String(e.params.pattern)] ?? e.message } : e,
   )

@@ -41,12 +41,10 @@ export function hoistNamedSchemas(doc: OpenApi): void {
     for (const k of LIST) if (Array.isArray(s[k])) s[k] = (s[k] as unknown[]).map(visit)
     if (typeof s.title !== 'string' || !NAME.test(s.title)) return s
     const known = schemas[s.title] as Json | undefined
-    if (!known || (!known.examples && s.examples)) {
-      if (known && comparable(known) !== comparable(s))
-        throw new Error(`OpenAPI: two different schemas are named ${s.title}`)
-      schemas[s.title] = s
-    } else if (comparable(known) !== comparable(s))
+    if (known && comparable(known) !== comparable(s))
       throw new Error(`OpenAPI: two different schemas are named ${s.title}`)
+    // The copy that kept its examples (fastify-swagger moves a body's to its media type) names it.
+    if (!known || (!known.examples && s.examples)) schemas[s.title] = s
     return ref(s.title)
   }
   for (const [, , op] of operationsOf(doc)) {
