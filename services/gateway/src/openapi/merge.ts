@@ -16,6 +16,9 @@ const TAGS = [
 /** Provider callbacks (services.json `webhooks`): no API token, the provider's signature instead. */
 const WEBHOOKS = new Set(ROUTED_SERVICES.flatMap((s) => s.webhooks))
 
+/** Needs a token: every operation but those marked `security: []` (callbacks, /health). */
+const secured = (op: Operation) => !(Array.isArray(op.security) && op.security.length === 0)
+
 /** Readable names for the 2xx answers fastify-swagger leaves as "Default Response". */
 function describeSuccess(op: Operation) {
   for (const [status, response] of Object.entries(op.responses ?? {})) {
@@ -63,14 +66,12 @@ export function finishDocument(doc: OpenApi): OpenApi {
   for (const p of PLANNED) paths[`/${p.family}`] = plannedPath(p)
   for (const [path, , op] of operationsOf(doc)) {
     if (WEBHOOKS.has(path)) op.security = []
-    const secured = !(Array.isArray(op.security) && op.security.length === 0)
-    documentErrors(op, secured, shared)
+    documentErrors(op, secured(op), shared)
   }
   hoistNamedSchemas(doc)
   for (const [, , op] of operationsOf(doc)) describeSuccess(op)
   paths['/health'] = healthPath()
-  for (const [path, method, op] of operationsOf(doc))
-    documentHeaders(method, op, !(WEBHOOKS.has(path) || path === '/health'))
+  for (const [, method, op] of operationsOf(doc)) documentHeaders(method, op, secured(op))
   doc.components!.schemas = { ...doc.components!.schemas, ...PROBLEM_SCHEMAS, HealthSummary: HEALTH_SCHEMA }
   doc.components!.schemas = Object.fromEntries(
     Object.entries(doc.components!.schemas).sort(([a], [b]) => a.localeCompare(b)),
