@@ -67,7 +67,7 @@ export interface paths {
         put?: never;
         /**
          * Book an appointment
-         * @description Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which). `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.
+         * @description Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which; for a registered practitioner with up to 3 `alternatives`, the next free slots). A registered practitioner must work then (422 outside_working_hours unless `outside_hours: true`). `hold_id` turns that hold into this appointment. `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.
          */
         post: operations["createAppointment"];
         delete?: never;
@@ -115,6 +115,155 @@ export interface paths {
          */
         post: operations["checkInAppointment"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/availability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Free slots at a center (`limit=1`: the next available)
+         * @description The slot grid of each active registered practitioner who works at the center (every `slot_minutes` from the start of each working window, in the practitioner's time zone, correct across daylight-saving changes), minus appointments that are not cancelled or no-show, live holds, time off and the past. Sorted by `starts_at`, then practitioner. `to - from` at most 31 days.
+         */
+        get: operations["getAvailability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/holds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold a slot while the patient decides
+         * @description The hold blocks the slot as an appointment does until `expires_at` (HOLD_TTL_SECONDS, default 300 s); then it blocks nothing. Book it with `hold_id` in POST /appointments. Taken: 409 slot_conflict with the next free `alternatives`; outside the working hours of a registered practitioner: 422 outside_working_hours.
+         */
+        post: operations["createHold"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/holds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Release a hold
+         * @description Frees the slot at once. A hold that has expired or was booked is 404.
+         */
+        delete: operations["deleteHold"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/practitioners": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List practitioners
+         * @description By id. `codalmacen` (or a token limited to centers): those who work at that center. `meta.next` is a cursor for `?after=`.
+         */
+        get: operations["listPractitioners"];
+        put?: never;
+        /**
+         * Register a practitioner with working hours
+         * @description `id` is the slug appointments name in `practitioner`. Working hours are local times in `time_zone`, per weekday and center; entries of one weekday may not overlap. Bookings of a registered practitioner are checked against them (422 outside_working_hours). A token limited to centers may only name its centers. The same id again is 409 duplicate_practitioner.
+         */
+        post: operations["createPractitioner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/practitioners/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one practitioner
+         * @description `ETag` is the version. A token limited to centers sees those who work at one of its centers.
+         */
+        get: operations["getPractitioner"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change name, time zone, slot length, working hours or active
+         * @description Only the fields sent change; `working_hours` is replaced as a whole. Existing appointments stay. `If-Match` with a stale version is 412.
+         */
+        patch: operations["updatePractitioner"];
+        trace?: never;
+    };
+    "/practitioners/{id}/time-off": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a practitioner's time off
+         * @description Earliest first; `from`/`to` keep the time off that meets that range.
+         */
+        get: operations["listTimeOff"];
+        put?: never;
+        /**
+         * Add time off
+         * @description No bookings (422 outside_working_hours unless `outside_hours`) and no availability in it. Appointments already booked stay.
+         */
+        post: operations["createTimeOff"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/practitioners/{id}/time-off/{time_off_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove time off */
+        delete: operations["deleteTimeOff"];
         options?: never;
         head?: never;
         patch?: never;
@@ -388,6 +537,10 @@ export interface components {
             reason?: string | null;
             /** @description free text; never sent in events */
             notes?: string | null;
+            /** @description a live hold of this slot (POST /appointments/holds): it becomes this appointment */
+            hold_id?: string;
+            /** @description book a registered practitioner outside their working hours or time off anyway (else 422 outside_working_hours); the audit trail shows it */
+            outside_hours?: boolean;
         };
         /** AppointmentList */
         AppointmentList: {
@@ -431,6 +584,8 @@ export interface components {
             status?: "scheduled" | "confirmed" | "checked_in" | "completed" | "cancelled" | "no_show";
             /** @description required to cancel */
             cancellation_reason?: string;
+            /** @description book a registered practitioner outside their working hours or time off anyway (else 422 outside_working_hours); the audit trail shows it */
+            outside_hours?: boolean;
         };
         /** AuditEvent */
         AuditEvent: {
@@ -499,6 +654,59 @@ export interface components {
             };
             /** @description what is not ok, e.g. patients.database, comms.unreachable */
             down: string[];
+        };
+        /** Hold */
+        Hold: {
+            /** @description UUIDv7 */
+            id: string;
+            practitioner: string;
+            codalmacen: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            ends_at: string;
+            /** @description UUIDv7 */
+            patient_id: string | null;
+            /**
+             * Format: date-time
+             * @description after this the hold blocks nothing (RFC 3339 UTC)
+             */
+            expires_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+        };
+        /** HoldCreate */
+        HoldCreate: {
+            /**
+             * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+             * @example dra-lopez
+             */
+            practitioner: string;
+            /** @description the center of the slot */
+            codalmacen: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 with any offset
+             * @example 2026-11-23T09:00:00+01:00
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description after starts_at, at most 12 h later
+             * @example 2026-11-23T09:20:00+01:00
+             */
+            ends_at: string;
+            /** @description UUIDv7 */
+            patient_id?: string | null;
         };
         /** ListMeta */
         ListMeta: {
@@ -713,6 +921,94 @@ export interface components {
             /** @description free text; never sent in events */
             notes?: string | null;
         };
+        /**
+         * Practitioner
+         * @example {
+         *       "id": "dra-lopez",
+         *       "name": "Dra. López",
+         *       "time_zone": "Europe/Madrid",
+         *       "slot_minutes": 20,
+         *       "working_hours": [
+         *         {
+         *           "codalmacen": "ALM1",
+         *           "weekday": 1,
+         *           "start": "09:00",
+         *           "end": "14:00"
+         *         },
+         *         {
+         *           "codalmacen": "ALM1",
+         *           "weekday": 3,
+         *           "start": "15:00",
+         *           "end": "19:00"
+         *         }
+         *       ],
+         *       "active": true,
+         *       "created_at": "2026-11-22T17:05:12.345Z",
+         *       "updated_at": "2026-11-22T17:05:12.345Z",
+         *       "version": 1
+         *     }
+         */
+        Practitioner: {
+            id: string;
+            name: string;
+            time_zone: string;
+            slot_minutes: number;
+            working_hours: components["schemas"]["WorkingHours"][];
+            active: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            /** @description increments on every change; the ETag */
+            version: number;
+        };
+        /** PractitionerCreate */
+        PractitionerCreate: {
+            /**
+             * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+             * @example dra-lopez
+             */
+            id: string;
+            /** @example Dra. López */
+            name: string;
+            /**
+             * @description IANA time zone of the working hours (default Europe/Madrid)
+             * @example Europe/Madrid
+             */
+            time_zone?: string;
+            /** @description length of a slot in minutes, a multiple of 5 (default 20) */
+            slot_minutes?: number;
+            /** @description when and where the practitioner takes appointments; entries of a weekday may not overlap */
+            working_hours?: components["schemas"]["WorkingHours"][];
+            /** @description takes appointments (default true) */
+            active?: boolean;
+        };
+        /** PractitionerList */
+        PractitionerList: {
+            data: components["schemas"]["Practitioner"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** PractitionerPatch */
+        PractitionerPatch: {
+            /** @example Dra. López */
+            name?: string;
+            /**
+             * @description IANA time zone of the working hours (default Europe/Madrid)
+             * @example Europe/Madrid
+             */
+            time_zone?: string;
+            /** @description length of a slot in minutes, a multiple of 5 (default 20) */
+            slot_minutes?: number;
+            /** @description when and where the practitioner takes appointments; entries of a weekday may not overlap */
+            working_hours?: components["schemas"]["WorkingHours"][];
+            active?: boolean;
+        };
         /** @description An error (RFC 9457). `code` is stable; `request_id` finds it in the logs. */
         Problem: {
             /** @description https://clinic.example/problems/<code> */
@@ -723,6 +1019,106 @@ export interface components {
             code: string;
             detail?: string;
             request_id: string;
+        };
+        /**
+         * Slot
+         * @example {
+         *       "practitioner": "dra-lopez",
+         *       "codalmacen": "ALM1",
+         *       "starts_at": "2026-11-23T08:00:00.000Z",
+         *       "ends_at": "2026-11-23T08:20:00.000Z"
+         *     }
+         */
+        Slot: {
+            practitioner: string;
+            codalmacen: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            ends_at: string;
+        };
+        /**
+         * SlotConflictProblem
+         * @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH)
+         */
+        SlotConflictProblem: {
+            type: string;
+            title: string;
+            status: number;
+            code: string;
+            detail?: string;
+            request_id: string;
+            errors?: {
+                path: string;
+                message: string;
+            }[];
+            /** @description the next free slots of that practitioner at that center, same duration */
+            alternatives?: components["schemas"]["Slot"][];
+        };
+        /** SlotList */
+        SlotList: {
+            /** @description by starts_at, then practitioner */
+            data: components["schemas"]["Slot"][];
+        };
+        /**
+         * TimeOff
+         * @example {
+         *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+         *       "practitioner": "dra-lopez",
+         *       "starts_at": "2026-12-23T23:00:00.000Z",
+         *       "ends_at": "2026-12-26T23:00:00.000Z",
+         *       "reason": "vacaciones",
+         *       "created_at": "2026-11-22T17:05:12.345Z"
+         *     }
+         */
+        TimeOff: {
+            /** @description UUIDv7 */
+            id: string;
+            practitioner: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            ends_at: string;
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+        };
+        /** TimeOffCreate */
+        TimeOffCreate: {
+            /**
+             * Format: date-time
+             * @description RFC 3339 with any offset
+             * @example 2026-12-24T00:00:00+01:00
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description after starts_at, at most 366 days later
+             * @example 2026-12-27T00:00:00+01:00
+             */
+            ends_at: string;
+            /** @description e.g. holidays */
+            reason?: string | null;
+        };
+        /** TimeOffList */
+        TimeOffList: {
+            data: components["schemas"]["TimeOff"][];
+            meta: components["schemas"]["ListMeta"];
         };
         /** TwilioStatusCallback */
         TwilioStatusCallback: {
@@ -746,6 +1142,23 @@ export interface components {
             detail?: string;
             request_id: string;
             errors?: components["schemas"]["FieldError"][];
+        };
+        /** WorkingHours */
+        WorkingHours: {
+            /** @description the center where the practitioner works then */
+            codalmacen: string;
+            /** @description 1 = Monday ... 7 = Sunday */
+            weekday: number;
+            /**
+             * @description local time in the practitioner’s time zone, HH:MM
+             * @example 09:00
+             */
+            start: string;
+            /**
+             * @description local time, after start (24:00 for midnight)
+             * @example 14:00
+             */
+            end: string;
         };
     };
     responses: {
@@ -1300,7 +1713,7 @@ export interface operations {
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["CenterForbidden"];
-            /** @description slot_conflict or idempotency_conflict */
+            /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -1311,12 +1724,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["SlotConflictProblem"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description unknown_patient */
+            /** @description unknown_patient or outside_working_hours */
             422: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -1469,7 +1882,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["CenterForbidden"];
             404: components["responses"]["NotFound"];
-            /** @description invalid_transition or slot_conflict */
+            /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -1480,7 +1893,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["SlotConflictProblem"];
                 };
             };
             /** @description version_mismatch */
@@ -1499,6 +1912,20 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description outside_working_hours */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -1576,6 +2003,691 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getAvailability: {
+        parameters: {
+            query: {
+                /** @description the center (required) */
+                codalmacen: string;
+                /**
+                 * @description slots starting at or after this instant
+                 * @example 2026-11-23T00:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description slots starting before this instant; at most 31 days after from
+                 * @example 2026-11-30T00:00:00Z
+                 */
+                to: string;
+                /** @description only these practitioners, by repeating the parameter; default every active one of the center */
+                practitioner?: string[];
+                /** @description minutes each slot must last, a multiple of 5 (default each practitioner’s slot length) */
+                duration?: number;
+                /** @description at most this many slots, earliest first; `limit=1` is the next available */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The slot list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlotList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createHold: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "practitioner": "dra-lopez",
+                 *       "codalmacen": "ALM1",
+                 *       "starts_at": "2026-11-23T09:00:00+01:00",
+                 *       "ends_at": "2026-11-23T09:20:00+01:00"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HoldCreate"];
+            };
+        };
+        responses: {
+            /** @description The hold */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c7-4c00-7000-8000-000000000004",
+                     *       "practitioner": "dra-lopez",
+                     *       "codalmacen": "ALM1",
+                     *       "starts_at": "2026-11-23T08:00:00.000Z",
+                     *       "ends_at": "2026-11-23T08:20:00.000Z",
+                     *       "patient_id": null,
+                     *       "expires_at": "2026-11-22T17:10:12.345Z",
+                     *       "created_at": "2026-11-22T17:05:12.345Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Hold"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["SlotConflictProblem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description outside_working_hours or unknown_patient */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteHold: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Released */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listPractitioners: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description only active (true) or inactive (false) ones */
+                active?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The practitioner list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PractitionerList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createPractitioner: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "dra-lopez",
+                 *       "name": "Dra. López",
+                 *       "slot_minutes": 20,
+                 *       "working_hours": [
+                 *         {
+                 *           "codalmacen": "ALM1",
+                 *           "weekday": 1,
+                 *           "start": "09:00",
+                 *           "end": "14:00"
+                 *         },
+                 *         {
+                 *           "codalmacen": "ALM1",
+                 *           "weekday": 3,
+                 *           "start": "15:00",
+                 *           "end": "19:00"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PractitionerCreate"];
+            };
+        };
+        responses: {
+            /** @description The practitioner */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dra-lopez",
+                     *       "name": "Dra. López",
+                     *       "time_zone": "Europe/Madrid",
+                     *       "slot_minutes": 20,
+                     *       "working_hours": [
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 1,
+                     *           "start": "09:00",
+                     *           "end": "14:00"
+                     *         },
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 3,
+                     *           "start": "15:00",
+                     *           "end": "19:00"
+                     *         }
+                     *       ],
+                     *       "active": true,
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Practitioner"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            /** @description duplicate_practitioner or idempotency_conflict */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getPractitioner: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+                 * @example dra-lopez
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The practitioner */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dra-lopez",
+                     *       "name": "Dra. López",
+                     *       "time_zone": "Europe/Madrid",
+                     *       "slot_minutes": 20,
+                     *       "working_hours": [
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 1,
+                     *           "start": "09:00",
+                     *           "end": "14:00"
+                     *         },
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 3,
+                     *           "start": "15:00",
+                     *           "end": "19:00"
+                     *         }
+                     *       ],
+                     *       "active": true,
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Practitioner"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    updatePractitioner: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+                 * @example dra-lopez
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PractitionerPatch"];
+            };
+        };
+        responses: {
+            /** @description The practitioner */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dra-lopez",
+                     *       "name": "Dra. López",
+                     *       "time_zone": "Europe/Madrid",
+                     *       "slot_minutes": 20,
+                     *       "working_hours": [
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 1,
+                     *           "start": "09:00",
+                     *           "end": "14:00"
+                     *         },
+                     *         {
+                     *           "codalmacen": "ALM1",
+                     *           "weekday": 3,
+                     *           "start": "15:00",
+                     *           "end": "19:00"
+                     *         }
+                     *       ],
+                     *       "active": true,
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Practitioner"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listTimeOff: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /**
+                 * @description time off that ends after this instant
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description time off that starts before this instant
+                 * @example 2027-01-01T00:00:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+                 * @example dra-lopez
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The time off list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimeOffList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createTimeOff: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+                 * @example dra-lopez
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "starts_at": "2026-12-24T00:00:00+01:00",
+                 *       "ends_at": "2026-12-27T00:00:00+01:00",
+                 *       "reason": "vacaciones"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TimeOffCreate"];
+            };
+        };
+        responses: {
+            /** @description The time off */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "practitioner": "dra-lopez",
+                     *       "starts_at": "2026-12-23T23:00:00.000Z",
+                     *       "ends_at": "2026-12-26T23:00:00.000Z",
+                     *       "reason": "vacaciones",
+                     *       "created_at": "2026-11-22T17:05:12.345Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TimeOff"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description idempotency_conflict */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    deleteTimeOff: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description the slug appointments name in `practitioner`: lower-case letters, digits and -
+                 * @example dra-lopez
+                 */
+                id: string;
+                /** @description UUIDv7 */
+                time_off_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];

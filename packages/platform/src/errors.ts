@@ -18,6 +18,8 @@ export interface AppErrorInit {
   detail?: string
   errors?: FieldError[]
   headers?: Record<string, string>
+  /** Members of the problem beyond RFC 9457's (a slot conflict's `alternatives`). */
+  extensions?: Record<string, unknown>
 }
 
 export class AppError extends Error {
@@ -27,6 +29,7 @@ export class AppError extends Error {
   readonly detail: string | undefined
   readonly errors: FieldError[] | undefined
   readonly headers: Record<string, string> | undefined
+  readonly extensions: Record<string, unknown> | undefined
   constructor(init: AppErrorInit) {
     super(init.detail ?? init.title)
     this.name = new.target.name
@@ -36,6 +39,7 @@ export class AppError extends Error {
     this.detail = init.detail
     this.errors = init.errors
     this.headers = init.headers
+    this.extensions = init.extensions
   }
 }
 
@@ -194,6 +198,7 @@ export interface ProblemBody {
   detail?: string
   request_id: string
   errors?: FieldError[]
+  [member: string]: unknown
 }
 
 export function problemBody(err: AppError, requestId: string): ProblemBody {
@@ -206,7 +211,7 @@ export function problemBody(err: AppError, requestId: string): ProblemBody {
   }
   if (err.detail) body.detail = err.detail
   if (err.errors) body.errors = err.errors
-  return body
+  return err.extensions ? { ...err.extensions, ...body } : body
 }
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'

@@ -61,17 +61,29 @@ const StatusChange = {
   new_status: Type.Union([Type.String(), Type.Null()], { description: 'when the status changed, else null' }),
 }
 
+/** Present (true) when a booking or move was made outside a registered practitioner's hours on purpose. */
+const OutsideHours = Type.Optional(Type.Literal(true))
+const PractitionerIds = {
+  id: Type.String(),
+  active: Type.Boolean(),
+  version: Type.Integer(),
+}
+
 export const eventTypes = {
   'patient.created': PatientContact,
   'patient.updated': Type.Object({ ...PatientContactFields, changes: Changes }),
-  'appointment.created': Type.Object(AppointmentSlot),
+  'appointment.created': Type.Object({ ...AppointmentSlot, outside_hours: OutsideHours }),
   /** Which fields changed, never their values (the new slot is read from the service). */
   'appointment.updated': Type.Object({
     id: Type.String(),
     patient_id: Type.String(),
     version: Type.Integer(),
     ...StatusChange,
+    outside_hours: OutsideHours,
   }),
+  /** A practitioner's record (DESIGN.md section 11): ids and flags; hours are read from the service. */
+  'practitioner.created': Type.Object(PractitionerIds),
+  'practitioner.updated': Type.Object({ ...PractitionerIds, changes: Changes }),
   'appointment.checked_in': Type.Object({ ...AppointmentSlot, ...StatusChange }),
   'comms.message.queued': Type.Object(MessageIds),
   'comms.message.sent': Type.Object(MessageIds),

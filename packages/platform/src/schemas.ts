@@ -118,7 +118,9 @@ export const Problem = Type.Object(
   { $id: 'Problem' },
 )
 
-const { $id: _problemId, ...problemSchema } = Problem
+const { $id: _problemId, ...problemFields } = Problem
+/** The Problem schema without its $id, to describe a response or extend (a conflict's `alternatives`). */
+export const problemSchema = problemFields as unknown as TSchema & { properties: Record<string, TSchema> }
 /** A problem+json response of a route schema, described (inline: a shared $id cannot repeat per route). */
 export const problem = (description: string): TSchema => ({ ...problemSchema, description }) as TSchema
 

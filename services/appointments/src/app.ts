@@ -1,13 +1,21 @@
 import { serviceApp, type ServiceDeps } from '@clinic/platform'
 import { AppointmentsRepository } from './db/repositories/appointments-repository'
 import type { PatientDirectory } from './domain/patient-directory'
+import { DEFAULT_HOLD_TTL_SECONDS } from './config'
+import { PractitionersRepository } from './db/repositories/practitioners-repository'
 import { appointmentRoutes } from './routes/appointments'
+import { calendarRoutes } from './routes/calendar'
+import { practitionerRoutes } from './routes/practitioners'
 import { internalRoutes } from './routes/internal'
 
 /** knex: connected as the service role (row-level security applies), search_path = appointments. */
 export interface Deps extends ServiceDeps {
   /** Does a patient exist in the caller's company (the patients service, over internal HTTP). */
   patients: PatientDirectory
+  /** What time it is for holds and availability (tests move it); default the system clock. */
+  clock?: () => Date
+  /** How long a hold lives (HOLD_TTL_SECONDS); default 300. */
+  holdTtlSeconds?: number
 }
 
 /** The appointments service: book, list, read, move, confirm, cancel and check in appointments. */
@@ -15,10 +23,18 @@ export async function buildApp(deps: Deps) {
   const app = await serviceApp(deps, {
     service: 'appointments',
     description:
-      'Appointments of a company: booking without double booking, the state machine (confirm, check in, complete, cancel, no-show) and the day schedule of a center.',
+      'Appointments of a company: booking without double booking, the state machine (confirm, check in, complete, cancel, no-show), the day schedule of a center, practitioners with working hours and time off, free slots and holds.',
   })
-  const store = new AppointmentsRepository(deps.knex)
+  const clock = deps.clock ?? (() => new Date())
+  const store = new AppointmentsRepository(deps.knex, clock)
   await app.register(appointmentRoutes, { store, patients: deps.patients })
+  await app.register(calendarRoutes, {
+    store,
+    patients: deps.patients,
+    clock,
+    holdTtlSeconds: deps.holdTtlSeconds ?? DEFAULT_HOLD_TTL_SECONDS,
+  })
+  await app.register(practitionerRoutes, { store: new PractitionersRepository(deps.knex) })
   await app.register(internalRoutes, { store })
   return app
 }

@@ -21,6 +21,7 @@ runService(
         secret: config.INTERNAL_AUTH_SECRET,
         timeoutMs: config.PATIENTS_TIMEOUT_MS,
       }),
+      holdTtlSeconds: config.HOLD_TTL_SECONDS,
     }),
   }),
 )

@@ -79,7 +79,9 @@ export interface Harness {
 }
 
 /** Migrates the schema and builds the app on the real database, with the patients far end. */
-export async function startApp(o: { poolMax?: number; patientsTimeoutMs?: number } = {}): Promise<Harness> {
+export async function startApp(
+  o: { poolMax?: number; patientsTimeoutMs?: number; clock?: () => Date; holdTtlSeconds?: number } = {},
+): Promise<Harness> {
   const url = process.env.DATABASE_URL!
   await migrate(url, SCHEMA, migrations)
   const logger = createLogger({ service: 'appointments', level: process.env.LOG_LEVEL ?? 'silent' })
@@ -96,6 +98,8 @@ export async function startApp(o: { poolMax?: number; patientsTimeoutMs?: number
     version: '261122.01',
     assertionSecret: secret,
     patients: new PatientsClient({ baseUrl: patients.url, secret, timeoutMs: o.patientsTimeoutMs ?? 2000 }),
+    clock: o.clock,
+    holdTtlSeconds: o.holdTtlSeconds,
   })
   await app.ready()
   return {

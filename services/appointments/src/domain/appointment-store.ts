@@ -5,6 +5,8 @@ import type {
   AppointmentSort,
   AppointmentStatus,
 } from '../schemas/appointment'
+import type { Hold, Slot } from '../schemas/availability'
+import type { NotWorking, SlotHolder } from './errors'
 
 /**
  * What the domain needs from storage. The implementation (db/repositories) scopes every statement
@@ -13,6 +15,40 @@ import type {
  */
 export interface AppointmentStore extends TenantStore<AppointmentTx, Appointment> {
   list(companyId: number, filter: ListFilter): Promise<{ rows: Appointment[]; total: number }>
+  /** Free slots at a center, earliest first (DESIGN.md section 11); the past and expired holds per the store's clock. */
+  availability(companyId: number, filter: AvailabilityFilter): Promise<Slot[]>
+  /** The centers of what takes that time from the practitioner (live claims) or the patient. */
+  conflictCenters(companyId: number, c: ConflictQuery): Promise<string[]>
+}
+
+export interface AvailabilityFilter {
+  center: string
+  /** RFC 3339 UTC: slots starting in [from, to). */
+  from: string
+  to: string
+  /** Only these practitioners; undefined: every active one working at the center. */
+  practitioners?: string[]
+  /** Minutes each slot lasts; undefined: each practitioner's slot length. */
+  duration?: number
+  limit: number
+}
+
+export interface ConflictQuery {
+  holder: SlotHolder
+  practitioner: string
+  patientId?: string
+  starts_at: string
+  ends_at: string
+  /** An appointment being moved: not a conflict with itself. */
+  self?: string
+}
+
+/** A time a practitioner may be claimed for. */
+export interface Span {
+  practitioner: string
+  center: string
+  starts_at: string
+  ends_at: string
 }
 
 export interface AppointmentTx extends TenantTx<Appointment> {
@@ -25,6 +61,14 @@ export interface AppointmentTx extends TenantTx<Appointment> {
   update(current: Appointment, changes: Partial<AppointmentFields>): Promise<Appointment>
   /** Sets status checked_in and checked_in_at (the database's clock), bumps the version. */
   checkIn(id: string): Promise<Appointment>
+  /** Whether a registered practitioner works then: null when the practitioner is not registered. */
+  workingCheck(span: Span): Promise<NotWorking | 'ok' | null>
+  /** The live hold `id` of the company, locked until the transaction ends, or null. */
+  findHold(id: string): Promise<Hold | null>
+  /** Deletes the live hold `id` (of these centers, when given); false when there is none. */
+  releaseHold(id: string, centers: string[] | null): Promise<boolean>
+  /** Claims the time for a hold; throws SlotConflict when anything live overlaps it. */
+  insertHold(hold: Omit<Hold, 'created_at'>): Promise<Hold>
 }
 
 export interface ListFilter {

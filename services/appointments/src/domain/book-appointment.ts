@@ -2,6 +2,7 @@ import {
   UnknownPatient,
   ValidationFailed,
   assertCenter,
+  centerVisible,
   uuidv7,
   findVisible,
   type Ctx,
@@ -10,7 +11,8 @@ import {
 } from '@clinic/platform/core'
 import { appointmentCreated } from '../events/appointment-events'
 import type { Appointment, AppointmentFields, CreateAppointmentInput } from '../schemas/appointment'
-import type { AppointmentStore } from './appointment-store'
+import type { AppointmentStore, AppointmentTx, Span } from './appointment-store'
+import { checkWorking, explainingConflicts } from './calendar-rules'
 import type { PatientDirectory } from './patient-directory'
 import { fieldsFromCreate } from './rules'
 
@@ -47,7 +49,7 @@ export async function bookAppointment(
 
   const result =
     (await deps.store.storedResponse<Appointment>(ctx.auth.companyId, idempotency)) ??
-    (await book(ctx, deps, fields, idempotency))
+    (await book(ctx, deps, fields, idempotency, input.body))
   // A replay is a read: the appointment must still be visible to this token's centers now.
   if (result.replayed) await findVisible(ctx, deps.store, result.body.id, { notFound: 'No such appointment' })
   ctx.log.info({ appointment_id: result.body.id, replayed: !!result.replayed }, 'appointment booked')
@@ -60,12 +62,56 @@ async function book(
   deps: { store: AppointmentStore; patients: PatientDirectory },
   fields: AppointmentFields,
   idempotency: IdempotencyKey,
+  body: CreateAppointmentInput,
 ): Promise<StoredResponse<Appointment>> {
   if (!(await deps.patients.exists(ctx, fields.patient_id))) throw new UnknownPatient()
+  const span = spanOf(fields)
+  let registered = false
   // A concurrent request with the same key may have committed meanwhile: this replays it then.
-  return deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
-    const appointment = await tx.insert(uuidv7(), fields)
-    await tx.publish([appointmentCreated(ctx, appointment)])
-    return { body: appointment }
-  })
+  const work = () =>
+    deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
+      if (body.hold_id) await convertHold(ctx, tx, body.hold_id.toLowerCase(), fields)
+      const working = await checkWorking(tx, span, body.outside_hours)
+      registered = working.registered
+      const appointment = await tx.insert(uuidv7(), fields)
+      await tx.publish([appointmentCreated(ctx, appointment, working.outsideHours)])
+      return { body: appointment }
+    })
+  return explainingConflicts(ctx, deps.store, work, () => ({
+    span,
+    patientId: fields.patient_id,
+    registered,
+  }))
+}
+
+/** The time an appointment claims from its practitioner. */
+export const spanOf = (
+  f: Pick<AppointmentFields, 'practitioner' | 'codalmacen' | 'starts_at' | 'ends_at'>,
+): Span => ({
+  practitioner: f.practitioner,
+  center: f.codalmacen,
+  starts_at: f.starts_at,
+  ends_at: f.ends_at,
+})
+
+/**
+ * Turns the caller's live hold into this booking: the hold's time is released in the transaction
+ * that inserts the appointment, so no one else can take it in between. A hold that is not live,
+ * not this company's or of a center the token cannot see is as if none was named (the slot
+ * decides); a live one for another slot is a 400.
+ */
+async function convertHold(ctx: Ctx, tx: AppointmentTx, holdId: string, fields: AppointmentFields) {
+  const hold = await tx.findHold(holdId)
+  if (!hold || !centerVisible(ctx.auth.allowedCenters, hold.codalmacen)) return
+  const same =
+    hold.practitioner === fields.practitioner &&
+    hold.codalmacen === fields.codalmacen &&
+    hold.starts_at === fields.starts_at &&
+    hold.ends_at === fields.ends_at &&
+    (hold.patient_id === null || hold.patient_id === fields.patient_id)
+  if (!same)
+    throw new ValidationFailed([
+      { path: '/hold_id', message: 'is a hold of another practitioner, center, time or patient' },
+    ])
+  await tx.releaseHold(hold.id, null)
 }

@@ -2,6 +2,8 @@ import { VersionMismatch, assertCenter, ifMatchAllows, visibleCenters, type Ctx 
 import { appointmentUpdated } from '../events/appointment-events'
 import type { Appointment, UpdateAppointmentInput } from '../schemas/appointment'
 import type { AppointmentStore } from './appointment-store'
+import { spanOf } from './book-appointment'
+import { checkWorking, explainingConflicts } from './calendar-rules'
 import { seenBy } from './get-appointment'
 import { planPatch } from './rules'
 
@@ -28,16 +30,34 @@ export async function updateAppointment(
   const visible = visibleCenters(ctx.auth, input.queryCenter)
   if (input.patch.codalmacen !== undefined) assertCenter(ctx.auth, input.patch.codalmacen)
 
-  const result = await store.transaction(ctx.auth.companyId, async (tx) => {
-    const current = seenBy(visible, await tx.findById(input.id, { forUpdate: true }))
-    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
-      throw new VersionMismatch()
-    const plan = planPatch(current, input.patch)
-    if (!plan.changes.length) return { appointment: current, changes: plan.changes }
-    const appointment = await tx.update(current, plan.values)
-    await tx.publish([appointmentUpdated(ctx, appointment, plan.changes, plan.status)])
-    return { appointment, changes: plan.changes }
-  })
+  let registered = false
+  let moving: Appointment | undefined
+  const work = () =>
+    store.transaction(ctx.auth.companyId, async (tx) => {
+      const current = seenBy(visible, await tx.findById(input.id, { forUpdate: true }))
+      if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
+        throw new VersionMismatch()
+      const plan = planPatch(current, input.patch)
+      if (!plan.changes.length) return { appointment: current, changes: plan.changes }
+      let outsideHours = false
+      if (plan.changes.some((c) => MOVES.includes(c))) {
+        moving = { ...current, ...plan.values }
+        const working = await checkWorking(tx, spanOf(moving), input.patch.outside_hours)
+        ;({ registered, outsideHours } = working)
+      }
+      const appointment = await tx.update(current, plan.values)
+      await tx.publish([appointmentUpdated(ctx, appointment, plan.changes, plan.status, outsideHours)])
+      return { appointment, changes: plan.changes }
+    })
+  const result = await explainingConflicts(ctx, store, work, () => ({
+    span: spanOf(moving!),
+    patientId: moving!.patient_id,
+    self: input.id,
+    registered,
+  }))
   ctx.log.info({ appointment_id: input.id, changes: result.changes }, 'appointment updated')
   return result.appointment
 }
+
+/** Changes that claim other time (or place) from a practitioner: checked against their hours. */
+const MOVES: readonly string[] = ['practitioner', 'codalmacen', 'starts_at', 'ends_at']

@@ -27,8 +27,17 @@ const envelope = (ctx: Ctx, a: Appointment) => ({
   ctx,
 })
 
-export const appointmentCreated = (ctx: Ctx, a: Appointment): CloudEvent<'appointment.created'> =>
-  makeEvent({ type: 'appointment.created', ...envelope(ctx, a), data: slotOf(a) })
+/** `outsideHours`: booked outside a registered practitioner's hours on purpose (the audit trail shows it). */
+export const appointmentCreated = (
+  ctx: Ctx,
+  a: Appointment,
+  outsideHours = false,
+): CloudEvent<'appointment.created'> =>
+  makeEvent({
+    type: 'appointment.created',
+    ...envelope(ctx, a),
+    data: outsideHours ? { ...slotOf(a), outside_hours: true } : slotOf(a),
+  })
 
 /**
  * `changes` names the changed fields, never their values (so no slot here: a consumer that needs the
@@ -39,6 +48,7 @@ export function appointmentUpdated(
   a: Appointment,
   changes: string[],
   status: { from: AppointmentStatus; to: AppointmentStatus } | null,
+  outsideHours = false,
 ): CloudEvent<'appointment.updated'> {
   return makeEvent({
     type: 'appointment.updated',
@@ -50,6 +60,7 @@ export function appointmentUpdated(
       changes,
       old_status: status?.from ?? null,
       new_status: status?.to ?? null,
+      ...(outsideHours ? { outside_hours: true } : {}),
     },
   })
 }

@@ -28,6 +28,7 @@ import {
   TEXT_MESSAGES,
   UpdateAppointmentBody,
 } from '../schemas/appointment'
+import { SlotConflictProblem } from '../schemas/availability'
 
 const tags = ['appointments']
 /** Body checks: schema, the rules it cannot express, and plain words for refused fields. */
@@ -83,14 +84,14 @@ const bookAppointmentRoute = {
     operationId: 'createAppointment',
     summary: 'Book an appointment',
     description:
-      'Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which). `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.',
+      'Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which; for a registered practitioner with up to 3 `alternatives`, the next free slots). A registered practitioner must work then (422 outside_working_hours unless `outside_hours: true`). `hold_id` turns that hold into this appointment. `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.',
     querystring: CenterQuery,
     headers: PostHeaders,
     body: CreateAppointmentBody,
     response: {
       201: { ...Appointment, headers: { ...ETagHeader, location: Type.String() } },
-      409: problem('slot_conflict or idempotency_conflict'),
-      422: problem('unknown_patient'),
+      409: SlotConflictProblem,
+      422: problem('unknown_patient or outside_working_hours'),
       503: problem('upstream_unavailable (Retry-After)'),
     },
   },
@@ -123,8 +124,9 @@ const updateAppointmentRoute = {
     body: UpdateAppointmentBody,
     response: {
       200: { ...Appointment, headers: ETagHeader },
-      409: problem('invalid_transition or slot_conflict'),
+      409: SlotConflictProblem,
       412: problem('version_mismatch'),
+      422: problem('outside_working_hours'),
     },
   },
 }

@@ -62,6 +62,11 @@ const CancellationReason = Type.String({
   description: 'required to cancel',
 })
 
+const OutsideHoursFlag = Type.Boolean({
+  description:
+    'book a registered practitioner outside their working hours or time off anyway (else 422 outside_working_hours); the audit trail shows it',
+})
+
 export const CreateAppointmentBody = Type.Object(
   {
     patient_id: Uuid,
@@ -74,6 +79,13 @@ export const CreateAppointmentBody = Type.Object(
     time_zone: Type.Optional(TimeZone),
     reason: Type.Optional(nullable(Reason)),
     notes: Type.Optional(nullable(Notes)),
+    hold_id: Type.Optional(
+      Type.String({
+        pattern: Uuid.pattern,
+        description: 'a live hold of this slot (POST /appointments/holds): it becomes this appointment',
+      }),
+    ),
+    outside_hours: Type.Optional(OutsideHoursFlag),
   },
   {
     title: 'AppointmentCreate',
@@ -108,6 +120,7 @@ export const UpdateAppointmentBody = Type.Object(
       ),
     ),
     cancellation_reason: Type.Optional(CancellationReason),
+    outside_hours: Type.Optional(OutsideHoursFlag),
   },
   {
     title: 'AppointmentPatch',

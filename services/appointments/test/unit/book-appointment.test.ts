@@ -37,11 +37,24 @@ class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> imple
       checkIn: async () => {
         throw new Error('not used by bookAppointment')
       },
+      // Free-text practitioners: no record, no hours to check, no holds.
+      workingCheck: async () => null,
+      findHold: async () => null,
+      releaseHold: async () => false,
+      insertHold: async () => {
+        throw new Error('not used by bookAppointment')
+      },
       publish: async (events) => scope.publish(events),
     }))
   }
   list(): never {
     throw new Error('not used by bookAppointment')
+  }
+  availability(): never {
+    throw new Error('not used for free-text practitioners')
+  }
+  async conflictCenters(): Promise<string[]> {
+    return []
   }
 }
 

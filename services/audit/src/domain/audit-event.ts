@@ -114,9 +114,11 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
     }
     outcome = status > 0 && status < 400 ? 'success' : 'failure'
   }
-  const changes = Array.isArray(data.changes)
+  let changes = Array.isArray(data.changes)
     ? data.changes.map(text).filter((c): c is string => c !== null)
     : null
+  // A booking or move outside a registered practitioner's hours on purpose (DESIGN.md section 11).
+  if (data.outside_hours === true) changes = [...(changes ?? []), 'outside_hours']
   return {
     idempresa: event.idempresa,
     id: event.id.toLowerCase(),

@@ -2,8 +2,8 @@ import { PLANNED, ROUTED_SERVICES } from '../families'
 import { hoistNamedSchemas } from './components'
 import { HEALTH_SCHEMA, healthPath, plannedPath } from './extra-paths'
 import { HEADERS, documentHeaders, headersOf } from './headers'
-import { COMMON_ERRORS, PROBLEM_SCHEMAS, problemResponse } from './problems'
-import { operationsOf, type OpenApi, type Operation } from './types'
+import { COMMON_ERRORS, PROBLEM_SCHEMAS, PROBLEM_TYPE, problemResponse } from './problems'
+import { operationsOf, type OpenApi, type Operation, type Response } from './types'
 
 const TAGS = [
   { name: 'health', description: 'The stack at a glance (public).' },
@@ -30,6 +30,17 @@ function describeSuccess(op: Operation) {
 }
 
 /**
+ * An error's response: the shared Problem (or ValidationProblem) schema, unless the service names
+ * its own (a `...Problem` title: a problem with members of its own, e.g. a conflict's alternatives).
+ */
+function errorResponse(status: string, response: Response) {
+  const schema = Object.values(response.content ?? {})[0]?.schema as { title?: unknown } | undefined
+  if (typeof schema?.title === 'string' && schema.title.endsWith('Problem'))
+    return { description: response.description, content: { [PROBLEM_TYPE]: { schema } } }
+  return problemResponse(status, response.description)
+}
+
+/**
  * Every error as problem+json with the named schema (whatever a service's own document says: the
  * platform sends every error that way), and the errors any operation may meet added where a
  * service did not list them: 401 when secured, 400 with input, 404 with a path id, 403 with
@@ -38,7 +49,7 @@ function describeSuccess(op: Operation) {
 function documentErrors(op: Operation, secured: boolean, shared: Set<string>) {
   const responses = (op.responses ??= {})
   for (const [status, response] of Object.entries(responses))
-    if (Number(status) >= 400) responses[status] = problemResponse(status, response.description)
+    if (Number(status) >= 400) responses[status] = errorResponse(status, response)
   const params = op.parameters ?? []
   const may: Record<string, boolean> = {
     '400': params.length > 0 || !!op.requestBody,

@@ -1,4 +1,5 @@
 import { baseMigration, commonTables, ensureRole, isUniqueViolation, type Migration } from '@clinic/platform'
+import { calendarMigration } from './calendar'
 
 export const SCHEMA = 'appointments'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
@@ -128,4 +129,5 @@ export const migrations: Migration[] = [
       await commonTables.idempotencyKeysPerToken(knex)
     },
   },
+  calendarMigration(SCHEMA, APP_ROLE, TENANT),
 ]

@@ -1,11 +1,25 @@
 import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyPageStatement } from '@clinic/platform/db'
+import { TenantRepository, applyKeyset, companyPageStatement, companyTransaction } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { AppointmentStore, AppointmentTx, ListFilter } from '../../domain/appointment-store'
+import type { AvailabilityFilter as StoreFilter, Span } from '../../domain/appointment-store'
+import type {
+  AppointmentStore,
+  AppointmentTx,
+  ConflictQuery,
+  ListFilter,
+} from '../../domain/appointment-store'
 import { SlotConflict } from '../../domain/errors'
 import { APPOINTMENT_KEYSETS } from '../../domain/list-appointments'
 import { Appointment, type AppointmentFields } from '../../schemas/appointment'
+import type { Hold, Slot } from '../../schemas/availability'
+import {
+  availabilityStatement,
+  conflictCenters,
+  purgeExpiredHolds,
+  workingCheck,
+  type SlotRow,
+} from './calendar-sql'
 
 const TABLE = 'appointments'
 /** How long an Idempotency-Key replays (DESIGN.md section 3; platform withIdempotency). */
@@ -24,11 +38,37 @@ function toAppointment(row: Row): Appointment {
   return out as Appointment
 }
 
-/** The exclusion constraints of migration 0002, by the holder of the slot they protect. */
+/** The exclusion constraints (migrations 0002 and 0005), by the holder of the slot they protect. */
 const OVERLAP_CONSTRAINTS = {
-  appointments_practitioner_overlap: 'practitioner',
+  calendar_overlap: 'practitioner',
   appointments_patient_overlap: 'patient',
 } as const
+
+/** A hold's columns as the API shows them (the calendar keeps its time as one range). */
+const holdColumns = (db: Knex | Knex.Transaction) => [
+  'id',
+  'practitioner',
+  'codalmacen',
+  db.raw('lower(during) AS starts_at'),
+  db.raw('upper(during) AS ends_at'),
+  'patient_id',
+  'expires_at',
+  'created_at',
+]
+const iso = (v: unknown) => (v instanceof Date ? v : new Date(String(v))).toISOString()
+function toHold(row: Record<string, unknown>): Hold {
+  return {
+    id: String(row.id),
+    practitioner: String(row.practitioner),
+    codalmacen: String(row.codalmacen),
+    starts_at: iso(row.starts_at),
+    ends_at: iso(row.ends_at),
+    patient_id: (row.patient_id as string | null) ?? null,
+    expires_at: iso(row.expires_at),
+    created_at: iso(row.created_at),
+  }
+}
+const toSlot = (r: SlotRow): Slot => ({ ...r, starts_at: iso(r.starts_at), ends_at: iso(r.ends_at) })
 
 async function translate<T>(work: Promise<T>): Promise<T> {
   try {
@@ -54,28 +94,70 @@ async function lockCalendars(
   trx: Knex.Transaction,
   companyId: number,
   practitioner: string,
-  patientId: string,
+  patientId: string | null,
 ) {
-  const keys = [
-    `appointments:${companyId}:practitioner:${practitioner}`,
-    `appointments:${companyId}:patient:${patientId}`,
-  ].sort()
-  await trx.raw(
-    'SELECT pg_advisory_xact_lock(hashtextextended(?, 0)), pg_advisory_xact_lock(hashtextextended(?, 0))',
-    keys,
-  )
+  const keys = [`appointments:${companyId}:practitioner:${practitioner}`]
+  if (patientId) keys.push(`appointments:${companyId}:patient:${patientId}`)
+  keys.sort()
+  // One statement; PostgreSQL evaluates the target list left to right, so in this order.
+  await trx.raw(`SELECT ${keys.map(() => 'pg_advisory_xact_lock(hashtextextended(?, 0))').join(', ')}`, keys)
+}
+
+/** What a transaction does with the calendar beyond appointments: holds and working hours. */
+function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date) {
+  const holds = () => trx('calendar').where({ idempresa: companyId, kind: 'hold' })
+  const columns = holdColumns(trx)
+  return {
+    workingCheck: (s: Span) => workingCheck(trx, companyId, s),
+    async findHold(id: string) {
+      const row = await holds().where('id', id).where('expires_at', '>', clock()).first(columns).forUpdate()
+      return row ? toHold(row) : null
+    },
+    async releaseHold(id: string, centers: string[] | null) {
+      const q = holds().where('id', id).where('expires_at', '>', clock())
+      if (centers) q.whereIn('codalmacen', centers)
+      return (await q.delete()) > 0
+    },
+    async insertHold(hold: Omit<Hold, 'created_at'>) {
+      const span = { practitioner: hold.practitioner, starts_at: hold.starts_at, ends_at: hold.ends_at }
+      await lockCalendars(trx, companyId, hold.practitioner, null)
+      await purgeExpiredHolds(trx, companyId, { ...span, now: clock() })
+      const [row] = await translate(
+        trx('calendar')
+          .insert({
+            idempresa: companyId,
+            id: hold.id,
+            kind: 'hold',
+            practitioner: hold.practitioner,
+            codalmacen: hold.codalmacen,
+            during: trx.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [
+              hold.starts_at,
+              hold.ends_at,
+            ]),
+            patient_id: hold.patient_id,
+            expires_at: hold.expires_at,
+          })
+          .returning(columns),
+      )
+      return toHold(row as Record<string, unknown>)
+    },
+  }
 }
 
 /**
  * The only code that touches the `appointments` schema. Every method takes the company and every
  * statement filters by it; each transaction also sets `app.idempresa`, which the row-level
  * security policies check, so a statement that forgot the filter would still see one company.
+ * `clock` decides which holds have expired (tests move it).
  */
 export class AppointmentsRepository
   extends TenantRepository<AppointmentTx, Appointment>
   implements AppointmentStore
 {
-  constructor(knex: Knex) {
+  constructor(
+    knex: Knex,
+    private readonly clock: () => Date = () => new Date(),
+  ) {
     super(knex, { name: TABLE, columns: SELECT, toRow: (row) => toAppointment(row as Row) })
   }
 
@@ -91,14 +173,27 @@ export class AppointmentsRepository
       if (!row) throw new NotFound('No such appointment')
       return toAppointment(row as Row)
     }
+    /** The calendar locks, then the expired holds of that time go: it is claimed next. */
+    const claim = async (
+      practitioner: string,
+      patientId: string,
+      span: { starts_at: string; ends_at: string },
+    ) => {
+      await lockCalendars(trx, companyId, practitioner, patientId)
+      await purgeExpiredHolds(trx, companyId, { practitioner, ...span, now: this.clock() })
+    }
     return {
+      ...calendarTx(trx, companyId, this.clock),
       async findById(id, opts) {
         const q = rows().where('id', id).first(SELECT)
         const row = await (opts?.forUpdate ? q.forUpdate() : q)
         return row ? toAppointment(row as Row) : null
       },
       async insert(id, fields: AppointmentFields) {
-        await lockCalendars(trx, companyId, fields.practitioner, fields.patient_id)
+        await claim(fields.practitioner, fields.patient_id, {
+          starts_at: fields.starts_at,
+          ends_at: fields.ends_at,
+        })
         const [row] = await translate(
           trx(TABLE)
             .insert({ idempresa: companyId, id, ...fields })
@@ -112,12 +207,10 @@ export class AppointmentsRepository
           changes.ends_at !== undefined ||
           changes.practitioner !== undefined
         )
-          await lockCalendars(
-            trx,
-            companyId,
-            changes.practitioner ?? current.practitioner,
-            current.patient_id,
-          )
+          await claim(changes.practitioner ?? current.practitioner, current.patient_id, {
+            starts_at: changes.starts_at ?? current.starts_at,
+            ends_at: changes.ends_at ?? current.ends_at,
+          })
         return write(current.id, changes)
       },
       checkIn: (id) => write(id, { status: 'checked_in', checked_in_at: trx.raw('now()') }),
@@ -131,6 +224,21 @@ export class AppointmentsRepository
    */
   async list(companyId: number, f: ListFilter): Promise<{ rows: Appointment[]; total: number }> {
     return this.page(companyId, listParts(this.knex, companyId, f))
+  }
+
+  /** Free slots (calendar-sql.ts), in one statement under the company's row-level security. */
+  availability(companyId: number, f: StoreFilter): Promise<Slot[]> {
+    return companyTransaction(this.knex, companyId, async (trx) => {
+      const { rows } = await availabilityStatement(trx, companyId, { ...f, now: this.clock() })
+      return (rows as SlotRow[]).map(toSlot)
+    })
+  }
+
+  /** The centers of what takes that time from the practitioner or the patient (calendar-sql.ts). */
+  conflictCenters(companyId: number, c: ConflictQuery): Promise<string[]> {
+    return companyTransaction(this.knex, companyId, (trx) =>
+      conflictCenters(trx, companyId, { ...c, now: this.clock() }),
+    )
   }
 }
 

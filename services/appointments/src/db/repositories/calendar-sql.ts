@@ -1,0 +1,161 @@
+import type { Knex } from 'knex'
+import type { AvailabilityFilter as StoreFilter, ConflictQuery, Span } from '../../domain/appointment-store'
+import type { NotWorking } from '../../domain/errors'
+
+/**
+ * The statements of the calendar (migration 0005): free slots, whether a registered practitioner
+ * works at a time, and what takes a time. Set-based: availability never loads appointments into
+ * the process. Named bindings are cast with CAST(... AS type), never `::`, which knex would read
+ * as a binding of its own.
+ */
+
+/** `now`: slots before it are past, holds expiring before it block nothing. */
+export type AvailabilityFilter = StoreFilter & { now: Date }
+
+/** What blocks a time: the calendar's live claims and time off, near [from, to + 12 h). */
+const BUSY = `
+  SELECT c.practitioner, c.during FROM calendar c
+  WHERE c.idempresa = :company AND c.practitioner IN (SELECT id FROM asked)
+    AND c.during && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
+    AND (c.expires_at IS NULL OR c.expires_at > CAST(:now AS timestamptz))
+  UNION ALL
+  SELECT t.practitioner, tstzrange(t.starts_at, t.ends_at) FROM time_off t
+  WHERE t.idempresa = :company AND t.practitioner IN (SELECT id FROM asked)
+    AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')`
+
+/**
+ * The slot grid of the asked practitioners at the center (each working window from its start, every
+ * slot_minutes, slots that fit in it), minus the past, minus what is busy: one range_agg per
+ * practitioner (a multirange), so each slot is one in-memory test, not an index probe.
+ */
+const AVAILABILITY = `
+  WITH asked AS (
+    SELECT p.id, p.time_zone, p.slot_minutes, p.working_hours,
+           make_interval(mins => coalesce(CAST(:duration AS integer), p.slot_minutes)) AS length
+    FROM practitioners p
+    WHERE p.idempresa = :company AND p.active
+      AND p.working_hours @> CAST(:at_center AS jsonb)
+      AND (CAST(:ids AS text[]) IS NULL OR p.id = ANY (CAST(:ids AS text[])))
+  ),
+  slots AS (
+    SELECT a.id AS practitioner, s AS starts_at, s + a.length AS ends_at
+    FROM asked a
+    CROSS JOIN LATERAL working_windows(a.working_hours, a.time_zone, CAST(:from AS timestamptz),
+                                       CAST(:to AS timestamptz) + a.length) w
+    CROSS JOIN LATERAL generate_series(lower(w.during), upper(w.during) - a.length,
+                                       make_interval(mins => a.slot_minutes)) s
+    WHERE w.codalmacen = :center
+      AND s >= greatest(CAST(:from AS timestamptz), CAST(:now AS timestamptz))
+      AND s < CAST(:to AS timestamptz)
+  ),
+  busy AS (
+    SELECT b.practitioner, range_agg(b.during) AS during FROM (${BUSY}) b GROUP BY b.practitioner
+  )
+  SELECT s.practitioner, CAST(:center AS text) AS codalmacen, s.starts_at, s.ends_at
+  FROM slots s LEFT JOIN busy b ON b.practitioner = s.practitioner
+  WHERE b.during IS NULL OR NOT b.during && tstzrange(s.starts_at, s.ends_at)
+  ORDER BY s.starts_at, s.practitioner
+  LIMIT :limit`
+
+/** The statement availability sends (the benchmark explains this very statement). */
+export function availabilityStatement(db: Knex, companyId: number, f: AvailabilityFilter): Knex.Raw {
+  return db.raw(AVAILABILITY, {
+    company: companyId,
+    center: f.center,
+    at_center: JSON.stringify([{ codalmacen: f.center }]),
+    ids: f.practitioners ?? null,
+    duration: f.duration ?? null,
+    from: f.from,
+    to: f.to,
+    now: f.now.toISOString(),
+    limit: f.limit,
+  })
+}
+
+export interface SlotRow {
+  practitioner: string
+  codalmacen: string
+  starts_at: Date
+  ends_at: Date
+}
+
+const WORKING = `
+  SELECT p.active,
+    EXISTS (
+      SELECT 1 FROM working_windows(p.working_hours, p.time_zone, CAST(:starts AS timestamptz), CAST(:ends AS timestamptz)) w
+      WHERE w.codalmacen = :center
+        AND w.during @> tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz))
+    ) AS in_hours,
+    EXISTS (
+      SELECT 1 FROM time_off t
+      WHERE t.idempresa = p.idempresa AND t.practitioner = p.id
+        AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz))
+    ) AS off
+  FROM practitioners p WHERE p.idempresa = :company AND p.id = :practitioner`
+
+/**
+ * Whether `practitioner` works at `center` for the whole of [starts, ends): null when no such
+ * practitioner is registered (free-text practitioners book as before), else why not, or 'ok'.
+ */
+export async function workingCheck(
+  db: Knex | Knex.Transaction,
+  companyId: number,
+  s: Span,
+): Promise<NotWorking | 'ok' | null> {
+  const { rows } = await db.raw<{ rows: Array<{ active: boolean; in_hours: boolean; off: boolean }> }>(
+    WORKING,
+    {
+      company: companyId,
+      practitioner: s.practitioner,
+      center: s.center,
+      starts: s.starts_at,
+      ends: s.ends_at,
+    },
+  )
+  const row = rows[0]
+  if (!row) return null
+  if (!row.active) return 'inactive'
+  if (!row.in_hours) return 'outside_hours'
+  return row.off ? 'time_off' : 'ok'
+}
+
+/**
+ * The centers of what takes [starts, ends) from the practitioner (live claims) or the patient
+ * (appointments that hold their slot), `self` (an appointment being moved) aside.
+ */
+export async function conflictCenters(
+  db: Knex | Knex.Transaction,
+  companyId: number,
+  c: ConflictQuery & { now: Date },
+): Promise<string[]> {
+  const range = db.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [c.starts_at, c.ends_at])
+  const q =
+    c.holder === 'practitioner'
+      ? db('calendar')
+          .where({ idempresa: companyId, practitioner: c.practitioner })
+          .whereRaw('during && ?', [range])
+          .where((w) => w.whereNull('expires_at').orWhere('expires_at', '>', c.now))
+      : db('appointments')
+          .where({ idempresa: companyId, patient_id: c.patientId ?? null })
+          .whereNotIn('status', ['cancelled', 'no_show'])
+          .whereRaw('tstzrange(starts_at, ends_at) && ?', [range])
+  if (c.self) q.whereNot('id', c.self)
+  const rows: Array<{ codalmacen: string }> = await q.distinct('codalmacen')
+  return rows.map((r) => r.codalmacen)
+}
+
+/**
+ * Removes the expired holds of the practitioner that overlap [starts, ends) before a claim of that
+ * time: an expired hold blocks nothing, even before anything else removed it.
+ */
+export function purgeExpiredHolds(
+  trx: Knex.Transaction,
+  companyId: number,
+  c: { practitioner: string; starts_at: string; ends_at: string; now: Date },
+) {
+  return trx('calendar')
+    .where({ idempresa: companyId, practitioner: c.practitioner, kind: 'hold' })
+    .where('expires_at', '<=', c.now)
+    .whereRaw('during && tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [c.starts_at, c.ends_at])
+    .delete()
+}
