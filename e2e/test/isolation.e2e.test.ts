@@ -17,6 +17,11 @@ import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/cli
  *   of an ALM1 record the request did not send, and no text of one, appears in any answer; ALM1's
  *   records, totals and audit actors are unchanged afterwards.
  *
+ * Practitioners, their time off, holds and availability too: a practitioner is in the centers of
+ * its working hours; companies' calendars are separate (B's bookings, holds and time off take no
+ * slot from A, even under the same practitioner id, and A cannot convert B's hold); a conflict
+ * with something at a center the token cannot see names no one.
+ *
  * An operation without a generator fails the suite: a new endpoint cannot be added without being
  * covered here. Then A's list totals are compared with what A itself created.
  */
@@ -27,15 +32,36 @@ const TIMEOUT_MS = 5000
  * change to a record moves: the audit trail's grows with every request (it records them), so it is
  * compared through the actors of each record instead.
  */
-const LISTS = resources.filter((s) => s.name !== 'audit').map((s) => s.list_path)
+const LISTS = [...resources.filter((s) => s.name !== 'audit').map((s) => s.list_path), '/practitioners']
+/** A Monday: the practitioners below work Mondays 08:00-14:00 UTC, in 30-minute slots. */
 const day = '2031-09-01'
-type Kind = 'patients' | 'appointments' | 'messages'
+const nextDay = '2031-09-02'
+const hoursAt = (codalmacen: string) => [{ codalmacen, weekday: 1, start: '08:00', end: '14:00' }]
+/** `day` at hh:mm UTC, and a 30-minute span from there. */
+const at = (hour: number, minute = 0) =>
+  new Date(Date.UTC(2031, 8, 1, hour, minute)).toISOString().replace('.000Z', 'Z')
+const slotAt = (hour: number, minute = 0) => ({
+  starts_at: at(hour, minute),
+  ends_at: at(hour, minute + 30),
+})
+/** Every slot of the practitioners' Monday (start times, UTC). */
+const GRID = Array.from({ length: 12 }, (_, i) => at(8, 30 * i).slice(11, 16))
+/** What a world's practitioner has free that day: its appointment (09:00), hold (10:00) and time off (12:00-13:00) aside. */
+const WORLD_FREE = GRID.filter((t) => !['09:00', '10:00', '12:00', '12:30'].includes(t))
+/** The day's free slots of one practitioner at ALM1: a hold has no read of its own, this shows it. */
+const dayOf = (practitioner: string, center = 'ALM1') =>
+  `/appointments/availability?codalmacen=${center}&from=${day}T00:00:00Z&to=${nextDay}T00:00:00Z&practitioner=${practitioner}`
+/** The start times (UTC hh:mm) of an availability answer. */
+const startsOf = (body: { data?: Array<{ starts_at: string }> } | undefined) =>
+  (body?.data ?? []).map((s) => s.starts_at.slice(11, 16))
+type Kind = 'patients' | 'appointments' | 'messages' | 'practitioners'
 
 /** What company A created, by kind, with each record's center: A's totals must be exactly this. */
 const ledger: Record<Kind, Map<string, string | null>> = {
   patients: new Map(),
   appointments: new Map(),
   messages: new Map(),
+  practitioners: new Map(),
 }
 /** Records the answer of a create by company A (any of its tokens) in the ledger. */
 function note(company: Tenant, method: string, path: string, sent: unknown, res: Answer) {
@@ -46,15 +72,31 @@ function note(company: Tenant, method: string, path: string, sent: unknown, res:
   // A message belongs to its patient's center.
   if (path === '/comms/send')
     ledger.messages.set(body.id, ledger.patients.get((sent as { patient_id: string }).patient_id) ?? null)
+  // A practitioner is in the centers of its hours; each of this file's works at one center.
+  if (path === '/practitioners')
+    ledger.practitioners.set(
+      body.id,
+      (res.body as { working_hours?: Array<{ codalmacen: string }> }).working_hours?.[0]?.codalmacen ?? null,
+    )
 }
 
 interface World {
   patient: string
+  /** The patient's appointment with `practitioner`, 09:00-09:30 of `day`. */
   appointment: string
   message: string
+  /** A registered practitioner (name: the marker) working only at the world's center. */
+  practitioner: string
+  /** That practitioner's time off, 12:00-13:00 of `day` (reason: the marker). */
+  timeOff: string
+  /** A live hold of that practitioner, 10:00-10:30: it expires after HOLD_TTL_SECONDS (300 s), beyond this file. */
+  hold: string
   /** Text that exists only in this company's (or center's) records. */
   marker: string
 }
+
+/** The practitioner of A's ALM1 appointment of its ALM2 patient: a slug no one registered. */
+const unregisteredOf = (w: World) => `dra-${w.marker.toLowerCase()}`
 
 const ok = async (t: Tenant, method: string, path: string, body: unknown, status: number) => {
   const res = await call(method, path, { token: t.token, body, timeoutMs: TIMEOUT_MS })
@@ -65,37 +107,75 @@ const ok = async (t: Tenant, method: string, path: string, body: unknown, status
 
 async function populate(t: Tenant, center: string): Promise<World> {
   const marker = `Iso${randomUUID().slice(0, 8)}`
-  const patient = await ok(
-    t,
-    'POST',
-    '/patients',
-    {
-      first_name: marker,
-      last_name: marker,
-      birth_date: '1980-01-01',
-      codalmacen: center,
-      email: `${marker.toLowerCase()}@example.test`,
-      notes: marker,
-    },
-    201,
-  )
-  const appointment = await ok(
-    t,
-    'POST',
-    '/appointments',
-    {
-      patient_id: patient.id,
-      codalmacen: center,
-      practitioner: `dra-${marker}`,
-      starts_at: `${day}T09:00:00Z`,
-      ends_at: `${day}T09:30:00Z`,
-      reason: marker,
-    },
-    201,
-  )
-  const message = await ok(t, 'POST', '/comms/send', { patient_id: patient.id, body: marker }, 202)
+  const [patient, practitioner] = await Promise.all([
+    ok(
+      t,
+      'POST',
+      '/patients',
+      {
+        first_name: marker,
+        last_name: marker,
+        birth_date: '1980-01-01',
+        codalmacen: center,
+        email: `${marker.toLowerCase()}@example.test`,
+        notes: marker,
+      },
+      201,
+    ),
+    ok(
+      t,
+      'POST',
+      '/practitioners',
+      {
+        id: `p-${marker.toLowerCase()}`,
+        name: marker,
+        time_zone: 'UTC',
+        slot_minutes: 30,
+        working_hours: hoursAt(center),
+      },
+      201,
+    ),
+  ])
+  const [appointment, timeOff, hold, message] = await Promise.all([
+    ok(
+      t,
+      'POST',
+      '/appointments',
+      {
+        patient_id: patient.id,
+        codalmacen: center,
+        practitioner: practitioner.id,
+        ...slotAt(9),
+        reason: marker,
+      },
+      201,
+    ),
+    ok(
+      t,
+      'POST',
+      `/practitioners/${practitioner.id}/time-off`,
+      { starts_at: at(12), ends_at: at(13), reason: marker },
+      201,
+    ),
+    ok(
+      t,
+      'POST',
+      '/appointments/holds',
+      { practitioner: practitioner.id, codalmacen: center, ...slotAt(10) },
+      201,
+    ),
+    ok(t, 'POST', '/comms/send', { patient_id: patient.id, body: marker }, 202),
+  ])
   await settled(t, message.id)
-  return { patient: patient.id, appointment: appointment.id, message: message.id, marker }
+  return {
+    patient: patient.id,
+    appointment: appointment.id,
+    message: message.id,
+    practitioner: practitioner.id,
+    timeOff: timeOff.id,
+    hold: hold.id,
+    marker,
+  }
 }
 
 /**
@@ -118,6 +198,24 @@ interface Probe {
   status: number[]
   /** The problem `code` expected with an error status, when the status alone says too little. */
   code?: string
+  /** What else the answer must show: says what is wrong, or nothing. */
+  check?: (res: Answer) => string | undefined
+}
+
+/** An availability answer that offers no slot. */
+const noSlots = (res: Answer) =>
+  res.body?.data?.length === 0 ? undefined : `offers ${JSON.stringify(res.body?.data)}`
+/**
+ * A conflict with something at a center the token cannot see: the detail names neither patient nor
+ * practitioner, and no alternative is at another center than the token's.
+ */
+const hiddenConflict = (res: Answer) => {
+  const body = res.body as { detail?: string; alternatives?: Array<{ codalmacen: string }> } | undefined
+  if (/patient|practitioner|paciente|profesional/i.test(body?.detail ?? ''))
+    return `the detail says who: ${body?.detail}`
+  if (body?.alternatives?.some((s) => s.codalmacen !== 'ALM2'))
+    return `alternatives at another center: ${JSON.stringify(body.alternatives)}`
+  return undefined
 }
 
 type OpenApi = { paths: Record<string, Record<string, { security?: unknown[]; tags?: string[] }>> }
@@ -183,6 +281,7 @@ async function sweep(
         unexpected.push(
           `${method} ${p.url}: ${res.status} ${code ?? ''} (expected ${p.status.join('|')} ${p.code ?? ''})`,
         )
+      else if (p.check?.(res)) unexpected.push(`${method} ${p.url}: ${p.check(res)}`)
       // What the token wrote itself it may read back (an appointment it booked names its patient).
       if (res.status < 300 && method !== 'get') for (const id of sentIds(p, foreign.ids)) o.known?.add(id)
     }
@@ -201,7 +300,9 @@ async function snapshot(
   o: { query?: string; actions?: boolean } = {},
 ) {
   const read = async (p: string) => (await call('GET', p, { token: t.token, timeoutMs: TIMEOUT_MS })).body
-  const rows = await Promise.all(Object.values(records).map(read))
+  const rows = Object.fromEntries(
+    await Promise.all(Object.values(records).map(async (p) => [p, await read(p)] as const)),
+  )
   const totals = await Promise.all(
     LISTS.map(async (p) => (await read(`${p}${o.query ?? ''}`)).meta.total as number),
   )
@@ -213,11 +314,17 @@ async function snapshot(
   return { records: rows, totals, actors: [...actors].sort() }
 }
 
-/** Each record's path, by id. */
+/**
+ * Each record's path, by id. A time off is read in its practitioner's list; a hold, which has no
+ * read of its own, in the practitioner's free slots of the day (with the appointment and the time off).
+ */
 const recordsOf = (w: World & { otherAppointment?: string }): Record<string, string> => ({
   [w.patient]: `/patients/${w.patient}`,
   [w.appointment]: `/appointments/${w.appointment}`,
   [w.message]: `/comms/messages/${w.message}`,
+  [w.practitioner]: `/practitioners/${w.practitioner}`,
+  [w.timeOff]: `/practitioners/${w.practitioner}/time-off`,
+  [w.hold]: dayOf(w.practitioner),
   ...(w.otherAppointment ? { [w.otherAppointment]: `/appointments/${w.otherAppointment}` } : {}),
 })
 
@@ -227,12 +334,14 @@ let b: Tenant
 let alm1: World & { otherAppointment: string }
 /** A's patient at ALM2 (which a token limited to ALM2 sees). */
 let alm2Patient: string
+/** A's practitioner working only at ALM2 (which a token limited to ALM2 sees). */
+let alm2Practitioner: string
 let worldB: World
 beforeAll(async () => {
   ;[a, b] = await Promise.all([makeTenant(['ALM1', 'ALM2']), makeTenant(['ALM1', 'ALM2'])])
   const [worldA] = await Promise.all([populate(a, 'ALM1'), populate(b, 'ALM1').then((w) => (worldB = w))])
-  alm2Patient = (
-    await ok(
+  const [patient, practitioner] = await Promise.all([
+    ok(
       a,
       'POST',
       '/patients',
@@ -244,8 +353,24 @@ beforeAll(async () => {
         email: 'alm2@example.test',
       },
       201,
-    )
-  ).id
+    ),
+    ok(
+      a,
+      'POST',
+      '/practitioners',
+      {
+        id: `alm2-${randomUUID().slice(0, 8)}`,
+        name: 'Dr. Alm Dos',
+        time_zone: 'UTC',
+        slot_minutes: 30,
+        working_hours: hoursAt('ALM2'),
+      },
+      201,
+    ),
+  ])
+  alm2Patient = patient.id
+  alm2Practitioner = practitioner.id
+  // With a practitioner no one registered (free text books as before), at 12:00-12:30.
   const otherAppointment = await ok(
     a,
     'POST',
@@ -253,9 +378,8 @@ beforeAll(async () => {
     {
       patient_id: alm2Patient,
       codalmacen: 'ALM1',
-      practitioner: `dra-${worldA!.marker}`,
-      starts_at: `${day}T12:00:00Z`,
-      ends_at: `${day}T12:30:00Z`,
+      practitioner: unregisteredOf(worldA!),
+      ...slotAt(12),
       reason: worldA!.marker,
     },
     201,
@@ -279,6 +403,64 @@ function pathFor(path: string, w: World): string | null {
   if (!path.includes('{')) return path
   const id = ids[path]
   return id ? path.replace('{id}', id) : null
+}
+
+/**
+ * The probes of the calendar's operations (practitioners, time off, availability, holds): B's ids
+ * are 404, B's practitioners offer A nothing, and B's hold named in A's booking is no hold.
+ */
+function companyCalendarProbes(key: string, w: World): Probe[] | undefined {
+  const notFound = { status: [404], code: 'not_found' }
+  const probes: Record<string, Probe[]> = {
+    'post /practitioners': [
+      {
+        url: '/practitioners',
+        body: { id: `iso-${randomUUID().slice(0, 8)}`, name: 'Otra Empresa', working_hours: hoursAt('ALM2') },
+        status: [201],
+      },
+    ],
+    'get /practitioners': [
+      { url: '/practitioners', status: [200] },
+      { url: '/practitioners?codalmacen=ALM1&active=true&limit=100', status: [200] },
+    ],
+    'get /practitioners/{id}': [{ url: `/practitioners/${w.practitioner}`, ...notFound }],
+    'patch /practitioners/{id}': [
+      { url: `/practitioners/${w.practitioner}`, body: { name: 'changed by another company' }, ...notFound },
+    ],
+    'post /practitioners/{id}/time-off': [
+      { url: `/practitioners/${w.practitioner}/time-off`, body: { ...slotAt(11), reason: 'x' }, ...notFound },
+    ],
+    'get /practitioners/{id}/time-off': [{ url: `/practitioners/${w.practitioner}/time-off`, ...notFound }],
+    'delete /practitioners/{id}/time-off/{time_off_id}': [
+      { url: `/practitioners/${w.practitioner}/time-off/${w.timeOff}`, ...notFound },
+      // B's time off under A's own practitioner.
+      { url: `/practitioners/${alm1.practitioner}/time-off/${w.timeOff}`, ...notFound },
+    ],
+    'get /appointments/availability': [
+      {
+        url: `/appointments/availability?codalmacen=ALM1&from=${day}T00:00:00Z&to=${nextDay}T00:00:00Z&limit=500`,
+        status: [200],
+      },
+      // B's practitioner by its id: A has none of that id, so nothing is offered.
+      { url: dayOf(w.practitioner), status: [200], check: noSlots },
+    ],
+    'post /appointments/holds': [
+      {
+        url: '/appointments/holds',
+        body: { practitioner: 'dra-hold', codalmacen: 'ALM1', ...slotAt(11) },
+        status: [201],
+      },
+      // For B's patient: as unknown as one that does not exist.
+      {
+        url: '/appointments/holds',
+        body: { practitioner: 'dra-hold', codalmacen: 'ALM1', ...slotAt(11, 30), patient_id: w.patient },
+        status: [422],
+        code: 'unknown_patient',
+      },
+    ],
+    'delete /appointments/holds/{id}': [{ url: `/appointments/holds/${w.hold}`, ...notFound }],
+  }
+  return probes[key]
 }
 
 /** A body that names B's records where the operation takes references, else a plain valid one. */
@@ -308,10 +490,12 @@ const filtersFor = (path: string, w: World): string[] =>
     '/patients': ['', `?q=${w.marker}`],
     '/appointments': ['', `?patient_id=${w.patient}`],
     '/comms/messages': ['', `?patient_id=${w.patient}`, `?appointment_id=${w.appointment}`],
-    '/audit/events': ['', `?resource_id=${w.patient}`],
+    '/audit/events': ['', `?resource_id=${w.patient}`, `?resource_id=${w.practitioner}`],
   })[path] ?? ['']
 
 function companyProbes(method: string, path: string): Probe[] {
+  const calendar = companyCalendarProbes(`${method} ${path}`, worldB)
+  if (calendar) return calendar
   const target = pathFor(path, worldB)
   if (target === null) throw new Error(`no path generator for ${method} ${path}`)
   if (method === 'get' && !path.includes('{'))
@@ -319,13 +503,29 @@ function companyProbes(method: string, path: string): Probe[] {
   const body = method === 'get' ? undefined : bodyFor(method, path, worldB)
   const refersToB = method === 'post' && /patient_id/.test(JSON.stringify(body ?? {}))
   const status = path.includes('{') ? [404] : refersToB ? [422] : method === 'post' ? [201, 202] : [200]
-  return [{ url: target, body, status }]
+  const probes: Probe[] = [{ url: target, body, status }]
+  // B's live hold named in A's booking of another time: no hold for A (a hold A could see would be 400 /hold_id).
+  if (`${method} ${path}` === 'post /appointments')
+    probes.push({
+      url: target,
+      body: {
+        patient_id: alm1.patient,
+        codalmacen: 'ALM1',
+        practitioner: 'dra-other',
+        ...slotAt(13),
+        hold_id: worldB.hold,
+      },
+      status: [201],
+    })
+  return probes
 }
 
 test('company A reaches nothing of company B, on every operation of the API', async () => {
   const records = recordsOf(worldB)
   const ids = Object.keys(records)
   const before = await snapshot(b, records)
+  // The snapshot sees B's appointment, hold and time off in B's free slots (so it would see them go).
+  expect(startsOf(before.records[dayOf(worldB.practitioner)])).toEqual(WORLD_FREE)
   const r = await sweep(
     a,
     a.token,
@@ -338,6 +538,45 @@ test('company A reaches nothing of company B, on every operation of the API', as
   )
   expect(r.leaks).toEqual([])
   expect(r.unexpected).toEqual([])
+  // Companies' calendars are separate. B's practitioner id is free in A (ids are per company), and
+  // A's practitioner of that id has its whole day free: B's appointment, hold and time off are B's.
+  await ok(
+    a,
+    'POST',
+    '/practitioners',
+    {
+      id: worldB.practitioner,
+      name: 'Mismo Id',
+      time_zone: 'UTC',
+      slot_minutes: 30,
+      working_hours: hoursAt('ALM1'),
+    },
+    201,
+  )
+  const free = await call('GET', dayOf(worldB.practitioner), { token: a.token, timeoutMs: TIMEOUT_MS })
+  expect(startsOf(free.body)).toEqual(GRID)
+  // A books B's held slot naming B's hold (booked as if no hold was named: B's hold stays, below),
+  // and holds the time of B's appointment.
+  await ok(
+    a,
+    'POST',
+    '/appointments',
+    {
+      patient_id: alm1.patient,
+      codalmacen: 'ALM1',
+      practitioner: worldB.practitioner,
+      ...slotAt(10),
+      hold_id: worldB.hold,
+    },
+    201,
+  )
+  await ok(
+    a,
+    'POST',
+    '/appointments/holds',
+    { practitioner: worldB.practitioner, codalmacen: 'ALM1', ...slotAt(9) },
+    201,
+  )
   // B's records, totals and audit actors are as they were.
   expect(await snapshot(b, records)).toEqual(before)
   // And A's own records are there for A: the check above did not pass by answering 404 to everyone.
@@ -359,6 +598,13 @@ function centerProbes(method: string, path: string): Probe[] {
   })
   const slot = (hour: number) => ({ starts_at: `${day}T${hour}:00:00Z`, ends_at: `${day}T${hour}:30:00Z` })
   const notFound = { status: [404], code: 'not_found' }
+  const conflict = { status: [409], code: 'slot_conflict', check: hiddenConflict }
+  const practitioner = (working_hours: unknown) => ({
+    id: `lim-${randomUUID().slice(0, 8)}`,
+    name: 'Centro Dos',
+    time_zone: 'UTC',
+    working_hours,
+  })
   const key = `${method} ${path}`
   const probes: Record<string, () => Probe[]> = {
     'get /patients': () => [
@@ -403,7 +649,8 @@ function centerProbes(method: string, path: string): Probe[] {
       { url: `/appointments?patient_id=${alm1.patient}`, status: [200] },
       // A's ALM2 patient has an appointment at ALM1: not to be shown.
       { url: `/appointments?patient_id=${alm2Patient}`, status: [200] },
-      { url: `/appointments?practitioner=dra-${alm1.marker}`, status: [200] },
+      { url: `/appointments?practitioner=${alm1.practitioner}`, status: [200] },
+      { url: `/appointments?practitioner=${unregisteredOf(alm1)}`, status: [200] },
       forbidden('/appointments'),
     ],
     'post /appointments': () => [
@@ -429,6 +676,49 @@ function centerProbes(method: string, path: string): Probe[] {
         url: '/appointments',
         body: { patient_id: alm1.patient, codalmacen: 'ALM2', practitioner: 'dra-limited', ...slot(15) },
         status: [201],
+      },
+      // Conflicts with what takes the time at ALM1 name no one: the practitioner's ALM1 appointment...
+      {
+        url: '/appointments',
+        body: {
+          patient_id: alm1.patient,
+          codalmacen: 'ALM2',
+          practitioner: unregisteredOf(alm1),
+          ...slotAt(12),
+        },
+        ...conflict,
+      },
+      // ...the patient's ALM1 appointment...
+      {
+        url: '/appointments',
+        body: { patient_id: alm2Patient, codalmacen: 'ALM2', practitioner: 'dra-limited', ...slotAt(12) },
+        ...conflict,
+      },
+      // ...and the ALM1 hold, named in the booking: not converted (nor a 400 /hold_id, which would show
+      // it), it keeps the time.
+      {
+        url: '/appointments',
+        body: {
+          patient_id: alm2Patient,
+          codalmacen: 'ALM2',
+          practitioner: alm1.practitioner,
+          ...slotAt(10),
+          hold_id: alm1.hold,
+          outside_hours: true,
+        },
+        ...conflict,
+      },
+      {
+        url: '/appointments',
+        body: {
+          patient_id: alm2Patient,
+          codalmacen: 'ALM1',
+          practitioner: alm1.practitioner,
+          ...slotAt(10),
+          hold_id: alm1.hold,
+        },
+        status: [403],
+        code: 'center_forbidden',
       },
     ],
     'get /appointments/{id}': () => [
@@ -494,7 +784,123 @@ function centerProbes(method: string, path: string): Probe[] {
       { url: '/audit/events?limit=100', status: [200] },
       { url: `/audit/events?resource_id=${alm1.patient}`, status: [200] },
       { url: `/audit/events?resource_id=${alm1.otherAppointment}`, status: [200] },
+      { url: `/audit/events?resource_id=${alm1.practitioner}`, status: [200] },
       forbidden('/audit/events'),
+    ],
+    'get /practitioners': () => [
+      { url: '/practitioners', status: [200] },
+      { url: '/practitioners?codalmacen=ALM2&active=true&limit=100', status: [200] },
+      forbidden('/practitioners'),
+    ],
+    'post /practitioners': () => [
+      { url: '/practitioners', body: practitioner(hoursAt('ALM1')), status: [403], code: 'center_forbidden' },
+      {
+        url: '/practitioners',
+        body: practitioner([
+          ...hoursAt('ALM2'),
+          { codalmacen: 'ALM1', weekday: 2, start: '08:00', end: '14:00' },
+        ]),
+        status: [403],
+        code: 'center_forbidden',
+      },
+      { ...forbidden('/practitioners'), body: practitioner(hoursAt('ALM2')) },
+      // Ids are unique in the company: the one of ALM1 is taken, and that is all the answer says.
+      {
+        url: '/practitioners',
+        body: { ...practitioner(hoursAt('ALM2')), id: alm1.practitioner },
+        status: [409],
+        code: 'duplicate_practitioner',
+      },
+      // The token's own center: the refusals above are about ALM1, not about registering.
+      { url: '/practitioners', body: practitioner(hoursAt('ALM2')), status: [201] },
+    ],
+    'get /practitioners/{id}': () => [
+      { url: `/practitioners/${alm1.practitioner}`, ...notFound },
+      forbidden(`/practitioners/${alm2Practitioner}`),
+    ],
+    'patch /practitioners/{id}': () => [
+      {
+        url: `/practitioners/${alm1.practitioner}`,
+        body: { name: 'changed by another center' },
+        ...notFound,
+      },
+      // Moving ALM1's practitioner to the token's center: not its to move.
+      { url: `/practitioners/${alm1.practitioner}`, body: { working_hours: hoursAt('ALM2') }, ...notFound },
+      { url: `/practitioners/${alm1.practitioner}`, body: { active: false }, ...notFound },
+      // Hours at ALM1 for the token's own practitioner: the center is forbidden.
+      {
+        url: `/practitioners/${alm2Practitioner}`,
+        body: { working_hours: hoursAt('ALM1') },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      {
+        url: `/practitioners/${alm2Practitioner}`,
+        body: {
+          working_hours: [
+            ...hoursAt('ALM2'),
+            { codalmacen: 'ALM1', weekday: 2, start: '08:00', end: '14:00' },
+          ],
+        },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      { ...forbidden(`/practitioners/${alm2Practitioner}`), body: { name: 'x' } },
+    ],
+    'post /practitioners/{id}/time-off': () => [
+      {
+        url: `/practitioners/${alm1.practitioner}/time-off`,
+        body: { starts_at: at(8), ends_at: at(14), reason: 'x' },
+        ...notFound,
+      },
+      { ...forbidden(`/practitioners/${alm2Practitioner}/time-off`), body: { ...slotAt(8), reason: 'x' } },
+    ],
+    'get /practitioners/{id}/time-off': () => [
+      { url: `/practitioners/${alm1.practitioner}/time-off`, ...notFound },
+      forbidden(`/practitioners/${alm2Practitioner}/time-off`),
+    ],
+    'delete /practitioners/{id}/time-off/{time_off_id}': () => [
+      { url: `/practitioners/${alm1.practitioner}/time-off/${alm1.timeOff}`, ...notFound },
+      // ALM1's time off under the token's own practitioner.
+      { url: `/practitioners/${alm2Practitioner}/time-off/${alm1.timeOff}`, ...notFound },
+      forbidden(`/practitioners/${alm1.practitioner}/time-off/${alm1.timeOff}`),
+    ],
+    'get /appointments/availability': () => [
+      forbidden(`/appointments/availability?from=${day}T00:00:00Z&to=${nextDay}T00:00:00Z`),
+      // The token's center: its own practitioner's slots, nothing of ALM1's.
+      {
+        url: `/appointments/availability?codalmacen=ALM2&from=${day}T00:00:00Z&to=${nextDay}T00:00:00Z&limit=500`,
+        status: [200],
+      },
+      { url: dayOf(alm1.practitioner, 'ALM2'), status: [200], check: noSlots },
+    ],
+    'post /appointments/holds': () => [
+      {
+        url: '/appointments/holds',
+        body: { practitioner: alm1.practitioner, codalmacen: 'ALM1', ...slotAt(11) },
+        status: [403],
+        code: 'center_forbidden',
+      },
+      {
+        ...forbidden('/appointments/holds'),
+        body: { practitioner: alm2Practitioner, codalmacen: 'ALM2', ...slotAt(9) },
+      },
+      // A hold at the token's center on the time of the practitioner's ALM1 appointment: names no one.
+      {
+        url: '/appointments/holds',
+        body: { practitioner: unregisteredOf(alm1), codalmacen: 'ALM2', ...slotAt(12) },
+        ...conflict,
+      },
+      // The token's own practitioner and center.
+      {
+        url: '/appointments/holds',
+        body: { practitioner: alm2Practitioner, codalmacen: 'ALM2', ...slotAt(8) },
+        status: [201],
+      },
+    ],
+    'delete /appointments/holds/{id}': () => [
+      { url: `/appointments/holds/${alm1.hold}`, ...notFound },
+      forbidden(`/appointments/holds/${alm1.hold}`),
     ],
   }
   if (!probes[key]) throw new Error(`no center generator for ${key}: cover it in isolation.e2e.test.ts`)
@@ -506,6 +912,7 @@ test('a token limited to one center reaches nothing of the company’s other cen
   const records = recordsOf(alm1)
   const ids = Object.keys(records)
   const before = await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })
+  expect(startsOf(before.records[dayOf(alm1.practitioner)])).toEqual(WORLD_FREE)
   const r = await sweep(a, limited, centerProbes, { ids, markers: [alm1.marker] }, { known: new Set() })
   process.stdout.write(
     `isolation (center): operations=${r.operations} requests=${r.requests} leaks=${r.leaks.length} unexpected=${r.unexpected.length}\n`,
@@ -525,6 +932,7 @@ test('A’s totals count exactly what A created: nothing of B, and a limited tok
     patients: '/patients',
     appointments: '/appointments',
     messages: '/comms/messages',
+    practitioners: '/practitioners',
   }
   const seen: Record<string, unknown> = {}
   const expected: Record<string, unknown> = {}
@@ -553,4 +961,5 @@ test('A’s totals count exactly what A created: nothing of B, and a limited tok
   expect(seen).toEqual(expected)
   // The ledger is not empty: A created records of both centers and of none.
   expect(ledger.patients.size).toBeGreaterThanOrEqual(3)
+  expect(new Set(ledger.practitioners.values())).toEqual(new Set(['ALM1', 'ALM2']))
 }, 60_000)

@@ -51,7 +51,9 @@ export async function explainConflict(
     })
     hidden = centers.length === 0 || centers.some((center) => !allowed.includes(center))
   }
-  if (!c.registered || err.holder !== 'practitioner') return new SlotConflict(err.holder, { hidden })
+  // A hidden conflict offers nothing either: an empty list would tell a registered practitioner
+  // from a free-text name.
+  if (hidden || !c.registered || err.holder !== 'practitioner') return new SlotConflict(err.holder, { hidden })
   const start = Date.parse(c.span.starts_at)
   const alternatives = await store.availability(companyId, {
     center: c.span.center,
