@@ -63,6 +63,13 @@ export interface AppointmentTx extends TenantTx<Appointment> {
   checkIn(id: string): Promise<Appointment>
   /** Whether a registered practitioner works then: null when the practitioner is not registered. */
   workingCheck(span: Span): Promise<NotWorking | 'ok' | null>
+  /**
+   * Takes the transaction's locks on the practitioner's and the patient's calendars (in the one
+   * order every claim takes them; again is harmless). Before reading a hold to convert: a claim
+   * that waits on the hold's row while holding these locks would deadlock with one that waits on
+   * the locks.
+   */
+  lockCalendars(practitioner: string, patientId: string | null): Promise<void>
   /** The live hold `id` of the company, locked until the transaction ends, or null. */
   findHold(id: string): Promise<Hold | null>
   /** Deletes the live hold `id` (of these centers, when given); false when there is none. */

@@ -101,6 +101,7 @@ export const spanOf = (
  * decides); a live one for another slot is a 400.
  */
 async function convertHold(ctx: Ctx, tx: AppointmentTx, holdId: string, fields: AppointmentFields) {
+  await tx.lockCalendars(fields.practitioner, fields.patient_id)
   const hold = await tx.findHold(holdId)
   if (!hold || !centerVisible(ctx.auth.allowedCenters, hold.codalmacen)) return
   const same =

@@ -53,7 +53,8 @@ export async function explainConflict(
   }
   // A hidden conflict offers nothing either: an empty list would tell a registered practitioner
   // from a free-text name.
-  if (hidden || !c.registered || err.holder !== 'practitioner') return new SlotConflict(err.holder, { hidden })
+  if (hidden || !c.registered || err.holder !== 'practitioner')
+    return new SlotConflict(err.holder, { hidden })
   const start = Date.parse(c.span.starts_at)
   const alternatives = await store.availability(companyId, {
     center: c.span.center,

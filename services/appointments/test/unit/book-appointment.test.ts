@@ -39,6 +39,7 @@ class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> imple
       },
       // Free-text practitioners: no record, no hours to check, no holds.
       workingCheck: async () => null,
+      lockCalendars: async () => {},
       findHold: async () => null,
       releaseHold: async () => false,
       insertHold: async () => {

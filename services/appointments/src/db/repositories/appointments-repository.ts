@@ -184,6 +184,7 @@ export class AppointmentsRepository
     }
     return {
       ...calendarTx(trx, companyId, this.clock),
+      lockCalendars: (practitioner, patientId) => lockCalendars(trx, companyId, practitioner, patientId),
       async findById(id, opts) {
         const q = rows().where('id', id).first(SELECT)
         const row = await (opts?.forUpdate ? q.forUpdate() : q)

@@ -81,11 +81,11 @@ export interface SlotRow {
 
 const WORKING = `
   SELECT p.active,
-    EXISTS (
-      SELECT 1 FROM working_windows(p.working_hours, p.time_zone, CAST(:starts AS timestamptz), CAST(:ends AS timestamptz)) w
+    coalesce((
+      SELECT range_agg(w.during)
+      FROM working_windows(p.working_hours, p.time_zone, CAST(:starts AS timestamptz), CAST(:ends AS timestamptz)) w
       WHERE w.codalmacen = :center
-        AND w.during @> tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz))
-    ) AS in_hours,
+    ) @> tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz)), false) AS in_hours,
     EXISTS (
       SELECT 1 FROM time_off t
       WHERE t.idempresa = p.idempresa AND t.practitioner = p.id
@@ -94,7 +94,8 @@ const WORKING = `
   FROM practitioners p WHERE p.idempresa = :company AND p.id = :practitioner`
 
 /**
- * Whether `practitioner` works at `center` for the whole of [starts, ends): null when no such
+ * Whether `practitioner` works at `center` for the whole of [starts, ends) (windows that touch, as
+ * 09:00-12:00 and 12:00-14:00, count as one): null when no such
  * practitioner is registered (free-text practitioners book as before), else why not, or 'ok'.
  */
 export async function workingCheck(
