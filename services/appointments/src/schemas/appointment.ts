@@ -41,7 +41,8 @@ export const Practitioner = Type.String({
   description: 'who sees the patient (a stable id or name, compared exactly); one appointment at a time',
   examples: ['dra-lopez'],
 })
-const When = (description: string, example: string) =>
+/** An instant a client sends: RFC 3339 with any offset (stored and answered in UTC). */
+export const When = (description: string, example: string) =>
   Type.String({ format: 'date-time', maxLength: 40, description, examples: [example] })
 const TimeZone = Type.String({
   minLength: 1,

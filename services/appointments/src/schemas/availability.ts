@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Instant, Uuid, centerCode, nullable, problemSchema } from '@clinic/platform/http'
+import { When } from './appointment'
 import { PractitionerId } from './practitioner'
 
 /** Availability and holds (DESIGN.md section 11): free slots of a center, and keeping one a while. */
@@ -7,9 +8,6 @@ import { PractitionerId } from './practitioner'
 export const MAX_AVAILABILITY_DAYS = 31
 export const MAX_AVAILABILITY_LIMIT = 500
 export const MAX_PRACTITIONERS_ASKED = 50
-
-const When = (description: string, example: string) =>
-  Type.String({ format: 'date-time', maxLength: 40, description, examples: [example] })
 
 export const AvailabilityQuery = Type.Object(
   {

@@ -8,7 +8,7 @@ import {
   centerCode,
   nullable,
 } from '@clinic/platform/http'
-import { DEFAULT_TIME_ZONE, TIME_ZONE_NAME } from './appointment'
+import { DEFAULT_TIME_ZONE, TIME_ZONE_NAME, When } from './appointment'
 
 /**
  * The Practitioner contract (DESIGN.md section 11): who works when and where, in their own time
@@ -148,9 +148,6 @@ export const TimeOffParams = Type.Object(
   { id: PractitionerId, time_off_id: Uuid },
   { additionalProperties: false },
 )
-
-const When = (description: string, example: string) =>
-  Type.String({ format: 'date-time', maxLength: 40, description, examples: [example] })
 
 export const CreateTimeOffBody = Type.Object(
   {
