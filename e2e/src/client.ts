@@ -100,8 +100,9 @@ export async function extraGateway(
   const port = await freePort()
   const child: ChildProcess = startProcess('gateway', { ...stack().env, GATEWAY_PORT: String(port), ...env })
   const api = `http://127.0.0.1:${port}/api`
+  // A process start and its first answer: seconds on a quiet machine, far more on a busy one.
   await waitFor(async () => (await fetch(`${api}/health`)).status > 0, {
-    timeoutMs: 20_000,
+    timeoutMs: 60_000,
     what: 'extra gateway',
   })
   return {

@@ -36,7 +36,8 @@ export async function startPrism(api: string, o: { errors: boolean }): Promise<P
   })
   let log = ''
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Prism did not start in 30 s:\n${log}`)), 30_000)
+    // Generous: Prism reads the whole document first, and on a busy 2-core machine that is slow.
+    const timer = setTimeout(() => reject(new Error(`Prism did not start in 90 s:\n${log}`)), 90_000)
     const read = (chunk: Buffer) => {
       log += chunk.toString()
       const m = /Prism is listening on (http:\/\/\S+)/.exec(log)

@@ -230,7 +230,7 @@ describe('appointments through the gateway', () => {
       child.kill('SIGTERM')
       await waitFor(() => child.exitCode !== null || child.signalCode !== null, { what: 'appointments exit' })
     }
-  })
+  }, 180_000)
 
   it('documents every route with its schemas, problems and examples in the merged OpenAPI', async () => {
     const doc = await call('GET', '/openapi.json')

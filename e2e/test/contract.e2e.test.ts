@@ -24,7 +24,7 @@ beforeAll(async () => {
     startPrism(stack().api, { errors: true }),
     startPrism(stack().api, { errors: false }),
   ])
-}, 60_000)
+}, 180_000)
 afterAll(async () => {
   await Promise.all([strict?.stop(), loose?.stop()])
 })
@@ -212,5 +212,5 @@ describe('the contract, checked by Prism', () => {
     } finally {
       await Promise.all([prism.stop(), gw.stop()])
     }
-  })
+  }, 180_000)
 })

@@ -856,7 +856,7 @@ beforeAll(async () => {
     await made('/comms/send', { patient_id: patients[1], channel: 'sms', body: `${MARK} hola` }),
   ]
   pool = { patients, appointments, messages, centers: t.centers, cursors: {} }
-}, 60_000)
+}, 120_000)
 afterAll(() => stop?.())
 
 test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 5xx, never a hang`, async () => {
