@@ -17,6 +17,7 @@ import {
   availabilityStatement,
   conflictCenters,
   purgeExpiredHolds,
+  stretches,
   workingCheck,
   type SlotRow,
 } from './calendar-sql'
@@ -227,11 +228,22 @@ export class AppointmentsRepository
     return this.page(companyId, listParts(this.knex, companyId, f))
   }
 
-  /** Free slots (calendar-sql.ts), in one statement under the company's row-level security. */
+  /**
+   * Free slots (calendar-sql.ts), stretch after stretch in one transaction under the company's
+   * row-level security, until `limit` slots: each stretch's slots start after the last one's, so
+   * the pages join in order.
+   */
   availability(companyId: number, f: StoreFilter): Promise<Slot[]> {
+    const now = this.clock()
     return companyTransaction(this.knex, companyId, async (trx) => {
-      const { rows } = await availabilityStatement(trx, companyId, { ...f, now: this.clock() })
-      return (rows as SlotRow[]).map(toSlot)
+      const slots: Slot[] = []
+      for (const stretch of stretches(f.from, f.to)) {
+        const limit = f.limit - slots.length
+        const { rows } = await availabilityStatement(trx, companyId, { ...f, ...stretch, limit, now })
+        slots.push(...(rows as SlotRow[]).map(toSlot))
+        if (slots.length >= f.limit) break
+      }
+      return slots
     })
   }
 

@@ -12,21 +12,27 @@ import type { NotWorking } from '../../domain/errors'
 /** `now`: slots before it are past, holds expiring before it block nothing. */
 export type AvailabilityFilter = StoreFilter & { now: Date }
 
-/** What blocks a time: the calendar's live claims and time off, near [from, to + 12 h). */
+/**
+ * What blocks a time near [from, to + 12 h): the company's live claims and time off there, read in
+ * one pass (not one probe per practitioner), kept by practitioner as one multirange each.
+ */
 const BUSY = `
-  SELECT c.practitioner, c.during FROM calendar c
-  WHERE c.idempresa = :company AND c.practitioner IN (SELECT id FROM asked)
-    AND c.during && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
-    AND (c.expires_at IS NULL OR c.expires_at > CAST(:now AS timestamptz))
-  UNION ALL
-  SELECT t.practitioner, tstzrange(t.starts_at, t.ends_at) FROM time_off t
-  WHERE t.idempresa = :company AND t.practitioner IN (SELECT id FROM asked)
-    AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')`
+  SELECT b.practitioner, range_agg(b.during) AS during FROM (
+    SELECT c.practitioner, c.during FROM calendar c
+    WHERE c.idempresa = :company
+      AND c.during && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
+      AND (c.expires_at IS NULL OR c.expires_at > CAST(:now AS timestamptz))
+    UNION ALL
+    SELECT t.practitioner, tstzrange(t.starts_at, t.ends_at) FROM time_off t
+    WHERE t.idempresa = :company
+      AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
+  ) b GROUP BY b.practitioner`
 
 /**
  * The slot grid of the asked practitioners at the center (each working window from its start, every
- * slot_minutes, slots that fit in it), minus the past, minus what is busy: one range_agg per
- * practitioner (a multirange), so each slot is one in-memory test, not an index probe.
+ * slot_minutes, slots that fit in it), minus the past, minus what is busy: `busy` is computed once
+ * (MATERIALIZED: inlined, the planner recomputed it for every working window) and each slot is one
+ * in-memory test against its practitioner's multirange, not an index probe.
  */
 const AVAILABILITY = `
   WITH asked AS (
@@ -48,16 +54,17 @@ const AVAILABILITY = `
       AND s >= greatest(CAST(:from AS timestamptz), CAST(:now AS timestamptz))
       AND s < CAST(:to AS timestamptz)
   ),
-  busy AS (
-    SELECT b.practitioner, range_agg(b.during) AS during FROM (${BUSY}) b GROUP BY b.practitioner
-  )
+  busy AS MATERIALIZED (${BUSY})
   SELECT s.practitioner, CAST(:center AS text) AS codalmacen, s.starts_at, s.ends_at
   FROM slots s LEFT JOIN busy b ON b.practitioner = s.practitioner
   WHERE b.during IS NULL OR NOT b.during && tstzrange(s.starts_at, s.ends_at)
   ORDER BY s.starts_at, s.practitioner
   LIMIT :limit`
 
-/** The statement availability sends (the benchmark explains this very statement). */
+/**
+ * The statement availability sends for one stretch [from, to) (the benchmark explains this very
+ * statement; the repository asks stretch after stretch until it has `limit` slots).
+ */
 export function availabilityStatement(db: Knex, companyId: number, f: AvailabilityFilter): Knex.Raw {
   return db.raw(AVAILABILITY, {
     company: companyId,
@@ -70,6 +77,21 @@ export function availabilityStatement(db: Knex, companyId: number, f: Availabili
     now: f.now.toISOString(),
     limit: f.limit,
   })
+}
+
+/**
+ * The stretches availability reads, earliest first: a day, then two, four... up to `to`. The first
+ * page of a busy center is in its first day, and "next available" (`limit=1`) rarely needs more;
+ * a month with nothing free takes five statements, not thirty-one.
+ */
+export function* stretches(from: string, to: string): Generator<{ from: string; to: string }> {
+  const end = Date.parse(to)
+  let start = Date.parse(from)
+  for (let days = 1; start < end; days *= 2) {
+    const until = Math.min(end, start + days * 86_400_000)
+    yield { from: new Date(start).toISOString(), to: new Date(until).toISOString() }
+    start = until
+  }
 }
 
 export interface SlotRow {
