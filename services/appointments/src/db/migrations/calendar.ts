@@ -61,9 +61,14 @@ export function calendarMigration(schema: string, appRole: string, tenant: strin
           PRIMARY KEY (idempresa, id),
           CHECK ((kind = 'hold') = (expires_at IS NOT NULL)),
           CHECK (NOT isempty(during) AND NOT lower_inf(during) AND NOT upper_inf(during)),
+          -- As appointments: at most 12 h (availability's index range relies on it).
+          CHECK (upper(during) <= lower(during) + interval '12 hours'),
           CONSTRAINT calendar_overlap EXCLUDE USING gist
             (idempresa WITH =, practitioner WITH =, during WITH &&)
         );
+        -- Availability reads a company's claims near a stretch of time, every practitioner at once:
+        -- a claim lasts at most 12 h, so those meeting [from, to) start in [from - 12 h, to).
+        CREATE INDEX calendar_by_start ON calendar (idempresa, lower(during));
 
         -- The slot of every appointment that holds one, whatever writes it.
         CREATE FUNCTION calendar_track() RETURNS trigger LANGUAGE plpgsql AS $$
