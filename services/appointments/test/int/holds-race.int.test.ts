@@ -357,4 +357,22 @@ describe('holds', () => {
     expect(await offered(c, s)).toBe(true)
     expect((await book(c, s)).statusCode).toBe(201)
   })
+
+  test('a new hold sweeps the company’s expired holds away (no timer), never another company’s', async () => {
+    const c = companyOf(h)
+    const other = companyOf(h)
+    const [p1, p2, q] = [await setUp(c), await setUp(c), await setUp(other)]
+    const expired = [await hold(c, slotAt(p1, '09:00')), await hold(c, slotAt(p2, '10:00'))]
+    const othersHold = await hold(other, slotAt(q, '09:00'))
+    for (const res of [...expired, othersHold]) expect(res.statusCode).toBe(201)
+    const holdsOf = async (company: Company) =>
+      (await h.owner('calendar').where({ idempresa: company.principal.companyId, kind: 'hold' }).select('id'))
+        .map((r: { id: string }) => r.id)
+        .sort()
+    clock.advance((TTL_SECONDS + 1) * 1000)
+    // A hold of another practitioner, at another time: it overlaps neither expired hold.
+    const fresh = (await hold(c, slotAt(p1, '15:00'))).json()
+    expect(await holdsOf(c)).toEqual([fresh.id])
+    expect(await holdsOf(other)).toEqual([othersHold.json().id])
+  })
 })

@@ -10,7 +10,8 @@ import type { Migration } from '@clinic/platform'
  *
  * An expired hold blocks nothing even before anything removes it: every write that claims time
  * first deletes the expired holds of that practitioner that overlap it (under the calendar's
- * advisory lock), and every read compares `expires_at` with the clock. No timer is needed.
+ * advisory lock), and every read compares `expires_at` with the clock. Each new hold also sweeps a
+ * few of the company's other expired holds away. No timer is needed.
  */
 export function calendarMigration(schema: string, appRole: string, tenant: string): Migration {
   return {
@@ -69,6 +70,8 @@ export function calendarMigration(schema: string, appRole: string, tenant: strin
         -- Availability reads a company's claims near a stretch of time, every practitioner at once:
         -- a claim lasts at most 12 h, so those meeting [from, to) start in [from - 12 h, to).
         CREATE INDEX calendar_by_start ON calendar (idempresa, lower(during));
+        -- Each new hold sweeps away some of the company's expired ones.
+        CREATE INDEX calendar_hold_expiry ON calendar (idempresa, expires_at) WHERE kind = 'hold';
 
         -- The slot of every appointment that holds one, whatever writes it.
         CREATE FUNCTION calendar_track() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -18,6 +18,7 @@ import {
   conflictCenters,
   purgeExpiredHolds,
   stretches,
+  sweepExpiredHolds,
   workingCheck,
   type SlotRow,
 } from './calendar-sql'
@@ -123,6 +124,7 @@ function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date)
       const span = { practitioner: hold.practitioner, starts_at: hold.starts_at, ends_at: hold.ends_at }
       await lockCalendars(trx, companyId, hold.practitioner, null)
       await purgeExpiredHolds(trx, companyId, { ...span, now: clock() })
+      await sweepExpiredHolds(trx, companyId, clock())
       const [row] = await translate(
         trx('calendar')
           .insert({

@@ -185,3 +185,21 @@ export function purgeExpiredHolds(
     .whereRaw('during && tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [c.starts_at, c.ends_at])
     .delete()
 }
+
+/** How many of the company's other expired holds a new hold clears away. */
+const SWEEP_BATCH = 50
+
+/**
+ * Clears away some of the company's other expired holds (they block nothing, they only take room),
+ * so the calendar keeps no dead rows without a timer: each new hold sweeps a few. SKIP LOCKED: a
+ * row another transaction is removing is left to it, so this never waits and never deadlocks.
+ */
+export function sweepExpiredHolds(trx: Knex.Transaction, companyId: number, now: Date) {
+  return trx.raw(
+    `DELETE FROM calendar WHERE idempresa = ? AND id IN (
+       SELECT id FROM calendar
+       WHERE idempresa = ? AND kind = 'hold' AND expires_at <= CAST(? AS timestamptz)
+       LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`,
+    [companyId, companyId, now.toISOString()],
+  )
+}
