@@ -1,11 +1,20 @@
 // Appointments at scale: 50,000 appointments of one company over 10 centers (plus 10,000 of
 // another), and the front desk's most frequent call through the gateway: one center's day.
 // Run: node bench/appointments.mjs after `npm run build` (seeding takes a few seconds).
-import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import pg from 'pg'
-import { ROOT, behindGateway, benchTenant, cpuSeconds, load, machine, measure, record } from './lib.mjs'
+import {
+  ROOT,
+  behindGateway,
+  benchTenant,
+  cpuSeconds,
+  postgresCpu,
+  load,
+  machine,
+  measure,
+  record,
+} from './lib.mjs'
 
 const BIG = 50_000
 const CENTERS = 10
@@ -77,18 +86,6 @@ const all = await (
   await fetch(`${api}/appointments?limit=1`, { headers: { 'x-service-token': token } })
 ).json()
 if (all.meta.total !== BIG) throw new Error(`meta.total is ${all.meta.total}, expected ${BIG}`)
-
-/** CPU seconds of every PostgreSQL process (the server is shared: other work on it counts too). */
-function postgresCpu() {
-  let seconds = 0
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)))
-    try {
-      if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) seconds += cpuSeconds(pid)
-    } catch {
-      // gone meanwhile
-    }
-  return seconds
-}
 
 const rows = []
 const cpu = []

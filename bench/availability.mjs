@@ -4,11 +4,20 @@
 // server measured in the same run (the machine is shared and noisy).
 // Run: node bench/availability.mjs after `npm run build` (seeding takes a few seconds).
 import http from 'node:http'
-import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import pg from 'pg'
-import { ROOT, behindGateway, benchTenant, cpuSeconds, freePort, load, machine, record } from './lib.mjs'
+import {
+  ROOT,
+  behindGateway,
+  benchTenant,
+  cpuSeconds,
+  postgresCpu,
+  freePort,
+  load,
+  machine,
+  record,
+} from './lib.mjs'
 
 const CENTER = 'ALM1'
 const TZ = 'Europe/Madrid'
@@ -236,17 +245,6 @@ const fiveAnswer = (await get(query({ practitioners: five }))).map(slotKey)
 if (firstDifference(fiveAnswer, free.filter((k) => five.includes(k.split(' ')[0])).slice(0, 100)))
   throw new Error('practitioner=... is not those practitioners’ earliest free slots')
 
-/** CPU seconds of every PostgreSQL process (the server is shared: other work on it counts too). */
-function postgresCpu() {
-  let seconds = 0
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)))
-    try {
-      if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) seconds += cpuSeconds(pid)
-    } catch {
-      // gone meanwhile
-    }
-  return seconds
-}
 /** CPU of each process over `work` (returning how many requests it made), in us per request. */
 async function cpuPerRequest(work) {
   const before = {

@@ -2,7 +2,7 @@ import os from 'node:os'
 // Shared by the benchmarks: a throwaway database, processes from the build, CPU time per process.
 import { spawn, execFileSync } from 'node:child_process'
 import { serviceEnv } from '../scripts/lib.mjs'
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import path from 'node:path'
@@ -73,6 +73,18 @@ export function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   const ticks = Number(fields[11]) + Number(fields[12])
   return ticks / 100
+}
+
+/** CPU seconds of every PostgreSQL process (the server is shared: other work on it counts too). */
+export function postgresCpu() {
+  let seconds = 0
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)))
+    try {
+      if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) seconds += cpuSeconds(pid)
+    } catch {
+      // gone meanwhile
+    }
+  return seconds
 }
 
 export async function load(opts) {

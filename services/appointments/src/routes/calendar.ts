@@ -4,6 +4,7 @@ import {
   PostHeaders,
   problem,
   requestHash,
+  sendResource,
   type RequestErrorOptions,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -86,9 +87,7 @@ export const calendarRoutes: FastifyPluginAsyncTypebox<CalendarRoutesOptions> = 
       idempotencyKey: req.headers['idempotency-key'],
       requestHash: requestHash(req.method, req.url, req.body),
     })
-    if (result.replayed) reply.header('idempotent-replayed', 'true')
-    reply.header('location', `/appointments/holds/${result.body.id}`)
-    return reply.code(201).send(result.body)
+    return sendResource(reply, result, { status: 201, location: `/appointments/holds/${result.body.id}` })
   })
 
   app.delete('/appointments/holds/:id', releaseRoute, async (req, reply) => {

@@ -185,9 +185,8 @@ export const practitionerRoutes: FastifyPluginAsyncTypebox<{ store: Practitioner
       idempotencyKey: req.headers['idempotency-key'],
       requestHash: requestHash(req.method, req.url, req.body),
     })
-    if (result.replayed) reply.header('idempotent-replayed', 'true')
-    reply.header('location', `/practitioners/${req.params.id}/time-off/${result.body.id}`)
-    return reply.code(201).send(result.body)
+    const location = `/practitioners/${req.params.id}/time-off/${result.body.id}`
+    return sendResource(reply, result, { status: 201, location })
   })
 
   app.get('/practitioners/:id/time-off', listTimeOffRoute, async (req) =>
