@@ -67,17 +67,18 @@ export async function explainConflict(
   return new SlotConflict(err.holder, { hidden, alternatives })
 }
 
-/** Runs `work`; a SlotConflict it throws comes back explained (explainConflict). */
+/** Runs `work`; a SlotConflict it throws comes back explained (explainConflict) when `about` knows the claim. */
 export async function explainingConflicts<T>(
   ctx: Ctx,
   store: AppointmentStore,
   work: () => Promise<T>,
-  about: () => { span: Span; patientId?: string; self?: string; registered: boolean },
+  about: () => { span: Span; patientId?: string; self?: string; registered: boolean } | null,
 ): Promise<T> {
   try {
     return await work()
   } catch (err) {
-    if (err instanceof SlotConflict) throw await explainConflict(ctx, store, err, about())
+    const context = err instanceof SlotConflict ? about() : null
+    if (context) throw await explainConflict(ctx, store, err as SlotConflict, context)
     throw err
   }
 }

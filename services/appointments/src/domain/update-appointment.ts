@@ -49,12 +49,9 @@ export async function updateAppointment(
       await tx.publish([appointmentUpdated(ctx, appointment, plan.changes, plan.status, outsideHours)])
       return { appointment, changes: plan.changes }
     })
-  const result = await explainingConflicts(ctx, store, work, () => ({
-    span: spanOf(moving!),
-    patientId: moving!.patient_id,
-    self: input.id,
-    registered,
-  }))
+  const result = await explainingConflicts(ctx, store, work, () =>
+    moving ? { span: spanOf(moving), patientId: moving.patient_id, self: input.id, registered } : null,
+  )
   ctx.log.info({ appointment_id: input.id, changes: result.changes }, 'appointment updated')
   return result.appointment
 }
