@@ -31,6 +31,8 @@ for user in $users; do
     [ "$tries" -lt 30 ] || { echo "$user did not appear after the import" >&2; exit 1; }
     sleep 1
   done
-  ctl change_password "$user" "$(passwordOf "$user")"
+  # `--`: a password may begin with "-" (base64url does, one time in 64), which rabbitmqctl would
+  # read as an option.
+  ctl change_password "$user" -- "$(passwordOf "$user")"
   echo "$user: password set"
 done

@@ -45,7 +45,9 @@ const USERS_SCRIPT = path.resolve(__dirname, '../../../../deploy/rabbitmq/users.
 
 const vhost = uniqueName('clinic_test_perm')
 const prefix = `t${randomBytes(4).toString('hex')}`
-const password = randomBytes(18).toString('base64url')
+// Always beginning with '-', as one base64url password in 64 does: rabbitmqctl must not take it
+// for an option (users.sh passes `--`; a run once failed on such a password).
+const password = `-${randomBytes(18).toString('base64url')}`
 const users: string[] = []
 const log = testLog('broker-permissions')
 
@@ -90,7 +92,8 @@ describe('topic permissions on clinic.events', () => {
     // As deploy/README.md documents it, with this run's names.
     const user = `${prefix}-patients-cli`
     users.push(user)
-    await rabbitmqctl('add_user', user, password)
+    // `--`: the password may begin with '-' (base64url), which rabbitmqctl reads as an option.
+    await rabbitmqctl('add_user', user, '--', password)
     await rabbitmqctl('set_permissions', '-p', vhost, user, '^clinic\\.events$', '^clinic\\.events$', '^$')
     await rabbitmqctl('set_topic_permissions', '-p', vhost, user, EXCHANGE, '^patient\\.', '^$')
     const conn = await amqplib.connect(urlFor(user))
