@@ -13,6 +13,12 @@ export interface IdempotencyKey {
   hash: string
 }
 
+/** A create's Idempotency-Key: the header's value and the request's hash, scoped to the caller's token. */
+export const idempotencyOf = (
+  ctx: Pick<Ctx, 'auth'>,
+  input: { idempotencyKey: string | undefined; requestHash: string },
+): IdempotencyKey => ({ tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash })
+
 /** What a create made (`body`), or what it made the first time its Idempotency-Key was used. */
 export interface StoredResponse<B = unknown> {
   body: B

@@ -65,3 +65,6 @@ export function createDb(url: string, opts: DbOptions): Knex {
 export const isUniqueViolation = (err: unknown, constraint?: string): boolean =>
   (err as { code?: string }).code === '23505' &&
   (constraint === undefined || (err as { constraint?: string }).constraint === constraint)
+
+/** A timestamptz as the API shows it, RFC 3339 in UTC (node-pg reads it as a Date); anything else as it is. */
+export const isoInstant = <T>(v: T | Date): T | string => (v instanceof Date ? v.toISOString() : v)

@@ -1,5 +1,5 @@
 // The knex side of the platform, by concern; `@clinic/platform/db` exports all of it.
-export { createDb, isUniqueViolation, type DbOptions } from './connect'
+export { createDb, isUniqueViolation, isoInstant, type DbOptions } from './connect'
 export * from './migrate'
 export * from './roles'
 export * from './company'

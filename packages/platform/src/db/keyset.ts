@@ -22,3 +22,20 @@ export function applyKeyset<K extends string>(
   page.orderBy(names.map((column) => ({ column, order: ks.order })))
   return names.map((n) => `p.${n} ${ks.order}`).join(', ')
 }
+
+/**
+ * The page and exact total of a list whose total is a plain count: `matching` (the filtered rows)
+ * as one page of `columns` in the keyset's order past `after`, and counted. What companyPage and
+ * TenantRepository.page take.
+ */
+export function keysetPageParts<K extends string>(
+  matching: Knex.QueryBuilder,
+  columns: readonly string[],
+  ks: KeysetDef<K>,
+  f: { offset: number; limit: number; after?: KeysetAfter<K> },
+): { page: Knex.QueryBuilder; total: Knex.QueryBuilder; orderBy: string } {
+  const page = matching.clone().select([...columns])
+  const orderBy = applyKeyset(page, ks, f.after)
+  page.offset(f.offset).limit(f.limit)
+  return { page, total: matching.clone().count({ n: '*' }), orderBy }
+}

@@ -1,5 +1,10 @@
 import { ValidationFailed, assertCenter, type Ctx, type FieldError } from '@clinic/platform/core'
-import { MAX_AVAILABILITY_DAYS, type AvailabilityInput, type Slot } from '../schemas/availability'
+import {
+  DEFAULT_AVAILABILITY_LIMIT,
+  MAX_AVAILABILITY_DAYS,
+  type AvailabilityInput,
+  type Slot,
+} from '../schemas/availability'
 import type { AppointmentStore } from './appointment-store'
 import { parseInstant, toUtc } from './rules'
 
@@ -42,6 +47,6 @@ export async function findAvailability(
     to: toUtc(input.to),
     practitioners: input.practitioner && [...new Set(input.practitioner)],
     duration: input.duration,
-    limit: input.limit ?? 100,
+    limit: input.limit ?? DEFAULT_AVAILABILITY_LIMIT,
   })
 }

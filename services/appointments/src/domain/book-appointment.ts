@@ -8,6 +8,7 @@ import {
   type Ctx,
   type IdempotencyKey,
   type StoredResponse,
+  idempotencyOf,
 } from '@clinic/platform/core'
 import { appointmentCreated } from '../events/appointment-events'
 import type { Appointment, AppointmentFields, CreateAppointmentInput } from '../schemas/appointment'
@@ -45,7 +46,7 @@ export async function bookAppointment(
     ])
   assertCenter(ctx.auth, center)
   const fields = fieldsFromCreate(input.body, center)
-  const idempotency = { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash }
+  const idempotency = idempotencyOf(ctx, input)
 
   const result =
     (await deps.store.storedResponse<Appointment>(ctx.auth.companyId, idempotency)) ??

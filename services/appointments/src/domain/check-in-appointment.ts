@@ -1,4 +1,4 @@
-import { visibleCenters, type Ctx, type StoredResponse } from '@clinic/platform/core'
+import { visibleCenters, type Ctx, type StoredResponse, idempotencyOf } from '@clinic/platform/core'
 import { appointmentCheckedIn } from '../events/appointment-events'
 import type { Appointment } from '../schemas/appointment'
 import type { AppointmentStore } from './appointment-store'
@@ -24,7 +24,7 @@ export async function checkInAppointment(
   },
 ): Promise<StoredResponse<Appointment>> {
   const visible = visibleCenters(ctx.auth, input.queryCenter)
-  const idempotency = { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash }
+  const idempotency = idempotencyOf(ctx, input)
   const result = await store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const current = seenBy(visible, await tx.findById(input.id, { forUpdate: true }))
     const refusal = transitionRefusal(current.status, 'checked_in', 'checkin')

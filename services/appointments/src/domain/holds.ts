@@ -4,8 +4,8 @@ import {
   assertCenter,
   uuidv7,
   type Ctx,
-  type IdempotencyKey,
   type StoredResponse,
+  idempotencyOf,
 } from '@clinic/platform/core'
 import type { CreateHoldInput, Hold } from '../schemas/availability'
 import type { AppointmentStore, Span } from './appointment-store'
@@ -33,11 +33,7 @@ export async function createHold(
 ): Promise<StoredResponse<Hold>> {
   const body = input.body
   assertCenter(ctx.auth, body.codalmacen)
-  const idempotency: IdempotencyKey = {
-    tokenId: ctx.auth.tokenId,
-    key: input.idempotencyKey,
-    hash: input.requestHash,
-  }
+  const idempotency = idempotencyOf(ctx, input)
   const stored = await deps.store.storedResponse<Hold>(ctx.auth.companyId, idempotency)
   if (stored) return stored
   const patientId = body.patient_id?.toLowerCase() ?? null

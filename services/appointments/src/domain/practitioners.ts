@@ -8,9 +8,9 @@ import {
   keysetPage,
   visibleCenters,
   type Ctx,
-  type IdempotencyKey,
   type Page,
   type StoredResponse,
+  idempotencyOf,
 } from '@clinic/platform/core'
 import { practitionerEvent } from '../events/practitioner-events'
 import {
@@ -67,11 +67,7 @@ export async function createPractitioner(
     working_hours: hours,
     active: b.active ?? true,
   }
-  const idempotency: IdempotencyKey = {
-    tokenId: ctx.auth.tokenId,
-    key: input.idempotencyKey,
-    hash: input.requestHash,
-  }
+  const idempotency = idempotencyOf(ctx, input)
   const result = await store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const practitioner = await tx.insert(b.id, fields)
     await tx.publish([practitionerEvent(ctx, 'practitioner.created', practitioner)])

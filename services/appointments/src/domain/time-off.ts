@@ -4,9 +4,9 @@ import {
   uuidv7,
   visibleCenters,
   type Ctx,
-  type IdempotencyKey,
   type Page,
   type StoredResponse,
+  idempotencyOf,
 } from '@clinic/platform/core'
 import type { CreateTimeOffInput, ListTimeOffInput, TimeOff } from '../schemas/practitioner'
 import type { PractitionerStore, PractitionerTx } from './practitioner-store'
@@ -35,11 +35,7 @@ export async function addTimeOff(
     requestHash: string
   },
 ): Promise<StoredResponse<TimeOff>> {
-  const idempotency: IdempotencyKey = {
-    tokenId: ctx.auth.tokenId,
-    key: input.idempotencyKey,
-    hash: input.requestHash,
-  }
+  const idempotency = idempotencyOf(ctx, input)
   const result = await store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const p = await writable(ctx, tx, input.practitioner, input.queryCenter)
     const timeOff = await tx.addTimeOff({

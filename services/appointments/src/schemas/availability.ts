@@ -7,6 +7,7 @@ import { PractitionerId } from './practitioner'
 
 export const MAX_AVAILABILITY_DAYS = 31
 export const MAX_AVAILABILITY_LIMIT = 500
+export const DEFAULT_AVAILABILITY_LIMIT = 100
 export const MAX_PRACTITIONERS_ASKED = 50
 
 export const AvailabilityQuery = Type.Object(
@@ -37,7 +38,7 @@ export const AvailabilityQuery = Type.Object(
       Type.Integer({
         minimum: 1,
         maximum: MAX_AVAILABILITY_LIMIT,
-        default: 100,
+        default: DEFAULT_AVAILABILITY_LIMIT,
         description: 'at most this many slots, earliest first; `limit=1` is the next available',
       }),
     ),

@@ -5,6 +5,7 @@ import {
   uuidv7,
   type Ctx,
   type StoredResponse,
+  idempotencyOf,
 } from '@clinic/platform/core'
 import { messageEvent } from '../events/message-events'
 import type { SendMessageInput, VersionedMessage } from '../schemas/message'
@@ -51,7 +52,7 @@ export async function sendMessage(
   input: SendMessage,
 ): Promise<StoredResponse<VersionedMessage>> {
   const b = input.body
-  const idempotency = { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash }
+  const idempotency = idempotencyOf(ctx, input)
   const stored = await deps.store.storedResponse<VersionedMessage>(ctx.auth.companyId, idempotency)
   if (stored) return visibleReplay(ctx, deps.store, stored)
 

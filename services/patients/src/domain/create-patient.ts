@@ -1,4 +1,4 @@
-import { findVisible, uuidv7, type Ctx, type StoredResponse } from '@clinic/platform/core'
+import { findVisible, uuidv7, type Ctx, type StoredResponse, idempotencyOf } from '@clinic/platform/core'
 import { patientCreated } from '../events/patient-events'
 import type { CreatePatientInput, Patient } from '../schemas/patient'
 import { centerForWrite } from './center-rules'
@@ -26,15 +26,11 @@ export async function createPatient(
   const fields = fieldsFromCreate(input.body, centerForWrite(ctx.auth, requested))
   if (!guardianSatisfied(fields)) throw new GuardianRequired()
 
-  const result = await store.idempotent(
-    ctx.auth.companyId,
-    { tokenId: ctx.auth.tokenId, key: input.idempotencyKey, hash: input.requestHash },
-    async (tx) => {
-      const patient = await tx.insert(uuidv7(), fields)
-      await tx.publish([patientCreated(ctx, patient)])
-      return { body: patient }
-    },
-  )
+  const result = await store.idempotent(ctx.auth.companyId, idempotencyOf(ctx, input), async (tx) => {
+    const patient = await tx.insert(uuidv7(), fields)
+    await tx.publish([patientCreated(ctx, patient)])
+    return { body: patient }
+  })
   // A replay is a read: the patient must still exist and be visible to this token's centers now
   // (another user may have moved it to a center the token cannot see).
   if (result.replayed) await findVisible(ctx, store, result.body.id, { notFound: 'No such patient' })

@@ -1,5 +1,11 @@
 import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyPageStatement, companyTransaction } from '@clinic/platform/db'
+import {
+  TenantRepository,
+  applyKeyset,
+  companyPageStatement,
+  companyTransaction,
+  isoInstant,
+} from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { AvailabilityFilter as StoreFilter, Span } from '../../domain/appointment-store'
@@ -16,15 +22,17 @@ import type { Hold, Slot } from '../../schemas/availability'
 import {
   availabilityStatement,
   conflictCenters,
+  holdColumns,
   purgeExpiredHolds,
   stretches,
   sweepExpiredHolds,
+  toHold,
+  toSlot,
   workingCheck,
   type SlotRow,
 } from './calendar-sql'
 
 const TABLE = 'appointments'
-/** How long an Idempotency-Key replays (DESIGN.md section 3; platform withIdempotency). */
 const INSTANTS = ['starts_at', 'ends_at', 'checked_in_at', 'created_at', 'updated_at'] as const
 /** Every column the API shows, in the order of the response schema (never idempresa). */
 const COLUMNS = Object.keys(Appointment.properties) as Array<keyof Appointment>
@@ -36,7 +44,7 @@ type Row = Record<keyof Appointment, unknown>
 function toAppointment(row: Row): Appointment {
   const out: Record<string, unknown> = {}
   for (const c of COLUMNS) out[c] = row[c]
-  for (const c of INSTANTS) if (row[c] instanceof Date) out[c] = (row[c] as Date).toISOString()
+  for (const c of INSTANTS) out[c] = isoInstant(row[c])
   return out as Appointment
 }
 
@@ -45,32 +53,6 @@ const OVERLAP_CONSTRAINTS = {
   calendar_overlap: 'practitioner',
   appointments_patient_overlap: 'patient',
 } as const
-
-/** A hold's columns as the API shows them (the calendar keeps its time as one range). */
-const holdColumns = (db: Knex | Knex.Transaction) => [
-  'id',
-  'practitioner',
-  'codalmacen',
-  db.raw('lower(during) AS starts_at'),
-  db.raw('upper(during) AS ends_at'),
-  'patient_id',
-  'expires_at',
-  'created_at',
-]
-const iso = (v: unknown) => (v instanceof Date ? v : new Date(String(v))).toISOString()
-function toHold(row: Record<string, unknown>): Hold {
-  return {
-    id: String(row.id),
-    practitioner: String(row.practitioner),
-    codalmacen: String(row.codalmacen),
-    starts_at: iso(row.starts_at),
-    ends_at: iso(row.ends_at),
-    patient_id: (row.patient_id as string | null) ?? null,
-    expires_at: iso(row.expires_at),
-    created_at: iso(row.created_at),
-  }
-}
-const toSlot = (r: SlotRow): Slot => ({ ...r, starts_at: iso(r.starts_at), ends_at: iso(r.ends_at) })
 
 async function translate<T>(work: Promise<T>): Promise<T> {
   try {
@@ -105,6 +87,21 @@ async function lockCalendars(
   await trx.raw(`SELECT ${keys.map(() => 'pg_advisory_xact_lock(hashtextextended(?, 0))').join(', ')}`, keys)
 }
 
+/**
+ * Before a claim of [starts_at, ends_at) for the practitioner (and the patient, when one): the
+ * calendar locks, then the expired holds of that time go.
+ */
+async function prepareClaim(
+  trx: Knex.Transaction,
+  companyId: number,
+  clock: () => Date,
+  c: { practitioner: string; patientId: string | null; starts_at: string; ends_at: string },
+) {
+  await lockCalendars(trx, companyId, c.practitioner, c.patientId)
+  // The time after the lock: a claim that waited for it sees the holds that expired meanwhile.
+  await purgeExpiredHolds(trx, companyId, { ...c, now: clock() })
+}
+
 /** What a transaction does with the calendar beyond appointments: holds and working hours. */
 function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date) {
   const holds = () => trx('calendar').where({ idempresa: companyId, kind: 'hold' })
@@ -121,9 +118,7 @@ function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date)
       return (await q.delete()) > 0
     },
     async insertHold(hold: Omit<Hold, 'created_at'>) {
-      const span = { practitioner: hold.practitioner, starts_at: hold.starts_at, ends_at: hold.ends_at }
-      await lockCalendars(trx, companyId, hold.practitioner, null)
-      await purgeExpiredHolds(trx, companyId, { ...span, now: clock() })
+      await prepareClaim(trx, companyId, clock, { ...hold, patientId: null })
       await sweepExpiredHolds(trx, companyId, clock())
       const [row] = await translate(
         trx('calendar')
@@ -165,6 +160,7 @@ export class AppointmentsRepository
   }
 
   protected tx(companyId: number, trx: Knex.Transaction): AppointmentTx {
+    const clock = this.clock
     const rows = () => trx(TABLE).where('idempresa', companyId)
     const write = async (id: string, values: Record<string, unknown>) => {
       const [row] = await translate(
@@ -176,17 +172,8 @@ export class AppointmentsRepository
       if (!row) throw new NotFound('No such appointment')
       return toAppointment(row as Row)
     }
-    /** The calendar locks, then the expired holds of that time go: it is claimed next. */
-    const claim = async (
-      practitioner: string,
-      patientId: string,
-      span: { starts_at: string; ends_at: string },
-    ) => {
-      await lockCalendars(trx, companyId, practitioner, patientId)
-      await purgeExpiredHolds(trx, companyId, { practitioner, ...span, now: this.clock() })
-    }
     return {
-      ...calendarTx(trx, companyId, this.clock),
+      ...calendarTx(trx, companyId, clock),
       lockCalendars: (practitioner, patientId) => lockCalendars(trx, companyId, practitioner, patientId),
       async findById(id, opts) {
         const q = rows().where('id', id).first(SELECT)
@@ -194,10 +181,7 @@ export class AppointmentsRepository
         return row ? toAppointment(row as Row) : null
       },
       async insert(id, fields: AppointmentFields) {
-        await claim(fields.practitioner, fields.patient_id, {
-          starts_at: fields.starts_at,
-          ends_at: fields.ends_at,
-        })
+        await prepareClaim(trx, companyId, clock, { ...fields, patientId: fields.patient_id })
         const [row] = await translate(
           trx(TABLE)
             .insert({ idempresa: companyId, id, ...fields })
@@ -211,7 +195,9 @@ export class AppointmentsRepository
           changes.ends_at !== undefined ||
           changes.practitioner !== undefined
         )
-          await claim(changes.practitioner ?? current.practitioner, current.patient_id, {
+          await prepareClaim(trx, companyId, clock, {
+            practitioner: changes.practitioner ?? current.practitioner,
+            patientId: current.patient_id,
             starts_at: changes.starts_at ?? current.starts_at,
             ends_at: changes.ends_at ?? current.ends_at,
           })

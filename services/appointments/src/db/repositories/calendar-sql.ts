@@ -1,12 +1,14 @@
+import { isoInstant } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { AvailabilityFilter as StoreFilter, ConflictQuery, Span } from '../../domain/appointment-store'
 import type { NotWorking } from '../../domain/errors'
+import type { Hold, Slot } from '../../schemas/availability'
 
 /**
  * The statements of the calendar (migration 0005): free slots, whether a registered practitioner
  * works at a time, and what takes a time. Set-based: availability never loads appointments into
  * the process. Named bindings are cast with CAST(... AS type), never `::`, which knex would read
- * as a binding of its own.
+ * as a binding of its own. Also the calendar's rows as the API shows them (holds, slots).
  */
 
 /** `now`: slots before it are past, holds expiring before it block nothing. */
@@ -103,6 +105,33 @@ export interface SlotRow {
   starts_at: Date
   ends_at: Date
 }
+
+/** A hold's columns as the API shows them (the calendar keeps its time as one range). */
+export const holdColumns = (db: Knex | Knex.Transaction) => [
+  'id',
+  'practitioner',
+  'codalmacen',
+  db.raw('lower(during) AS starts_at'),
+  db.raw('upper(during) AS ends_at'),
+  'patient_id',
+  'expires_at',
+  'created_at',
+]
+/** An instant column of a row (never null where this is used). */
+const iso = (v: unknown) => isoInstant(v) as string
+export function toHold(row: Record<string, unknown>): Hold {
+  return {
+    id: String(row.id),
+    practitioner: String(row.practitioner),
+    codalmacen: String(row.codalmacen),
+    starts_at: iso(row.starts_at),
+    ends_at: iso(row.ends_at),
+    patient_id: (row.patient_id as string | null) ?? null,
+    expires_at: iso(row.expires_at),
+    created_at: iso(row.created_at),
+  }
+}
+export const toSlot = (r: SlotRow): Slot => ({ ...r, starts_at: iso(r.starts_at), ends_at: iso(r.ends_at) })
 
 const WORKING = `
   SELECT p.active,

@@ -1,5 +1,11 @@
 import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyPage, isUniqueViolation } from '@clinic/platform/db'
+import {
+  TenantRepository,
+  companyPage,
+  isUniqueViolation,
+  isoInstant,
+  keysetPageParts,
+} from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import { DuplicatePractitioner } from '../../domain/errors'
@@ -14,16 +20,15 @@ import { Practitioner, TimeOff, type PractitionerFields } from '../../schemas/pr
 
 const COLUMNS = Object.keys(Practitioner.properties) as Array<keyof Practitioner>
 const TIME_OFF_COLUMNS = Object.keys(TimeOff.properties) as Array<keyof TimeOff>
-const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : v)
 
 function toPractitioner(row: Record<string, unknown>): Practitioner {
   const out: Record<string, unknown> = {}
-  for (const c of COLUMNS) out[c] = iso(row[c])
+  for (const c of COLUMNS) out[c] = isoInstant(row[c])
   return out as Practitioner
 }
 function toTimeOff(row: Record<string, unknown>): TimeOff {
   const out: Record<string, unknown> = {}
-  for (const c of TIME_OFF_COLUMNS) out[c] = c === 'practitioner' ? row.practitioner : iso(row[c])
+  for (const c of TIME_OFF_COLUMNS) out[c] = c === 'practitioner' ? row.practitioner : isoInstant(row[c])
   return out as TimeOff
 }
 /** jsonb columns take JSON text. */
@@ -87,7 +92,7 @@ export class PractitionersRepository
         [f.centers],
       )
     if (f.active !== undefined) matching.where('active', f.active)
-    return this.page(companyId, pageParts(matching, COLUMNS, PRACTITIONER_KEYSET, f))
+    return this.page(companyId, keysetPageParts(matching, COLUMNS, PRACTITIONER_KEYSET, f))
   }
 
   async listTimeOff(companyId: number, f: TimeOffFilter) {
@@ -97,20 +102,8 @@ export class PractitionersRepository
     const { rows, total } = await companyPage<Record<string, unknown> & { id: unknown }>(
       this.knex,
       companyId,
-      pageParts(matching, TIME_OFF_COLUMNS, TIME_OFF_KEYSET, f),
+      keysetPageParts(matching, TIME_OFF_COLUMNS, TIME_OFF_KEYSET, f),
     )
     return { rows: rows.map(toTimeOff), total }
   }
-}
-
-function pageParts(
-  matching: Knex.QueryBuilder,
-  columns: readonly string[],
-  keyset: Parameters<typeof applyKeyset>[1],
-  f: { offset: number; limit: number; after?: Record<string, string | number> },
-) {
-  const page = matching.clone().select([...columns])
-  const orderBy = applyKeyset(page, keyset, f.after)
-  page.offset(f.offset).limit(f.limit)
-  return { page, total: matching.clone().count({ n: '*' }), orderBy }
 }

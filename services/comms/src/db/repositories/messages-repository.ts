@@ -1,4 +1,4 @@
-import { TenantRepository, applyKeyset } from '@clinic/platform/db'
+import { TenantRepository, isoInstant, keysetPageParts } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { ListFilter, MessageStore, MessageTx, NewMessage, ReceiptTx } from '../../domain/message-store'
@@ -12,7 +12,7 @@ export const TABLE = 'messages'
  * `sending` (a worker holds it; DESIGN.md lists no such status) shown as `queued`.
  */
 export function toMessage(r: Record<string, unknown>): VersionedMessage {
-  const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : (v as string | null))
+  const iso = (v: unknown) => isoInstant(v as Date | string | null)
   return {
     id: r.id as string,
     patient_id: r.patient_id as string,
@@ -113,9 +113,6 @@ export class MessagesRepository
     if (f.channel) matching.where('channel', f.channel)
     if (f.from) matching.where('created_at', '>=', f.from)
     if (f.to) matching.where('created_at', '<', f.to)
-    const page = matching.clone().select(MESSAGE_COLUMNS)
-    const orderBy = applyKeyset(page, MESSAGE_KEYSET, f.after)
-    page.offset(f.offset).limit(f.limit)
-    return this.page(companyId, { page, total: matching.clone().count({ n: '*' }), orderBy })
+    return this.page(companyId, keysetPageParts(matching, MESSAGE_COLUMNS, MESSAGE_KEYSET, f))
   }
 }
