@@ -1,0 +1,171 @@
+import { NotFound, uuidv7 } from '@clinic/platform/core'
+import { TenantRepository, companyPage, companyRead, isoInstant, keysetPageParts } from '@clinic/platform/db'
+import { enqueueEvents } from '@clinic/platform/events'
+import type { Knex } from 'knex'
+import { DUE_CHANNEL } from '../../delivery/channels'
+import { DELIVERY_KEYSET, ENDPOINT_KEYSET } from '../../domain/keysets'
+import type { DeliveryFilter, EndpointFilter, EndpointStore, EndpointTx } from '../../domain/endpoint-store'
+import { Delivery, Endpoint } from '../../schemas/endpoint'
+
+const COLUMNS = Object.keys(Endpoint.properties) as Array<keyof Endpoint>
+const DELIVERY_COLUMNS = Object.keys(Delivery.properties) as Array<keyof Delivery>
+
+const toEndpoint = (row: Record<string, unknown>): Endpoint =>
+  Object.fromEntries(COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Endpoint
+const toDelivery = (row: Record<string, unknown>): Delivery =>
+  Object.fromEntries(DELIVERY_COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Delivery
+
+/** The company's webhook endpoints and their delivery log (migration 0002), one company per statement. */
+export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> implements EndpointStore {
+  constructor(knex: Knex) {
+    super(knex, { name: 'endpoints', columns: COLUMNS, toRow: toEndpoint })
+  }
+
+  protected tx(companyId: number, trx: Knex.Transaction): EndpointTx {
+    const rows = () => trx('endpoints').where('idempresa', companyId)
+    return {
+      async findById(id, opts) {
+        const q = rows().where('id', id).first(COLUMNS)
+        const row = await (opts?.forUpdate ? q.forUpdate() : q)
+        return row ? toEndpoint(row) : null
+      },
+      async countLocked() {
+        // One creator at a time per company, so two creates never both see 19.
+        await trx.raw(`SELECT pg_advisory_xact_lock(hashtext('webhooks.endpoints'), ?)`, [companyId])
+        const [row] = await rows().count({ n: '*' })
+        return Number(row?.n ?? 0)
+      },
+      async insert(e, sealed) {
+        const [row] = await trx('endpoints')
+          .insert({ idempresa: companyId, ...e, secret: sealed, created_at: trx.raw('now()'), updated_at: trx.raw('now()') })
+          .returning(COLUMNS)
+        return toEndpoint(row)
+      },
+      async update(id, values) {
+        const [row] = await rows()
+          .where('id', id)
+          .update({ ...values, version: trx.raw('version + 1'), updated_at: trx.raw('now()') })
+          .returning(COLUMNS)
+        if (!row) throw new NotFound('No such webhook endpoint')
+        return toEndpoint(row)
+      },
+      async remove(id) {
+        return (await rows().where('id', id).delete()) > 0
+      },
+      async sealedSecret(id) {
+        const row = await rows().where('id', id).first('secret')
+        return (row?.secret as Buffer | undefined) ?? null
+      },
+      async rotate(id, sealed, previousUntil) {
+        await rows()
+          .where('id', id)
+          .update({
+            previous_secret: trx.ref('secret'),
+            previous_secret_until: previousUntil,
+            secret: sealed,
+            updated_at: trx.raw('now()'),
+          })
+      },
+      async queueEvent(event, endpointIds, now) {
+        await trx('events')
+          .insert({ idempresa: companyId, ...event, data: JSON.stringify(event.data), stored_at: now })
+          .onConflict(['idempresa', 'id'])
+          .ignore()
+        return queueDeliveries(trx, companyId, pairsOf(endpointIds, [event]), now)
+      },
+      async retryDelivery(id, now) {
+        // Due now; one in flight (leased) is left to finish, and one already pending for the same
+        // event and endpoint (a replay) is that retry.
+        const { rows: done } = await trx.raw<{ rows: unknown[] }>(
+          `UPDATE deliveries d SET status = 'pending', next_attempt_at = :now, succeeded_at = NULL
+           WHERE d.idempresa = :company AND d.id = :id
+             AND (d.leased_until IS NULL OR d.leased_until <= :now)
+             AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.idempresa = d.idempresa
+               AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.status = 'pending'
+               AND o.id <> d.id)
+           RETURNING 1`,
+          { company: companyId, id, now },
+        )
+        return done.length
+      },
+      async replay(endpoint, since, now) {
+        const events = await trx('events')
+          .where('idempresa', companyId)
+          .whereNotNull('seq')
+          .where('stored_at', '>=', since)
+          .modify((q) => matchEndpoint(q, endpoint))
+          .select('id', 'type')
+        return queueDeliveries(trx, companyId, pairsOf([endpoint.id], events), now)
+      },
+      publish: (events) => enqueueEvents(trx, events),
+    }
+  }
+
+  list(companyId: number, f: EndpointFilter) {
+    const matching = this.knex('endpoints').where('idempresa', companyId)
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
+    if (f.status) matching.where('status', f.status)
+    return this.page(companyId, keysetPageParts(matching, COLUMNS, ENDPOINT_KEYSET, f))
+  }
+
+  async listDeliveries(companyId: number, f: DeliveryFilter) {
+    const matching = this.knex('deliveries').where({ idempresa: companyId, endpoint_id: f.endpointId })
+    if (f.status) matching.where('status', f.status)
+    if (f.eventType) matching.where('event_type', f.eventType)
+    const { rows, total } = await companyPage<Record<string, unknown> & { id: unknown }>(
+      this.knex,
+      companyId,
+      keysetPageParts(matching, DELIVERY_COLUMNS, DELIVERY_KEYSET, f),
+    )
+    return { rows: rows.map(toDelivery), total }
+  }
+
+  /** A delivery of the company (any endpoint), or null. */
+  async findDelivery(companyId: number, id: string) {
+    const [row] = await companyRead<Record<string, unknown>>(
+      this.knex,
+      companyId,
+      this.knex('deliveries').where({ idempresa: companyId, id }).select(DELIVERY_COLUMNS).limit(1),
+    )
+    return row ? toDelivery(row) : null
+  }
+}
+
+/** The events an endpoint subscribes to: its types (or `*`) and its center (or all). */
+export function matchEndpoint(q: Knex.QueryBuilder, e: Pick<Endpoint, 'event_types' | 'codalmacen'>) {
+  if (!e.event_types.includes('*')) q.whereIn('type', e.event_types)
+  if (e.codalmacen !== null) q.where('codalmacen', e.codalmacen)
+}
+
+export interface DeliveryPair {
+  endpoint_id: string
+  event_id: string
+  event_type: string
+}
+
+/**
+ * One pending delivery per pair, due now, and the worker woken (on commit). An event already
+ * pending for the endpoint is not queued twice (deliveries_pending: a replay over a retry in
+ * progress sends it once).
+ */
+export async function queueDeliveries(
+  trx: Knex.Transaction,
+  companyId: number,
+  pairs: DeliveryPair[],
+  now: Date,
+): Promise<number> {
+  if (!pairs.length) return 0
+  const { rows: queued } = await trx.raw<{ rows: unknown[] }>(
+    `INSERT INTO deliveries (idempresa, id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
+     SELECT :company, r.id, r.endpoint_id, r.event_id, r.event_type, :now, :now
+     FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id uuid, endpoint_id uuid, event_id uuid, event_type text)
+     ON CONFLICT (idempresa, endpoint_id, event_id) WHERE status = 'pending' DO NOTHING
+     RETURNING 1`,
+    { company: companyId, now, rows: JSON.stringify(pairs.map((p) => ({ id: uuidv7(), ...p }))) },
+  )
+  if (queued.length) await trx.raw(`SELECT pg_notify('${DUE_CHANNEL}', '')`)
+  return queued.length
+}
+
+const pairsOf = (endpointIds: string[], events: Array<{ id: string; type: string }>): DeliveryPair[] =>
+  endpointIds.flatMap((endpoint_id) => events.map((e) => ({ endpoint_id, event_id: e.id, event_type: e.type })))

@@ -1,0 +1,111 @@
+import type { CloudEvent } from '@clinic/platform/core'
+import { companyRead, setCompany } from '@clinic/platform/db'
+import type { Knex } from 'knex'
+import { FEED_CHANNEL } from '../../delivery/channels'
+import { isCatalogueType, thinData } from '../../domain/catalogue'
+import type { FeedRead, FeedRow } from '../../domain/feed'
+import { queueDeliveries, type DeliveryPair } from './endpoints-repository'
+
+interface EndpointMatch {
+  id: string
+  event_types: string[]
+  codalmacen: string | null
+}
+const matches = (e: EndpointMatch, event: CloudEvent) =>
+  (e.event_types.includes('*') || e.event_types.includes(event.type)) &&
+  (e.codalmacen === null || e.codalmacen === (event.codalmacen ?? null))
+
+/**
+ * Stores domain events for the change feed and queues a delivery to each enabled endpoint of the
+ * event's company that subscribes to it, in the consumer's transaction (committed with the event
+ * ids, so a redelivered event does nothing). Each company's events take the next numbers of its
+ * feed under the lock of its feed_heads row, held to commit: a reader never sees n + 1 before n.
+ * Companies are taken in id order, so two batches never wait on each other's locks in a cycle.
+ */
+export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], now: Date): Promise<void> {
+  const byCompany = new Map<number, CloudEvent[]>()
+  for (const e of events.filter((e) => isCatalogueType(e.type)))
+    byCompany.set(e.idempresa, [...(byCompany.get(e.idempresa) ?? []), e])
+  for (const companyId of [...byCompany.keys()].sort((a, b) => a - b)) {
+    const list = byCompany.get(companyId) as CloudEvent[]
+    await setCompany(trx, companyId)
+    const { rows } = await trx.raw<{ rows: Array<{ last_seq: string }> }>(
+      `INSERT INTO feed_heads (idempresa, last_seq) VALUES (?, ?)
+       ON CONFLICT (idempresa) DO UPDATE SET last_seq = feed_heads.last_seq + EXCLUDED.last_seq
+       RETURNING last_seq`,
+      [companyId, list.length],
+    )
+    const first = Number(rows[0]?.last_seq) - list.length + 1
+    await trx('events').insert(
+      list.map((e, i) => ({
+        idempresa: companyId,
+        id: e.id,
+        seq: first + i,
+        type: e.type,
+        codalmacen: e.codalmacen ?? null,
+        occurred_at: e.time,
+        stored_at: now,
+        data: JSON.stringify(thinData(e)),
+      })),
+    )
+    const endpoints: EndpointMatch[] = await trx('endpoints')
+      .where({ idempresa: companyId, status: 'enabled' })
+      .select('id', 'event_types', 'codalmacen')
+    const pairs: DeliveryPair[] = endpoints.flatMap((ep) =>
+      list.filter((e) => matches(ep, e)).map((e) => ({ endpoint_id: ep.id, event_id: e.id, event_type: e.type })),
+    )
+    await queueDeliveries(trx, companyId, pairs, now)
+    await trx.raw(`SELECT pg_notify('${FEED_CHANNEL}', ?)`, [String(companyId)])
+  }
+}
+
+/**
+ * One page of a company's feed after `after` (a seq), and in the same snapshot the company's head
+ * (every seq up to it is committed) and its oldest kept seq (a cursor before it lost events).
+ */
+export async function readFeed(knex: Knex, companyId: number, f: FeedRead): Promise<{
+  rows: FeedRow[]
+  head: number
+  oldest: number | null
+}> {
+  const page = knex('events')
+    .where('idempresa', companyId)
+    .whereNotNull('seq')
+    .where('seq', '>', f.after)
+    .orderBy('seq')
+    .limit(f.limit)
+    .select('id', 'seq', 'type', 'occurred_at', 'data')
+  if (f.types) page.whereIn('type', f.types)
+  if (f.centers) page.whereIn('codalmacen', f.centers)
+  const query = knex
+    .select(
+      knex.raw(`(SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.seq), '[]') FROM (?) p) AS rows`, [page]),
+      knex.raw(`(SELECT last_seq FROM feed_heads h WHERE h.idempresa = ?) AS head`, [companyId]),
+      knex.raw(
+        `(SELECT min(seq) FROM events o WHERE o.idempresa = ? AND o.seq IS NOT NULL) AS oldest`,
+        [companyId],
+      ),
+    )
+  const [row] = await companyRead<{ rows: Array<Record<string, unknown>>; head: string | null; oldest: string | null }>(
+    knex,
+    companyId,
+    query,
+  )
+  return {
+    rows: (row?.rows ?? []).map((r) => ({
+      id: r.id as string,
+      seq: Number(r.seq),
+      type: r.type as string,
+      timestamp: new Date(r.occurred_at as string).toISOString(),
+      data: r.data as FeedRow['data'],
+    })),
+    head: Number(row?.head ?? 0),
+    oldest: row?.oldest == null ? null : Number(row.oldest),
+  }
+}
+
+/** Drops events (and their deliveries) stored before `before`; how many. */
+export async function purgeEvents(knex: Knex, before: Date): Promise<number> {
+  const { rows } = await knex.raw<{ rows: Array<{ n: string }> }>('SELECT purge_events(?) AS n', [before])
+  return Number(rows[0]?.n ?? 0)
+}

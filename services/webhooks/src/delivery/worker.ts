@@ -1,0 +1,165 @@
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import { claimJobs, recordAttempt, type AttemptRecord, type Job } from '../db/repositories/worker-repository'
+import { signatureHeader, type SecretBox } from '../domain/secrets'
+import type { AddressPolicy } from './address-policy'
+import { SEND_LIMITS, sendWebhook, type SendResult } from './send'
+
+export interface WorkerOptions {
+  knex: Knex
+  log: Logger
+  box: SecretBox
+  policy: AddressPolicy
+  /** What time it is for scheduling (tests move it); the signature's timestamp is always real. */
+  clock: () => Date
+  /** Deliveries in flight at once in this process. */
+  concurrency: number
+  /** Deliveries in flight at once to one endpoint, across every process. */
+  perEndpoint: number
+  /** Milliseconds from failed attempt n to the next; its length is the number of retries. */
+  retrySchedule: number[]
+  /** How often to look for due deliveries without a notification. */
+  pollMs?: number
+  limits?: typeof SEND_LIMITS
+  random?: () => number
+}
+
+/** Longer than an attempt can take: a lease that runs out means the worker died mid-attempt. */
+const LEASE_MS = 60_000
+/** DESIGN.md section 10: an endpoint with no success for a day whose message used every attempt. */
+const NO_SUCCESS_MS = 24 * 60 * 60 * 1000
+
+/** The delay before retry n (1-based), with up to 20% jitter either way; null when none is left. */
+export function retryDelay(schedule: number[], attempt: number, random = Math.random): number | null {
+  const base = schedule[attempt - 1]
+  return base === undefined ? null : Math.round(base * (0.8 + 0.4 * random()))
+}
+
+/** What an attempt's result means for the delivery and its endpoint. */
+export function outcomeOf(job: Job, sent: SendResult, o: Pick<WorkerOptions, 'retrySchedule' | 'random'>, now: Date): AttemptRecord {
+  const base = { last_status_code: sent.status, last_error: sent.error, last_duration_ms: sent.durationMs }
+  if (sent.ok) return { ...base, status: 'succeeded', next_attempt_at: null }
+  if (sent.status === 410)
+    return { ...base, status: 'failed', next_attempt_at: null, disable: 'the receiver answered 410 Gone' }
+  const delay = retryDelay(o.retrySchedule, job.attempts, o.random)
+  if (delay !== null) return { ...base, status: 'pending', next_attempt_at: new Date(now.getTime() + delay) }
+  return {
+    ...base,
+    status: 'failed',
+    next_attempt_at: null,
+    disableIfNoSuccessSince: new Date(now.getTime() - NO_SUCCESS_MS),
+  }
+}
+
+/**
+ * The delivery worker: claims due deliveries from PostgreSQL (SKIP LOCKED, per-endpoint limit in
+ * the claim), sends each signed (Standard Webhooks), and writes the outcome and the next attempt's
+ * time back. Nothing is held in process timers: a restart picks up every pending delivery, and a
+ * delivery whose worker died is claimed again when its lease runs out.
+ */
+export class DeliveryWorker {
+  private inFlight = new Set<Promise<void>>()
+  private claiming: Promise<void> | null = null
+  private again = false
+  private stopped = false
+  private timer: NodeJS.Timeout | null = null
+
+  constructor(private readonly o: WorkerOptions) {}
+
+  start(): this {
+    this.timer = setInterval(() => this.wake(), this.o.pollMs ?? 500)
+    this.timer.unref()
+    this.wake()
+    return this
+  }
+
+  /** Looks for due deliveries now (or right after the look under way). */
+  wake(): void {
+    if (this.stopped) return
+    if (this.claiming) {
+      this.again = true
+      return
+    }
+    this.claiming = this.claim()
+      .catch((err: unknown) => this.o.log.warn({ err }, 'claiming deliveries failed; will retry'))
+      .finally(() => {
+        this.claiming = null
+        if (this.again) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  /** Resolves when nothing is in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.claiming || this.inFlight.size) await Promise.all([this.claiming, ...this.inFlight])
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    await this.idle()
+  }
+
+  private async claim() {
+    const free = this.o.concurrency - this.inFlight.size
+    if (free <= 0) return
+    const jobs = await claimJobs(this.o.knex, {
+      now: this.o.clock(),
+      limit: free,
+      perEndpoint: this.o.perEndpoint,
+      leaseMs: LEASE_MS,
+    })
+    for (const job of jobs) {
+      const p: Promise<void> = this.attempt(job)
+        .catch((err: unknown) => this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'))
+        .finally(() => {
+          this.inFlight.delete(p)
+          this.wake()
+        })
+      this.inFlight.add(p)
+    }
+    if (jobs.length === free) this.again = true
+  }
+
+  private async attempt(job: Job) {
+    const now = this.o.clock()
+    const secrets = [this.o.box.open(job.secret, job.endpoint_id)]
+    if (job.previous_secret && job.previous_secret_until && job.previous_secret_until > now)
+      secrets.push(this.o.box.open(job.previous_secret, job.endpoint_id))
+    const body = JSON.stringify({ type: job.event_type, timestamp: job.occurred_at.toISOString(), data: job.data })
+    const timestamp = Math.floor(Date.now() / 1000)
+    const sent = await sendWebhook(
+      {
+        url: job.url,
+        body,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'clinic-webhooks/1',
+          'webhook-id': job.event_id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(secrets, job.event_id, timestamp, body),
+        },
+      },
+      this.o.policy,
+      this.o.limits,
+    )
+    const done = this.o.clock()
+    const record = outcomeOf(job, sent, this.o, done)
+    const kept = await recordAttempt(this.o.knex, job, record, done)
+    this.o.log.info(
+      {
+        delivery_id: job.id,
+        endpoint_id: job.endpoint_id,
+        event_id: job.event_id,
+        attempt: job.attempts,
+        status_code: sent.status,
+        outcome: record.status,
+        duration_ms: sent.durationMs,
+        ...(kept ? {} : { lease_lost: true }),
+      },
+      'webhook attempt',
+    )
+  }
+}

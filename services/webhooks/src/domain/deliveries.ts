@@ -1,0 +1,46 @@
+import { NotFound, ValidationFailed, keysetPage, type Ctx, type Page } from '@clinic/platform/core'
+import type { Delivery, ListDeliveriesInput } from '../schemas/endpoint'
+import type { EndpointStore } from './endpoint-store'
+import { seenEndpoint, type EndpointDeps } from './endpoints'
+import { DELIVERY_KEYSET } from './keysets'
+
+/** An endpoint's delivery log, newest first (the endpoint must be one the caller sees). */
+export async function listDeliveries(
+  ctx: Ctx,
+  store: EndpointStore,
+  input: ListDeliveriesInput & { endpointId: string },
+): Promise<Page<Delivery>> {
+  seenEndpoint(ctx, await store.findById(ctx.auth.companyId, input.endpointId))
+  return keysetPage(input, {
+    keyset: DELIVERY_KEYSET,
+    filter: () => ({ endpointId: input.endpointId, status: input.status, eventType: input.event_type }),
+    fetch: (filter, page) => store.listDeliveries(ctx.auth.companyId, { ...filter, ...page }),
+  })
+}
+
+/** DESIGN.md section 10: a replay reaches at most 7 days back. */
+export const REPLAY_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
+
+export async function replay(
+  ctx: Ctx,
+  deps: EndpointDeps,
+  input: { id: string; since: string },
+): Promise<{ accepted: number }> {
+  const now = deps.clock()
+  const since = new Date(input.since)
+  if (now.getTime() - since.getTime() > REPLAY_WINDOW_MS)
+    throw new ValidationFailed([{ path: '/since', message: 'must be at most 7 days ago' }])
+  return deps.store.transaction(ctx.auth.companyId, async (tx) => {
+    const e = seenEndpoint(ctx, await tx.findById(input.id))
+    return { accepted: await tx.replay(e, since, now) }
+  })
+}
+
+export async function retryDelivery(ctx: Ctx, deps: EndpointDeps, id: string): Promise<{ accepted: number }> {
+  const delivery = await deps.store.findDelivery(ctx.auth.companyId, id)
+  if (!delivery) throw new NotFound('No such delivery')
+  return deps.store.transaction(ctx.auth.companyId, async (tx) => {
+    seenEndpoint(ctx, await tx.findById(delivery.endpoint_id))
+    return { accepted: await tx.retryDelivery(id, deps.clock()) }
+  })
+}

@@ -1,0 +1,35 @@
+import { startConsumer, type Amqp, type Consumer, type EventKeys } from '@clinic/platform'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import { storeEvents } from '../db/repositories/feed-repository'
+
+export const EVENTS_QUEUE = 'webhooks.events'
+export const EVENTS_BINDINGS = ['patient.*', 'appointment.*', 'practitioner.*', 'comms.message.*']
+
+/**
+ * Takes the domain events from RabbitMQ (idempotent by event id: the platform consumer records
+ * each id in the transaction that stores it), keeps them for the change feed and queues their
+ * deliveries. Batched: one transaction per up to 100 events. Only events signed by their source
+ * are taken.
+ */
+export function startEventsConsumer(o: {
+  amqp: Amqp
+  knex: Knex
+  log: Logger
+  signingSecret: EventKeys
+  metrics?: Parameters<typeof startConsumer>[0]['metrics']
+  clock: () => Date
+}): Promise<Consumer> {
+  return startConsumer({
+    amqp: o.amqp,
+    knex: o.knex,
+    log: o.log,
+    queue: EVENTS_QUEUE,
+    bindings: EVENTS_BINDINGS,
+    signingSecret: o.signingSecret,
+    metrics: o.metrics,
+    prefetch: 200,
+    handle: (event, trx) => storeEvents(trx, [event], o.clock()),
+    batch: { size: 100, lingerMs: 20, handle: (events, trx) => storeEvents(trx, events, o.clock()) },
+  })
+}
