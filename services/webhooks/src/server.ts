@@ -29,7 +29,12 @@ runService(
     const clock = () => new Date()
     const notifications = new Notifications({ databaseUrl: config.DATABASE_URL, log: logger })
     await notifications.start()
-    const app = await buildApp({ ...deps, box, policy, feedChanged: (c, ms, s) => notifications.changed(c, ms, s) })
+    const app = await buildApp({
+      ...deps,
+      box,
+      policy,
+      feedChanged: (c, ms, s) => notifications.changed(c, ms, s),
+    })
     const consumer = await startEventsConsumer({
       amqp,
       knex,

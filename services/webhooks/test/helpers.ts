@@ -1,8 +1,15 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Amqp, createDb, createLogger, makeEvent, migrate, type CloudEvent, type Principal } from '@clinic/platform'
+import {
+  Amqp,
+  createDb,
+  createLogger,
+  makeEvent,
+  migrate,
+  type CloudEvent,
+  type Principal,
+} from '@clinic/platform'
 import { createTestDatabase, dropTestDatabase, injectAs, testPrincipal } from '@clinic/platform/testing'
-import type { Knex } from 'knex'
 import { Webhook } from 'standardwebhooks'
 import { buildApp } from '../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
@@ -86,7 +93,9 @@ export type Receiver = Awaited<ReturnType<typeof startReceiver>>
  * The webhooks app and delivery worker on a database of their own (the worker claims every
  * company's deliveries), with a clock the test moves and a resolver it controls.
  */
-export async function startWebhooks(o: { limits?: { connectMs: number; totalMs: number; maxReadBytes: number } } = {}) {
+export async function startWebhooks(
+  o: { limits?: { connectMs: number; totalMs: number; maxReadBytes: number } } = {},
+) {
   const url = await createTestDatabase()
   await migrate(url, SCHEMA, migrations)
   const logger = createLogger({ service: 'webhooks', level: process.env.LOG_LEVEL ?? 'silent' })

@@ -17,10 +17,14 @@ export class Notifications {
 
   async start(): Promise<void> {
     if (this.stopped) return
-    const client = new pg.Client({ connectionString: this.o.databaseUrl, application_name: 'webhooks-listen' })
+    const client = new pg.Client({
+      connectionString: this.o.databaseUrl,
+      application_name: 'webhooks-listen',
+    })
     client.on('notification', (n) => {
       if (n.channel === DUE_CHANNEL) for (const fn of this.dueListeners) fn()
-      else if (n.channel === FEED_CHANNEL) for (const fn of this.feedWaiters.get(Number(n.payload)) ?? []) fn()
+      else if (n.channel === FEED_CHANNEL)
+        for (const fn of this.feedWaiters.get(Number(n.payload)) ?? []) fn()
     })
     client.on('error', (err) => {
       this.o.log.warn({ err }, 'webhooks listener lost; polling covers until it is back')

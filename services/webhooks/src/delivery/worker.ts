@@ -36,7 +36,12 @@ export function retryDelay(schedule: number[], attempt: number, random = Math.ra
 }
 
 /** What an attempt's result means for the delivery and its endpoint. */
-export function outcomeOf(job: Job, sent: SendResult, o: Pick<WorkerOptions, 'retrySchedule' | 'random'>, now: Date): AttemptRecord {
+export function outcomeOf(
+  job: Job,
+  sent: SendResult,
+  o: Pick<WorkerOptions, 'retrySchedule' | 'random'>,
+  now: Date,
+): AttemptRecord {
   const base = { last_status_code: sent.status, last_error: sent.error, last_duration_ms: sent.durationMs }
   if (sent.ok) return { ...base, status: 'succeeded', next_attempt_at: null }
   if (sent.status === 410)
@@ -113,7 +118,9 @@ export class DeliveryWorker {
     })
     for (const job of jobs) {
       const p: Promise<void> = this.attempt(job)
-        .catch((err: unknown) => this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'))
+        .catch((err: unknown) =>
+          this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
+        )
         .finally(() => {
           this.inFlight.delete(p)
           this.wake()
@@ -128,7 +135,11 @@ export class DeliveryWorker {
     const secrets = [this.o.box.open(job.secret, job.endpoint_id)]
     if (job.previous_secret && job.previous_secret_until && job.previous_secret_until > now)
       secrets.push(this.o.box.open(job.previous_secret, job.endpoint_id))
-    const body = JSON.stringify({ type: job.event_type, timestamp: job.occurred_at.toISOString(), data: job.data })
+    const body = JSON.stringify({
+      type: job.event_type,
+      timestamp: job.occurred_at.toISOString(),
+      data: job.data,
+    })
     const timestamp = Math.floor(Date.now() / 1000)
     const sent = await sendWebhook(
       {

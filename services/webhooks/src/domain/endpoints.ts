@@ -83,7 +83,13 @@ export async function createEndpoint(
   const result = await deps.store.idempotent(ctx.auth.companyId, idempotencyOf(ctx, input), async (tx) => {
     if ((await tx.countLocked()) >= MAX_ENDPOINTS) throw new EndpointLimitReached(MAX_ENDPOINTS)
     const endpoint = await tx.insert(
-      { id, url: b.url, event_types: eventTypesOf(b.event_types), codalmacen, description: b.description ?? null },
+      {
+        id,
+        url: b.url,
+        event_types: eventTypesOf(b.event_types),
+        codalmacen,
+        description: b.description ?? null,
+      },
       deps.box.seal(secret, id),
     )
     await tx.publish([endpointEvent(ctx, 'webhooks.endpoint.created', endpoint)])
@@ -106,7 +112,11 @@ export async function getEndpoint(ctx: Ctx, store: EndpointStore, id: string): P
   return seenEndpoint(ctx, await store.findById(ctx.auth.companyId, id))
 }
 
-export function listEndpoints(ctx: Ctx, store: EndpointStore, input: ListEndpointsInput): Promise<Page<Endpoint>> {
+export function listEndpoints(
+  ctx: Ctx,
+  store: EndpointStore,
+  input: ListEndpointsInput,
+): Promise<Page<Endpoint>> {
   return keysetPage(input, {
     keyset: ENDPOINT_KEYSET,
     filter: () => ({ centers: visibleCenters(ctx.auth, input.codalmacen), status: input.status }),
@@ -131,7 +141,8 @@ export async function updateEndpoint(
   if (next.url !== undefined) await assertSafeUrl(next.url, deps.policy)
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
     const current = seenEndpoint(ctx, await tx.findById(input.id, { forUpdate: true }))
-    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version)) throw new VersionMismatch()
+    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
+      throw new VersionMismatch()
     const changes = PATCHABLE.filter(
       (k) => next[k] !== undefined && JSON.stringify(next[k]) !== JSON.stringify(current[k]),
     )

@@ -26,7 +26,8 @@ export class CursorExpired extends AppError {
       status: 410,
       code: 'cursor_expired',
       title: 'Cursor expired',
-      detail: 'Events after this cursor are no longer kept: start again without `after` and read the resources',
+      detail:
+        'Events after this cursor are no longer kept: start again without `after` and read the resources',
     })
   }
 }

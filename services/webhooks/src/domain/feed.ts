@@ -30,7 +30,8 @@ export const feedCursor = (seq: number) => Buffer.from(`${PREFIX}${seq}`).toStri
 export function parseFeedCursor(after: string | undefined): number {
   if (after === undefined) return 0
   const m = /^feed\.(\d{1,15})$/.exec(Buffer.from(after, 'base64url').toString('utf8'))
-  if (!m) throw new ValidationFailed([{ path: '/after', message: 'is not a cursor of this feed (use meta.next)' }])
+  if (!m)
+    throw new ValidationFailed([{ path: '/after', message: 'is not a cursor of this feed (use meta.next)' }])
   return Number(m[1])
 }
 

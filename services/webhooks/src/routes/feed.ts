@@ -9,7 +9,7 @@ const feedRoute = {
     operationId: 'listEvents',
     summary: 'The change feed: every event of the company, in order',
     description:
-      'The same events as the webhooks (thin `data`), in the order the service stored them. Pass `meta.next` as `after` to go on; `wait` (up to 30 s) answers as soon as an event arrives. Events are kept `EVENTS_RETENTION_DAYS` (30): an older cursor is 410 cursor_expired. A token limited to centers sees its centers\' events.',
+      "The same events as the webhooks (thin `data`), in the order the service stored them. Pass `meta.next` as `after` to go on; `wait` (up to 30 s) answers as soon as an event arrives. Events are kept `EVENTS_RETENTION_DAYS` (30): an older cursor is 410 cursor_expired. A token limited to centers sees its centers' events.",
     querystring: FeedQuery,
     response: { 200: FeedPage, 410: problem('cursor_expired') },
   },

@@ -39,10 +39,13 @@ const Url = Type.String({
   examples: ['https://hooks.example.com/clinic'],
 })
 const Description = Type.String({ minLength: 1, maxLength: 500, pattern: SINGLE_LINE })
-const EndpointCenter = centerCode('only events of this center (a token limited to centers must name one of its own)')
+const EndpointCenter = centerCode(
+  'only events of this center (a token limited to centers must name one of its own)',
+)
 const Secret = Type.String({
   pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
-  description: '`whsec_` + base64 of 32 random bytes: shown in this answer only. Verify with any Standard Webhooks library.',
+  description:
+    '`whsec_` + base64 of 32 random bytes: shown in this answer only. Verify with any Standard Webhooks library.',
 })
 
 export const Endpoint = Type.Object(
@@ -53,7 +56,9 @@ export const Endpoint = Type.Object(
     codalmacen: nullable(Type.String()),
     description: nullable(Type.String()),
     status: Type.Union(ENDPOINT_STATUSES.map((s) => Type.Literal(s))),
-    disabled_reason: nullable(Type.String({ description: 'why it was disabled (410 Gone, 24 h of failures, by hand)' })),
+    disabled_reason: nullable(
+      Type.String({ description: 'why it was disabled (410 Gone, 24 h of failures, by hand)' }),
+    ),
     created_at: Instant,
     updated_at: Instant,
     version: Type.Integer(),
@@ -157,7 +162,10 @@ export const ThinDataSchema = Type.Object(
     version: nullable(Type.Integer({ description: 'drop a payload older than what you have' })),
     changes: Type.Array(Type.String(), { description: 'names of changed fields, never their values' }),
     status: Type.Optional(Type.String()),
-    url: Type.String({ description: 'the API path of the resource', examples: ['/api/appointments/0190...'] }),
+    url: Type.String({
+      description: 'the API path of the resource',
+      examples: ['/api/appointments/0190...'],
+    }),
   },
   { title: 'WebhookEventData' },
 )

@@ -1,6 +1,14 @@
 import { waitFor } from '@clinic/platform/testing'
 import { Webhook } from 'standardwebhooks'
-import { SCHEDULE_MS, appointmentCreated, principal, startReceiver, startWebhooks, type Receiver, type Webhooks } from '../helpers'
+import {
+  SCHEDULE_MS,
+  appointmentCreated,
+  principal,
+  startReceiver,
+  startWebhooks,
+  type Receiver,
+  type Webhooks,
+} from '../helpers'
 
 let w: Webhooks
 let rx: Receiver
@@ -53,12 +61,23 @@ test('an event reaches the endpoint signed per Standard Webhooks, with thin data
     },
   })
   // The reference library, on its own, accepts it; a wrong secret does not.
-  const headers = { 'webhook-id': got.id, 'webhook-timestamp': got.timestamp, 'webhook-signature': got.signature }
+  const headers = {
+    'webhook-id': got.id,
+    'webhook-timestamp': got.timestamp,
+    'webhook-signature': got.signature,
+  }
   expect(new Webhook(e.secret).verify(got.body, headers)).toEqual(got.payload)
-  expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(got.body, headers)).toThrow()
+  expect(() =>
+    new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(got.body, headers),
+  ).toThrow()
   await waitFor(async () => (await log(p, e.id))[0]?.status === 'succeeded')
   const [row] = await log(p, e.id)
-  expect(row).toMatchObject({ event_id: event.id, event_type: 'appointment.created', attempts: 1, last_status_code: 200 })
+  expect(row).toMatchObject({
+    event_id: event.id,
+    event_type: 'appointment.created',
+    attempts: 1,
+    last_status_code: 200,
+  })
   expect(row!.next_attempt_at).toBeNull()
   // The secret is shown once, and stored sealed.
   expect((await w.as(p)('GET', `/webhooks/endpoints/${e.id}`)).json()).not.toHaveProperty('secret')
@@ -73,7 +92,10 @@ test('a receiver that answers 500 three times gets the event again at each attem
   await w.publish([event])
   for (let attempt = 1; attempt <= 3; attempt++) {
     await waitFor(() => rx.received.length === attempt)
-    await waitFor(async () => (await log(p, e.id))[0]?.attempts === attempt && (await log(p, e.id))[0]?.last_status_code === 500)
+    await waitFor(
+      async () =>
+        (await log(p, e.id))[0]?.attempts === attempt && (await log(p, e.id))[0]?.last_status_code === 500,
+    )
     const [row] = await log(p, e.id)
     expect(row).toMatchObject({ status: 'pending', last_error: 'HTTP 500' })
     const due = new Date(row!.next_attempt_at as string).getTime() - w.now().getTime()
@@ -95,7 +117,9 @@ test('410 Gone disables the endpoint at once, with its reason and an audit event
   const { p, e } = await endpoint()
   rx.answer(() => 410)
   await w.publish([appointmentCreated(p.companyId)])
-  await waitFor(async () => (await w.as(p)('GET', `/webhooks/endpoints/${e.id}`)).json().status === 'disabled')
+  await waitFor(
+    async () => (await w.as(p)('GET', `/webhooks/endpoints/${e.id}`)).json().status === 'disabled',
+  )
   const got = (await w.as(p)('GET', `/webhooks/endpoints/${e.id}`)).json()
   expect(got.disabled_reason).toMatch(/410/)
   expect((await log(p, e.id))[0]).toMatchObject({ status: 'failed', last_status_code: 410 })
@@ -119,7 +143,11 @@ test('after a rotation both secrets verify for 24 h, then only the new one', asy
   rx.verifyWith([]) // checked one by one below
   await w.publish([appointmentCreated(p.companyId)])
   await waitFor(() => rx.received.length === 1)
-  const h = (r = rx.received.at(-1)!) => ({ 'webhook-id': r.id, 'webhook-timestamp': r.timestamp, 'webhook-signature': r.signature })
+  const h = (r = rx.received.at(-1)!) => ({
+    'webhook-id': r.id,
+    'webhook-timestamp': r.timestamp,
+    'webhook-signature': r.signature,
+  })
   expect(rx.received[0]!.signature.split(' ')).toHaveLength(2)
   expect(() => new Webhook(e.secret).verify(rx.received[0]!.body, h())).not.toThrow()
   expect(() => new Webhook(fresh).verify(rx.received[0]!.body, h())).not.toThrow()
@@ -148,7 +176,12 @@ test('retry sends a delivery again now; replay sends every matching event since 
   expect(replayed.statusCode).toBe(202)
   expect(replayed.json()).toEqual({ accepted: 2 })
   await waitFor(() => rx.received.length === 5)
-  expect(rx.received.slice(3).map((r) => r.id).sort()).toEqual(events.map((x) => x.id).sort())
+  expect(
+    rx.received
+      .slice(3)
+      .map((r) => r.id)
+      .sort(),
+  ).toEqual(events.map((x) => x.id).sort())
   const old = new Date(w.now().getTime() - 8 * 86_400_000).toISOString()
   const tooOld = await w.as(p)('POST', `/webhooks/endpoints/${e.id}/replay`, { since: old })
   expect(tooOld.statusCode).toBe(400)

@@ -37,7 +37,13 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
       },
       async insert(e, sealed) {
         const [row] = await trx('endpoints')
-          .insert({ idempresa: companyId, ...e, secret: sealed, created_at: trx.raw('now()'), updated_at: trx.raw('now()') })
+          .insert({
+            idempresa: companyId,
+            ...e,
+            secret: sealed,
+            created_at: trx.raw('now()'),
+            updated_at: trx.raw('now()'),
+          })
           .returning(COLUMNS)
         return toEndpoint(row)
       },
@@ -73,21 +79,7 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
           .ignore()
         return queueDeliveries(trx, companyId, pairsOf(endpointIds, [event]), now)
       },
-      async retryDelivery(id, now) {
-        // Due now; one in flight (leased) is left to finish, and one already pending for the same
-        // event and endpoint (a replay) is that retry.
-        const { rows: done } = await trx.raw<{ rows: unknown[] }>(
-          `UPDATE deliveries d SET status = 'pending', next_attempt_at = :now, succeeded_at = NULL
-           WHERE d.idempresa = :company AND d.id = :id
-             AND (d.leased_until IS NULL OR d.leased_until <= :now)
-             AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.idempresa = d.idempresa
-               AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.status = 'pending'
-               AND o.id <> d.id)
-           RETURNING 1`,
-          { company: companyId, id, now },
-        )
-        return done.length
-      },
+      retryDelivery: (id, now) => retryDue(trx, companyId, id, now),
       async replay(endpoint, since, now) {
         const events = await trx('events')
           .where('idempresa', companyId)
@@ -131,6 +123,24 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
   }
 }
 
+/**
+ * Makes a delivery due now. One in flight (leased) is left to finish, and one already pending for
+ * the same event and endpoint (a replay) is that retry: 0 then.
+ */
+async function retryDue(trx: Knex.Transaction, companyId: number, id: string, now: Date): Promise<number> {
+  const { rows } = await trx.raw<{ rows: unknown[] }>(
+    `UPDATE deliveries d SET status = 'pending', next_attempt_at = :now, succeeded_at = NULL
+     WHERE d.idempresa = :company AND d.id = :id
+       AND (d.leased_until IS NULL OR d.leased_until <= :now)
+       AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.idempresa = d.idempresa
+         AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.status = 'pending'
+         AND o.id <> d.id)
+     RETURNING 1`,
+    { company: companyId, id, now },
+  )
+  return rows.length
+}
+
 /** The events an endpoint subscribes to: its types (or `*`) and its center (or all). */
 export function matchEndpoint(q: Knex.QueryBuilder, e: Pick<Endpoint, 'event_types' | 'codalmacen'>) {
   if (!e.event_types.includes('*')) q.whereIn('type', e.event_types)
@@ -168,4 +178,6 @@ export async function queueDeliveries(
 }
 
 const pairsOf = (endpointIds: string[], events: Array<{ id: string; type: string }>): DeliveryPair[] =>
-  endpointIds.flatMap((endpoint_id) => events.map((e) => ({ endpoint_id, event_id: e.id, event_type: e.type })))
+  endpointIds.flatMap((endpoint_id) =>
+    events.map((e) => ({ endpoint_id, event_id: e.id, event_type: e.type })),
+  )

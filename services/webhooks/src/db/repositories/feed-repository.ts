@@ -52,7 +52,9 @@ export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], n
       .where({ idempresa: companyId, status: 'enabled' })
       .select('id', 'event_types', 'codalmacen')
     const pairs: DeliveryPair[] = endpoints.flatMap((ep) =>
-      list.filter((e) => matches(ep, e)).map((e) => ({ endpoint_id: ep.id, event_id: e.id, event_type: e.type })),
+      list
+        .filter((e) => matches(ep, e))
+        .map((e) => ({ endpoint_id: ep.id, event_id: e.id, event_type: e.type })),
     )
     await queueDeliveries(trx, companyId, pairs, now)
     await trx.raw(`SELECT pg_notify('${FEED_CHANNEL}', ?)`, [String(companyId)])
@@ -63,7 +65,11 @@ export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], n
  * One page of a company's feed after `after` (a seq), and in the same snapshot the company's head
  * (every seq up to it is committed) and its oldest kept seq (a cursor before it lost events).
  */
-export async function readFeed(knex: Knex, companyId: number, f: FeedRead): Promise<{
+export async function readFeed(
+  knex: Knex,
+  companyId: number,
+  f: FeedRead,
+): Promise<{
   rows: FeedRow[]
   head: number
   oldest: number | null
@@ -77,20 +83,18 @@ export async function readFeed(knex: Knex, companyId: number, f: FeedRead): Prom
     .select('id', 'seq', 'type', 'occurred_at', 'data')
   if (f.types) page.whereIn('type', f.types)
   if (f.centers) page.whereIn('codalmacen', f.centers)
-  const query = knex
-    .select(
-      knex.raw(`(SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.seq), '[]') FROM (?) p) AS rows`, [page]),
-      knex.raw(`(SELECT last_seq FROM feed_heads h WHERE h.idempresa = ?) AS head`, [companyId]),
-      knex.raw(
-        `(SELECT min(seq) FROM events o WHERE o.idempresa = ? AND o.seq IS NOT NULL) AS oldest`,
-        [companyId],
-      ),
-    )
-  const [row] = await companyRead<{ rows: Array<Record<string, unknown>>; head: string | null; oldest: string | null }>(
-    knex,
-    companyId,
-    query,
+  const query = knex.select(
+    knex.raw(`(SELECT coalesce(jsonb_agg(to_jsonb(p) ORDER BY p.seq), '[]') FROM (?) p) AS rows`, [page]),
+    knex.raw(`(SELECT last_seq FROM feed_heads h WHERE h.idempresa = ?) AS head`, [companyId]),
+    knex.raw(`(SELECT min(seq) FROM events o WHERE o.idempresa = ? AND o.seq IS NOT NULL) AS oldest`, [
+      companyId,
+    ]),
   )
+  const [row] = await companyRead<{
+    rows: Array<Record<string, unknown>>
+    head: string | null
+    oldest: string | null
+  }>(knex, companyId, query)
   return {
     rows: (row?.rows ?? []).map((r) => ({
       id: r.id as string,

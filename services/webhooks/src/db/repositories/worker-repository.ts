@@ -72,18 +72,31 @@ export async function recordAttempt(knex: Knex, job: Job, r: AttemptRecord, now:
     if (r.status === 'succeeded')
       await endpoint
         .clone()
-        .where((q) => q.whereNull('last_success_at').orWhere('last_success_at', '<', new Date(now.getTime() - 60_000)))
+        .where((q) =>
+          q.whereNull('last_success_at').orWhere('last_success_at', '<', new Date(now.getTime() - 60_000)),
+        )
         .update({ last_success_at: now })
-    const reason = r.disable ?? (r.disableIfNoSuccessSince ? await noSuccessReason(trx, job, r.disableIfNoSuccessSince) : null)
+    const reason =
+      r.disable ??
+      (r.disableIfNoSuccessSince ? await noSuccessReason(trx, job, r.disableIfNoSuccessSince) : null)
     if (reason) {
       const [row] = await endpoint
         .clone()
         .where('status', 'enabled')
-        .update({ status: 'disabled', disabled_reason: reason, version: trx.raw('version + 1'), updated_at: now })
+        .update({
+          status: 'disabled',
+          disabled_reason: reason,
+          version: trx.raw('version + 1'),
+          updated_at: now,
+        })
         .returning(ENDPOINT_COLUMNS)
       if (row) {
-        const e = Object.fromEntries(ENDPOINT_COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Endpoint
-        await enqueueEvents(trx, [endpointEvent(null, 'webhooks.endpoint.disabled', e, ['status'], job.idempresa)])
+        const e = Object.fromEntries(
+          ENDPOINT_COLUMNS.map((c) => [c, isoInstant(row[c])]),
+        ) as unknown as Endpoint
+        await enqueueEvents(trx, [
+          endpointEvent(null, 'webhooks.endpoint.disabled', e, ['status'], job.idempresa),
+        ])
       }
     }
     return true

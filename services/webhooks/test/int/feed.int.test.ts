@@ -1,0 +1,82 @@
+import { purgeEvents } from '../../src/db/repositories/feed-repository'
+import { appointmentCreated, principal, startWebhooks, type Webhooks } from '../helpers'
+
+let w: Webhooks
+beforeAll(async () => {
+  w = await startWebhooks()
+})
+afterAll(() => w.close())
+
+type Page = {
+  data: Array<{ id: string; type: string; timestamp: string; data: Record<string, unknown> }>
+  meta: { next: string }
+}
+const feed = async (p: ReturnType<typeof principal>, query = '') => {
+  const res = await w.as(p)('GET', `/events${query}`)
+  return Object.assign(res.json<Page>(), {
+    status: res.statusCode,
+    code: res.json().code as string | undefined,
+  })
+}
+
+test('the feed gives a company its events in order, page by page, with filters', async () => {
+  const p = principal()
+  const other = principal()
+  const events = Array.from({ length: 5 }, (_, i) => appointmentCreated(p.companyId, i % 2 ? 'ALM2' : 'ALM1'))
+  await w.publish(events.slice(0, 3))
+  await w.publish([appointmentCreated(other.companyId)])
+  await w.publish(events.slice(3))
+  const first = await feed(p, '?limit=2')
+  expect(first.data.map((e) => e.id)).toEqual(events.slice(0, 2).map((e) => e.id))
+  expect(first.data[0]).toMatchObject({ type: 'appointment.created', timestamp: events[0]!.time })
+  expect(first.data[0]!.data).toMatchObject({
+    id: events[0]!.subject,
+    resource_type: 'appointment',
+    version: 1,
+  })
+  const rest = await feed(p, `?after=${first.meta.next}`)
+  expect(rest.data.map((e) => e.id)).toEqual(events.slice(2).map((e) => e.id))
+  const empty = await feed(p, `?after=${rest.meta.next}`)
+  expect(empty.data).toEqual([])
+  expect(empty.meta.next).toBe(rest.meta.next)
+  expect((await feed(p, '?codalmacen=ALM2')).data.map((e) => e.id)).toEqual([events[1]!.id, events[3]!.id])
+  expect((await feed(p, '?types=appointment.updated')).data).toEqual([])
+  const limited = principal({ companyId: p.companyId, allowedCenters: ['ALM1'] })
+  expect((await feed(limited)).data.map((e) => e.id)).toEqual([0, 2, 4].map((i) => events[i]!.id))
+  expect((await feed(other)).data).toHaveLength(1)
+  expect((await feed(principal())).data).toEqual([])
+})
+
+test('wait answers as soon as an event arrives', async () => {
+  const p = principal()
+  const start = await feed(p)
+  const started = Date.now()
+  const waiting = feed(p, `?after=${start.meta.next}&wait=20`)
+  await new Promise((r) => setTimeout(r, 300))
+  const event = appointmentCreated(p.companyId)
+  await w.publish([event])
+  const page = await waiting
+  expect(page.data.map((e) => e.id)).toEqual([event.id])
+  expect(Date.now() - started).toBeLessThan(10_000)
+})
+
+test('a cursor from before what the feed keeps is 410 cursor_expired; a made-up one is 400', async () => {
+  const p = principal()
+  await w.publish([appointmentCreated(p.companyId)])
+  const start = await feed(p)
+  await w.publish([appointmentCreated(p.companyId), appointmentCreated(p.companyId)])
+  const past = (await feed(p, '?limit=1')).meta.next
+  const head = await feed(p, `?after=${past}`)
+  expect(head.data).toHaveLength(2)
+  await purgeEvents(w.knex, new Date(w.now().getTime() + 1000))
+  const expired = await feed(p, `?after=${past}`)
+  expect(expired.status).toBe(410)
+  expect(expired.code).toBe('cursor_expired')
+  // A cursor at the head lost nothing.
+  await w.publish([appointmentCreated(p.companyId)])
+  expect((await feed(p, `?after=${head.meta.next}`)).data).toHaveLength(1)
+  expect((await feed(p, `?after=${start.meta.next}`)).code).toBe('cursor_expired')
+  const bad = await feed(p, '?after=bm9wZQ')
+  expect(bad.status).toBe(400)
+  expect(bad.code).toBe('validation_failed')
+})
