@@ -107,6 +107,47 @@ export class DeliveryWorker {
     await this.idle()
   }
 
+  /**
+   * Writes the outcome, trying again while the database is away, until the lease would run out
+   * (then the delivery is claimed again: a 2xx not recorded by then may be sent once more).
+   */
+  private async record(job: Job, r: AttemptRecord, now: Date): Promise<boolean> {
+    const until = Date.now() + LEASE_MS - 5000
+    for (let n = 0; ; n++) {
+      try {
+        return await recordAttempt(this.o.knex, job, r, now)
+      } catch (err) {
+        if (Date.now() > until) throw err
+        this.o.log.warn({ err, delivery_id: job.id }, 'recording an attempt failed; trying again')
+        await new Promise((res) => setTimeout(res, Math.min(5000, 250 * 2 ** n)))
+      }
+    }
+  }
+
+  /** The request of an attempt: the body and its Standard Webhooks headers (timestamp: now, real). */
+  private signed(job: Job) {
+    const secrets = [this.o.box.open(job.secret, job.endpoint_id)]
+    if (job.previous_secret && job.previous_secret_until && job.previous_secret_until > this.o.clock())
+      secrets.push(this.o.box.open(job.previous_secret, job.endpoint_id))
+    const body = JSON.stringify({
+      type: job.event_type,
+      timestamp: job.occurred_at.toISOString(),
+      data: job.data,
+    })
+    const timestamp = Math.floor(Date.now() / 1000)
+    return {
+      url: job.url,
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'clinic-webhooks/1',
+        'webhook-id': job.event_id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(secrets, job.event_id, timestamp, body),
+      },
+    }
+  }
+
   private async claim() {
     const free = this.o.concurrency - this.inFlight.size
     if (free <= 0) return
@@ -131,34 +172,17 @@ export class DeliveryWorker {
   }
 
   private async attempt(job: Job) {
-    const now = this.o.clock()
-    const secrets = [this.o.box.open(job.secret, job.endpoint_id)]
-    if (job.previous_secret && job.previous_secret_until && job.previous_secret_until > now)
-      secrets.push(this.o.box.open(job.previous_secret, job.endpoint_id))
-    const body = JSON.stringify({
-      type: job.event_type,
-      timestamp: job.occurred_at.toISOString(),
-      data: job.data,
-    })
-    const timestamp = Math.floor(Date.now() / 1000)
-    const sent = await sendWebhook(
-      {
-        url: job.url,
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'clinic-webhooks/1',
-          'webhook-id': job.event_id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': signatureHeader(secrets, job.event_id, timestamp, body),
-        },
-      },
-      this.o.policy,
-      this.o.limits,
-    )
+    let sent: SendResult
+    try {
+      sent = await sendWebhook(this.signed(job), this.o.policy, this.o.limits)
+    } catch (err) {
+      // A secret that does not open (WEBHOOKS_SECRET_KEY changed): a failed attempt, on the log.
+      this.o.log.error({ err, endpoint_id: job.endpoint_id }, 'webhook could not be signed')
+      sent = { status: null, ok: false, durationMs: 0, error: 'the signing secret could not be read' }
+    }
     const done = this.o.clock()
     const record = outcomeOf(job, sent, this.o, done)
-    const kept = await recordAttempt(this.o.knex, job, record, done)
+    const kept = await this.record(job, record, done)
     this.o.log.info(
       {
         delivery_id: job.id,
