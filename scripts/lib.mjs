@@ -10,6 +10,8 @@ import serviceEnvModule from './service-env.cjs'
 import net from 'node:net'
 
 const { serviceEnv: sharedServiceEnv } = serviceEnvModule
+/** The services that get EVENT_VERIFY_KEYS, every source's event key (service-env.cjs): audit, webhooks. */
+export const { eventVerifiers } = serviceEnvModule
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -119,10 +121,16 @@ export function loadDotEnv() {
 }
 
 // The local stack's secrets when `.env` sets none: made once per checkout and kept (git-ignored) in
-// var/local-secrets.env, so a restarted stack still verifies the audit trail it wrote and the admin
-// CLI (another terminal) uses the same chain key. Anywhere else, set them yourself.
+// var/local-secrets.env, so a restarted stack still verifies the audit trail it wrote, the admin
+// CLI (another terminal) uses the same chain key and the webhooks service still opens the endpoint
+// secrets it sealed. Anywhere else, set them yourself.
 const localSecretsFile = path.join(root, 'var', 'local-secrets.env')
-const localSecretNames = ['INTERNAL_AUTH_SECRET', 'EVENT_SIGNING_SECRET', 'AUDIT_CHAIN_KEY']
+const localSecretNames = [
+  'INTERNAL_AUTH_SECRET',
+  'EVENT_SIGNING_SECRET',
+  'AUDIT_CHAIN_KEY',
+  'WEBHOOKS_SECRET_KEY',
+]
 
 /** Fills the secrets `env` lacks from var/local-secrets.env; with `create`, makes the missing ones. */
 export function localSecrets(env, { create = false } = {}) {

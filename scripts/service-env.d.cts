@@ -4,3 +4,7 @@ export function serviceEnv(
   env: Record<string, string | undefined>,
   ownerUrl?: string,
 ): Record<string, string>
+/** The services that consume other services' events and so get EVENT_VERIFY_KEYS (audit, webhooks). */
+export const eventVerifiers: readonly string[]
+/** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
+export function topicMatches(binding: string, key: string): boolean

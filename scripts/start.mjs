@@ -1,5 +1,5 @@
-// `npm start`: install what is missing, build, migrate, then run the gateway and the four services
-// as separate processes with prefixed logs. A process that dies is started again with a growing
+// `npm start`: install what is missing, build, migrate, then run the gateway and the services of
+// packages/platform/services.json as separate processes with prefixed logs. A process that dies is started again with a growing
 // delay (scripts/supervisor.mjs, logged with its exit code or signal). Ctrl-C (or SIGTERM) stops
 // them all at once.
 // In a terminal the services' JSON log lines are pretty-printed (pino-pretty); piped or redirected

@@ -1,9 +1,9 @@
 // Broker users and event keys in Compose: each service logs in to RabbitMQ as its own user
 // clinic-<name> (deploy/rabbitmq/definitions.json: it may publish only its own routing keys) on the
 // vhost `clinic`, whose password the one-shot broker-users sets (deploy/rabbitmq/users.sh) before
-// any service starts; each signs its events with a key of its own, and audit checks each source
-// with that source's key (EVENT_VERIFY_KEYS).
-import { SERVICES, envName, get, namesOf, parseUrl, read } from './lib.mjs'
+// any service starts; each signs its events with a key of its own, and the services that consume
+// others' events (audit, webhooks) check each source with that source's key (EVENT_VERIFY_KEYS).
+import { SERVICES, envName, eventVerifiers, get, namesOf, parseUrl, read } from './lib.mjs'
 
 /** services: the interpolated `services:`; envOf(service) its environment as an object. */
 export function checkBrokerUsers(services, envOf, problems) {
@@ -51,15 +51,22 @@ export function checkBrokerUsers(services, envOf, problems) {
     keys.set(s, key)
   }
 
-  // Audit verifies each source with that source's key: exactly the keys the services sign with.
-  const verify = services.audit ? String(envOf(services.audit).EVENT_VERIFY_KEYS ?? '') : ''
-  const bySource = new Map(
-    verify
-      .split(',')
-      .filter(Boolean)
-      .map((kv) => [kv.split('=')[0], kv.slice(kv.indexOf('=') + 1)]),
-  )
-  for (const [s, key] of keys)
-    if (bySource.get(s) !== key)
-      problems.push(`audit: EVENT_VERIFY_KEYS does not give ${s} its EVENT_SIGNING_SECRET`)
+  // Audit and webhooks verify each source with that source's key: exactly the keys the services sign
+  // with. No other service gets them.
+  for (const [name, svc] of Object.entries(services)) {
+    const verify = String(envOf(svc).EVENT_VERIFY_KEYS ?? '')
+    if (!eventVerifiers.includes(name)) {
+      if (verify) problems.push(`${name}: EVENT_VERIFY_KEYS is ${eventVerifiers.join(' and ')}'s only`)
+      continue
+    }
+    const bySource = new Map(
+      verify
+        .split(',')
+        .filter(Boolean)
+        .map((kv) => [kv.split('=')[0], kv.slice(kv.indexOf('=') + 1)]),
+    )
+    for (const [s, key] of keys)
+      if (bySource.get(s) !== key)
+        problems.push(`${name}: EVENT_VERIFY_KEYS does not give ${s} its EVENT_SIGNING_SECRET`)
+  }
 }

@@ -17,6 +17,7 @@ import {
   rel,
   report,
   require,
+  requiredVars,
   root,
   skip,
 } from './lib.mjs'
@@ -117,6 +118,8 @@ export function checkCompose() {
       'AMQP_QUEUE_TYPE',
     ])
       if (!e[k]) problems.push(`${s}: ${k} not set`)
+    for (const k of requiredVars(s))
+      if (!e[k]) problems.push(`${s}: ${k} (required by services/${s}/src/config.ts) not set`)
     if (e.HOST !== '0.0.0.0') problems.push(`${s}: HOST must be 0.0.0.0`)
     if (String(e[envName(s, 'PORT')]) !== String(PORTS[s]))
       problems.push(`${s}: ${envName(s, 'PORT')} is not ${PORTS[s]}`)

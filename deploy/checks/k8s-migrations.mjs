@@ -1,16 +1,22 @@
 // The database roles in Kubernetes: each service's migrations run in a Job of its own (<name>-migrate),
 // the only object holding the owner's credentials (the migration Secret); each Deployment logs in
 // with its own DATABASE_URL key, which its Job gets too (it makes that role), and never sees the
-// owner's Secret; its broker user and event key are its own too, and only audit reads the chain key
-// and the other services' event keys. Plus the Secret examples: placeholders, and distinct login roles.
-import { SERVICES } from './lib.mjs'
+// owner's Secret; its broker user and event key are its own too; only audit reads the chain key, only
+// webhooks its sealing key, and only the services that consume others' events (audit, webhooks) the
+// other services' event keys. Plus the Secret examples: placeholders, and distinct login roles.
+import { SERVICES, eventVerifiers } from './lib.mjs'
 import { checkContainer, checkPodSecurity } from './k8s-rules.mjs'
 
 export const MIGRATION_SECRET = 'clinic-migration-secrets'
 export const jobName = (service) => `${service}-migrate`
 
 const OWN = ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET']
-const AUDIT_ONLY = ['AUDIT_CHAIN_KEY', 'EVENT_VERIFY_KEYS']
+/** Secret keys only these Deployments may read (services.json consumes: service-env.cjs eventVerifiers). */
+const ONLY = {
+  AUDIT_CHAIN_KEY: ['audit'],
+  WEBHOOKS_SECRET_KEY: ['webhooks'],
+  EVENT_VERIFY_KEYS: eventVerifiers,
+}
 const refOf = (c, name) => (c?.env ?? []).find((e) => e.name === name)?.valueFrom?.secretKeyRef
 const sameRef = (a, b) => a && b && a.name === b.name && a.key === b.key
 
@@ -47,10 +53,15 @@ export function checkMigrations(all, ctx, problemsOf) {
         )
       else keys.set(`${ref.name}/${ref.key}`, name)
     }
-    // The chain key and every source's event key are audit's alone.
-    for (const v of AUDIT_ONLY)
-      if (name !== 'audit' && containers.some((c) => refOf(c, v)))
-        problems.push(`Deployment ${name}: ${v} is audit's only`)
+    // The chain key is audit's alone, the sealing key webhooks', every source's event key theirs.
+    for (const [v, only] of Object.entries(ONLY))
+      if (!only.includes(name) && containers.some((c) => refOf(c, v)))
+        problems.push(`Deployment ${name}: ${v} is ${only.join(' and ')}'s only`)
+    // It consumes other services' events: without every source's key it dead-letters them all.
+    if (eventVerifiers.includes(name) && !refOf(main, 'EVENT_VERIFY_KEYS'))
+      problems.push(
+        `Deployment ${name}: EVENT_VERIFY_KEYS (it consumes other services' events) not from the Secret`,
+      )
     const own = refOf(main, 'DATABASE_URL')
 
     const job = jobs.get(jobName(name))

@@ -2,7 +2,8 @@
 // NetworkPolicies. API types: k8s-types.mjs; migration Jobs and Secrets: k8s-migrations.mjs.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { PORTS, SERVICES, envName, get, read, root } from './lib.mjs'
+import { NON_PUBLIC, BASE_EGRESS_PORTS } from '../../scripts/generate/k8s.mjs'
+import { PORTS, SERVICES, envName, get, read, requiredVars, root } from './lib.mjs'
 
 export function checkDeployment(d, ctx, problems) {
   const name = d.metadata?.name
@@ -40,6 +41,9 @@ export function checkDeployment(d, ctx, problems) {
       if (!envNames.has(k)) problems.push(`Deployment ${name}: ${k} not provided`)
     if (!envNames.has(envName(name, 'PORT')))
       problems.push(`Deployment ${name}: ${envName(name, 'PORT')} not provided`)
+    for (const k of requiredVars(name))
+      if (!envNames.has(k))
+        problems.push(`Deployment ${name}: ${k} (required by services/${name}/src/config.ts) not provided`)
   }
   if (mainC) {
     const where = `Deployment ${name}`
@@ -135,6 +139,51 @@ export function checkNetworkPolicies(all, podLabels, problemsOf) {
   for (const s of SERVICES.filter((x) => x !== 'gateway'))
     if (!policies.some((p) => (p.spec?.ingress ?? []).length && policySelects(p, podLabels(s))))
       kustomizeProblems.push(`NetworkPolicy: nothing lets the gateway reach ${s}`)
+  checkEgress(policies, podLabels, problemsOf)
+}
+
+/**
+ * Egress policies (webhooks: the internet on 443): a pod whose egress is restricted still reaches
+ * DNS, PostgreSQL and RabbitMQ; an ipBlock open to every address leaves out the non-public ranges
+ * (private, loopback, link-local: the cloud metadata address), so a receiver URL cannot reach them.
+ */
+function checkEgress(policies, podLabels, problemsOf) {
+  const egress = policies.filter((p) => (p.spec?.policyTypes ?? []).includes('Egress'))
+  for (const p of egress) {
+    const problems = problemsOf(p)
+    for (const rule of p.spec?.egress ?? [])
+      for (const to of rule.to ?? []) {
+        const block = to.ipBlock
+        if (!block) continue
+        const missing = (NON_PUBLIC[block.cidr] ?? []).filter((c) => !(block.except ?? []).includes(c))
+        if (missing.length)
+          problems.push(
+            `NetworkPolicy ${p.metadata?.name}: ipBlock ${block.cidr} must except ${missing.join(', ')}`,
+          )
+        if (!NON_PUBLIC[block.cidr] && !rule.ports?.length)
+          problems.push(`NetworkPolicy ${p.metadata?.name}: ipBlock ${block.cidr} on every port`)
+      }
+  }
+  for (const s of SERVICES) {
+    const mine = egress.filter((p) => policySelects(p, podLabels(s)))
+    if (!mine.length) continue
+    // A rule without `to` reaches every address; without `ports`, every port.
+    const open = (protocol, port) =>
+      mine.some((p) =>
+        (p.spec?.egress ?? []).some(
+          (r) =>
+            !(r.to ?? []).length &&
+            (!(r.ports ?? []).length ||
+              r.ports.some((x) => x.port === port && (x.protocol ?? 'TCP') === protocol)),
+        ),
+      )
+    for (const [protocol, ports] of Object.entries(BASE_EGRESS_PORTS))
+      for (const port of ports)
+        if (!open(protocol, port))
+          problemsOf(mine[0]).push(
+            `NetworkPolicy ${mine[0].metadata?.name}: ${s} pods cannot reach ${protocol} ${port} (DNS, PostgreSQL, RabbitMQ)`,
+          )
+  }
 }
 
 /** Does a NetworkPolicy's podSelector (matchLabels and matchExpressions In/NotIn) pick these labels? */

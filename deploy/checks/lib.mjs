@@ -1,11 +1,11 @@
 // Shared by the deploy checks: the repository root, the one list of services, and reporting.
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { apps, envName, namesOf, root, serviceList } from '../../scripts/lib.mjs'
+import { apps, envName, eventVerifiers, namesOf, root, serviceList } from '../../scripts/lib.mjs'
 
-export { envName, namesOf, root }
+export { envName, eventVerifiers, namesOf, root }
 export const require = createRequire(import.meta.url)
 export const rel = (p) => path.relative(root, p) || '.'
 export const read = (p) => readFileSync(path.join(root, p), 'utf8')
@@ -25,6 +25,18 @@ export const APPS = apps
 export const SERVICES = apps.map((s) => s.name)
 export const PORTS = Object.fromEntries(apps.map((s) => [s.name, s.port]))
 export const RESOURCES = serviceList.services.map((s) => s.name)
+
+/**
+ * What services/<name>/src/config.ts declares with neither a default nor `optional` (e.g. audit's
+ * AUDIT_CHAIN_KEY, webhooks' WEBHOOKS_SECRET_KEY): without it the service stops at start-up.
+ */
+export function requiredVars(service) {
+  const file = `services/${service}/src/config.ts`
+  if (!existsSync(path.join(root, file))) return []
+  return [...read(file).matchAll(/\b([A-Z][A-Z0-9_]+):\s*v\.\w+\(([^)]*)\)/g)]
+    .filter((m) => !/\b(default|optional)\s*:/.test(m[2]))
+    .map((m) => m[1])
+}
 
 export const state = { failed: 0 }
 /** One line per file: ok with what was checked, or FAIL with every problem found. */

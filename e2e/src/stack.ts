@@ -150,6 +150,9 @@ export async function startStack(
     INTERNAL_AUTH_SECRET: 'e2e-secret-0123456789abcdef0123456789abcdef',
     EVENT_SIGNING_SECRET: 'e2e-event-signing-0123456789abcdef0123456789',
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
+    WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
+    // The suites' webhook receivers listen on 127.0.0.1 over plain http (development only).
+    WEBHOOKS_ALLOW_INSECURE: 'true',
     // Production's level, so the suites see what production would log (the fuzz reads the files).
     LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
     E2E_LOG_DIR: logDir,

@@ -1,7 +1,7 @@
 // deploy/compose/compose.yaml (x-env ports and URLs, one migrate-<name> and one <name> entry per
 // service, broker-users' passwords) and deploy/compose/.env.example (each service's database and
 // broker passwords and event signing key).
-import { apps, namesOf, serviceList } from '../lib.mjs'
+import { apps, eventVerifiers, namesOf, serviceList } from '../lib.mjs'
 import { read, section } from './common.mjs'
 
 const resources = serviceList.services
@@ -11,11 +11,14 @@ function databaseUrl(name) {
   const { loginRole, env } = namesOf(name)
   return `      DATABASE_URL: postgres://${loginRole}:${required(env.dbPassword)}@postgres:5432/clinic`
 }
-/** Its own broker user (whose password broker-users sets) and event key; audit checks every source's. */
+/**
+ * Its own broker user (whose password broker-users sets) and event key; a service that consumes
+ * other services' events (audit, webhooks) checks every source's.
+ */
 const broker = (name) => [
   `      AMQP_URL: amqp://${namesOf(name).brokerUser}:${required(namesOf(name).env.amqpPassword)}@rabbitmq:5672/clinic`,
   `      EVENT_SIGNING_SECRET: ${required(namesOf(name).env.eventSigningSecret, ' (32+ characters)')}`,
-  ...(name === 'audit'
+  ...(eventVerifiers.includes(name)
     ? [
         `      EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${required(namesOf(s).env.eventSigningSecret)}`).join(',')}`,
       ]
@@ -72,6 +75,14 @@ const extras = {
       '      TWILIO_FROM: ${TWILIO_FROM:-}',
     ],
     more: ['    volumes:', '      - comms-outbox:/app/var'],
+  },
+  webhooks: {
+    environment: [
+      "      # Seals the endpoints' signing secrets in the database; only webhooks gets it. Keep it.",
+      `      WEBHOOKS_SECRET_KEY: ${required('WEBHOOKS_SECRET_KEY', ' (32+ characters)')}`,
+      '      # Development only: plain http and private or loopback receivers.',
+      '      WEBHOOKS_ALLOW_INSECURE: ${WEBHOOKS_ALLOW_INSECURE:-false}',
+    ],
   },
 }
 

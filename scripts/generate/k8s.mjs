@@ -1,6 +1,7 @@
 // deploy/k8s: configmap.yaml (ports and URLs), secret.example.yaml (each service's <NAME>_DATABASE_URL,
-// _AMQP_URL and _EVENT_SIGNING_SECRET, audit's EVENT_VERIFY_KEYS), kustomization.yaml (resources and
-// images), services/<name>/{values,kustomization}.yaml, and networkpolicy.yaml (who reaches whom).
+// _AMQP_URL and _EVENT_SIGNING_SECRET, the EVENT_VERIFY_KEYS of audit and webhooks), kustomization.yaml
+// (resources and images), services/<name>/{values,kustomization}.yaml, and networkpolicy.yaml (who
+// reaches whom; and where the services that call out to the internet may go: webhooks).
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { apps, namesOf, root, serviceList } from '../lib.mjs'
@@ -155,11 +156,71 @@ const policy = (name, target, from, port) => [
   '          protocol: TCP',
 ]
 
+/**
+ * The services whose work is calling out to the internet, and on which port: their pods get an egress
+ * policy (any other pod's egress is not restricted). webhooks delivers to integrators' https URLs.
+ */
+export const INTERNET_EGRESS = { webhooks: 443 }
+
+/** Never reached from an internet-egress pod: private, shared (CGNAT), loopback, link-local (cloud metadata). */
+export const NON_PUBLIC = {
+  '0.0.0.0/0': [
+    '10.0.0.0/8',
+    '100.64.0.0/10',
+    '127.0.0.0/8',
+    '169.254.0.0/16',
+    '172.16.0.0/12',
+    '192.168.0.0/16',
+  ],
+  '::/0': ['::1/128', 'fc00::/7', 'fe80::/10'],
+}
+/** What every pod needs whatever else its egress policy says: DNS, PostgreSQL, RabbitMQ (amqps, amqp). */
+export const BASE_EGRESS_PORTS = { UDP: [53], TCP: [53, 5432, 5671, 5672] }
+
+const egressPolicy = (s, port) => [
+  '---',
+  'apiVersion: networking.k8s.io/v1',
+  'kind: NetworkPolicy',
+  'metadata:',
+  `  name: ${s.name}-egress`,
+  'spec:',
+  '  podSelector:',
+  '    matchLabels:',
+  `      app.kubernetes.io/name: ${s.name}`,
+  '  policyTypes: [Egress]',
+  '  egress:',
+  '    # DNS, PostgreSQL and RabbitMQ, wherever the Secret points them (another port: add it here).',
+  '    - ports:',
+  ...Object.entries(BASE_EGRESS_PORTS).flatMap(([protocol, ports]) =>
+    ports.flatMap((p) => [`        - port: ${p}`, `          protocol: ${protocol}`]),
+  ),
+  ...(s.calls ?? []).flatMap((c) => [
+    `    # Its signed service calls (services.json calls): ${c}.`,
+    '    - to:',
+    ...pods(c),
+    '      ports:',
+    `        - port: ${resources.find((r) => r.name === c).port}`,
+    '          protocol: TCP',
+  ]),
+  '    # The internet: any public address, never a private, loopback or link-local one (cloud',
+  '    # metadata); the service refuses those addresses itself too.',
+  '    - to:',
+  ...Object.entries(NON_PUBLIC).flatMap(([cidr, except]) => [
+    '        - ipBlock:',
+    `            cidr: '${cidr}'`,
+    `            except: [${except.map((c) => `'${c}'`).join(', ')}]`,
+  ]),
+  '      ports:',
+  `        - port: ${port}`,
+  '          protocol: TCP',
+]
+
 export function networkPolicy() {
   const gw = serviceList.gateway
   const calls = resources
     .filter((s) => callersOf(s.name).length > 1)
     .map((s) => `#   ${callersOf(s.name).slice(1).join(', ').padEnd(18)} -> ${s.name} ${s.port}`)
+  const internet = resources.filter((s) => INTERNET_EGRESS[s.name])
   return [
     HEAD,
     '# Who may reach what inside the cluster (needs a CNI that enforces NetworkPolicy: Calico, Cilium...).',
@@ -171,6 +232,15 @@ export function networkPolicy() {
     "#   monitoring namespace -> every pod's port   (Prometheus scrapes /metrics)",
     '# Any other pod, of the clinic or not, reaches no service, its /metrics or its /openapi.json (which',
     '# the services also refuse, 404, to addresses outside INTERNAL_NETWORKS without an assertion).',
+    ...(internet.length
+      ? [
+          '# Egress is open but for the services that call out to the internet, which reach only DNS,',
+          '# PostgreSQL, RabbitMQ, the services they call, and public addresses on one port:',
+          ...internet.map(
+            (s) => `#   ${s.name.padEnd(18)} -> internet ${INTERNET_EGRESS[s.name]} (no private address)`,
+          ),
+        ]
+      : []),
     'apiVersion: networking.k8s.io/v1',
     'kind: NetworkPolicy',
     'metadata:',
@@ -202,6 +272,7 @@ export function networkPolicy() {
         s.port,
       ),
     ),
+    ...internet.flatMap((s) => egressPolicy(s, INTERNET_EGRESS[s.name])),
     '',
   ].join('\n')
 }

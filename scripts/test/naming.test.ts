@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
 import { upstreamEnv } from '../../services/gateway/src/families'
-import { serviceEnv } from '../service-env.cjs'
+import { eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
 
 /**
  * One name per service: packages/platform/naming.cjs makes every name of a service from its entry
@@ -52,6 +52,7 @@ describe('naming.cjs', () => {
       ['appointments', 'clinic_appointments', 'clinic-appointments'],
       ['comms', 'clinic_comms', 'clinic-comms'],
       ['audit', 'clinic_audit', 'clinic-audit'],
+      ['webhooks', 'clinic_webhooks', 'clinic-webhooks'],
     ])
   })
 
@@ -68,6 +69,29 @@ describe('naming.cjs', () => {
     expect(new URL(env.DATABASE_URL!).username).toBe('clinic_a_b')
     expect(env.MIGRATION_DATABASE_URL).toBe('postgres://owner:pw@db.example:5432/clinic')
     expect(upstreamEnv('a-b')).toBe('A_B_URL')
+  })
+
+  it("gives every source's event key to the services that consume other services' events only", () => {
+    expect(eventVerifiers).toEqual(['audit', 'webhooks'])
+    const env = {
+      DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
+      EVENT_SIGNING_SECRET: 'x'.repeat(32),
+    }
+    const keys = serviceEnv('webhooks', env).EVENT_VERIFY_KEYS!.split(',')
+    expect(keys.map((k) => k.split('=')[0])).toEqual(apps.map((s) => s.name))
+    expect(serviceEnv('audit', env).EVENT_VERIFY_KEYS).toBe(keys.join(','))
+    // Each source's key is the key that source signs with.
+    for (const s of apps) expect(keys).toContain(`${s.name}=${serviceEnv(s.name, env).EVENT_SIGNING_SECRET}`)
+    expect(serviceEnv('comms', env).EVENT_VERIFY_KEYS).toBeUndefined()
+    for (const [binding, key, match] of [
+      ['#', 'patient.created', true],
+      ['patient.*', 'patient.created', true],
+      ['comms.message.*', 'comms.message.sent', true],
+      ['patient.*', 'patient.a.b', false],
+      ['comms.#', 'comms', true],
+      ['comms.message.queued', 'comms.message.sent', false],
+    ] as const)
+      expect([binding, key, topicMatches(binding, key)]).toEqual([binding, key, match])
   })
 
   it('gives the same password variable to deploy/rabbitmq/users.sh (shell, no node in the broker image)', () => {

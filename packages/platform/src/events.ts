@@ -69,6 +69,18 @@ const PractitionerIds = {
   version: Type.Integer(),
 }
 
+/**
+ * A webhook endpoint of an integrator (DESIGN.md section 10), on the audit trail: its id, status and
+ * the names of changed fields; never its URL, description or secret.
+ */
+const WebhookEndpointChange = Type.Object({
+  id: Type.String(),
+  status: Type.String(),
+  disabled_reason: Type.Union([Type.String(), Type.Null()]),
+  version: Type.Integer(),
+  changes: Changes,
+})
+
 export const eventTypes = {
   'patient.created': PatientContact,
   'patient.updated': Type.Object({ ...PatientContactFields, changes: Changes }),
@@ -89,6 +101,11 @@ export const eventTypes = {
   'comms.message.sent': Type.Object(MessageIds),
   'comms.message.failed': Type.Object(MessageIds),
   'comms.message.delivered': Type.Object(MessageIds),
+  'webhooks.endpoint.created': WebhookEndpointChange,
+  'webhooks.endpoint.updated': WebhookEndpointChange,
+  'webhooks.endpoint.deleted': WebhookEndpointChange,
+  /** Disabled by the service itself (410 Gone, or 24 h of failed deliveries): `disabled_reason` says which. */
+  'webhooks.endpoint.disabled': WebhookEndpointChange,
   'http.request': Type.Object({
     method: Type.String(),
     path: Type.String(),

@@ -74,8 +74,10 @@ function domainOutcome(type: string, data: Record<string, unknown>): Outcome {
 
 function resourceTypeOf(type: string): string {
   const [first, second] = type.split('.')
-  // comms.message.sent is about a message; patient.created about a patient.
+  // comms.message.sent is about a message; patient.created about a patient; webhooks.endpoint.created
+  // about a webhook_endpoint, as the gateway's http.request events under /webhooks name it (services.json).
   if (first === 'comms' && second) return second
+  if (first === 'webhooks' && second === 'endpoint') return 'webhook_endpoint'
   return first ?? type
 }
 

@@ -68,6 +68,28 @@ describe('toAuditDraft', () => {
     ).toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
   })
 
+  it('names webhook endpoint events after the endpoint (webhook_endpoint, as the /webhooks family)', () => {
+    for (const type of [
+      'webhooks.endpoint.created',
+      'webhooks.endpoint.updated',
+      'webhooks.endpoint.deleted',
+      'webhooks.endpoint.disabled',
+    ] as const) {
+      const data = { id: 'w-1', status: 'disabled', disabled_reason: 'gone', version: 2, changes: ['status'] }
+      expect(
+        toAuditDraft(domainEvent(type, data, { principal, source: 'clinic/webhooks', codalmacen: null })),
+      ).toMatchObject({
+        action: type,
+        outcome: 'success',
+        resource_type: 'webhook_endpoint',
+        resource_id: 'w-1',
+        codalmacen: null,
+        source: 'clinic/webhooks',
+        changes: ['status'],
+      })
+    }
+  })
+
   it('records a failed message, and a receipt saying undelivered, as failures', () => {
     type MessageEventType =
       'comms.message.queued' | 'comms.message.sent' | 'comms.message.failed' | 'comms.message.delivered'

@@ -24,6 +24,12 @@ const CREDENTIALS = ['authorization', 'x-service-token', 'cookie']
 // Between the client and the gateway only: the gateway has read the body already (undici refuses an
 // `expect` header outright, which answered 503), and connections are per hop.
 const HOP_BY_HOP = ['expect', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection']
+/**
+ * How long the gateway waits for a service's answer headers, and then between body chunks, before
+ * 503: above the longest wait a route may hold on purpose, the change feed's 30 s long poll
+ * (`GET /events?wait=30`, DESIGN.md section 10), with room for the page it then reads.
+ */
+export const UPSTREAM_TIMEOUT_MS = 40_000
 
 /**
  * Under both bases: every planned area answers 501 not_implemented, every routed family is
@@ -53,8 +59,8 @@ export async function proxyRoutes(
           connections: 128,
           pipelining: 1,
           keepAliveTimeout: 30_000,
-          headersTimeout: 30_000,
-          bodyTimeout: 30_000,
+          headersTimeout: UPSTREAM_TIMEOUT_MS,
+          bodyTimeout: UPSTREAM_TIMEOUT_MS,
         },
         replyOptions: {
           rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>

@@ -7,6 +7,7 @@ import { ASSERTION_HEADER, Amqp, createDb, createLogger, migrate, verifyAssertio
 import { freshCompanyId, uniqueName } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
 import { buildApp, type Upstreams } from '../../src/app'
+import { ROUTED_SERVICES } from '../../src/families'
 import { Authenticator } from '../../src/auth/authenticator'
 import { newToken } from '../../src/auth/tokens'
 import { identityRepository } from '../../src/db/identity-repository'
@@ -105,6 +106,12 @@ export async function deadUrl(): Promise<string> {
   await s.close()
   return `http://127.0.0.1:${port}`
 }
+
+/** `url` as the upstream of every service of services.json, but those given in `over`. */
+export const upstreamsTo = (url: string, over: Upstreams = {}): Upstreams => ({
+  ...Object.fromEntries(ROUTED_SERVICES.map((s) => [s.service, url])),
+  ...over,
+})
 
 /** The gateway's database, broker connection and migrations, shared by one test file. */
 export async function infra() {

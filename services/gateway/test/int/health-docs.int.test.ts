@@ -11,7 +11,7 @@ const upstreamsOf = (u: Record<string, FakeUpstream>) =>
   Object.fromEntries(Object.entries(u).map(([name, f]) => [name, f.url])) as Record<keyof typeof u, string>
 
 let env: Awaited<ReturnType<typeof infra>>
-let up: Record<'patients' | 'appointments' | 'comms' | 'audit', FakeUpstream>
+let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks', FakeUpstream>
 let gw: Awaited<ReturnType<typeof gateway>>
 /** The services answer /openapi.json as to a caller outside their internal networks. */
 const outside = { openapiFromOutside: true }
@@ -51,6 +51,14 @@ beforeAll(async () => {
       ),
       outside,
     ).start(),
+    webhooks: await new FakeUpstream(
+      'webhooks',
+      doc(
+        { '/webhooks/endpoints': { get: { operationId: 'listWebhookEndpoints' } }, '/events': { get: {} } },
+        { WebhookEndpoint: { type: 'object' } },
+      ),
+      outside,
+    ).start(),
   }
   gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams: upstreamsOf(up) })
 })
@@ -78,6 +86,7 @@ describe('/api/health', () => {
           appointments: 'ok',
           comms: 'ok',
           audit: 'ok',
+          webhooks: 'ok',
         },
         down: [],
       })
@@ -99,6 +108,7 @@ describe('/api/health', () => {
         appointments: 'ok',
         comms: 'down',
         audit: 'ok',
+        webhooks: 'ok',
       },
       down: ['comms.database'],
     })
@@ -150,12 +160,21 @@ describe('/api/openapi.json', () => {
         '/comms/messages',
         '/consents',
         '/documents',
+        '/events',
         '/health',
         '/patients',
+        '/webhooks/endpoints',
       ])
       expect(merged.paths['/patients']).toMatchObject({ get: { operationId: 'listPatients' } })
       expect(Object.keys(merged.components.schemas!)).toEqual(
-        expect.arrayContaining(['Appointment', 'AuditEvent', 'Patient', 'Problem', 'ValidationProblem']),
+        expect.arrayContaining([
+          'Appointment',
+          'AuditEvent',
+          'Patient',
+          'Problem',
+          'ValidationProblem',
+          'WebhookEndpoint',
+        ]),
       )
       expect(Object.keys(merged.components.securitySchemes!).sort()).toEqual(['basic', 'serviceToken'])
     }
@@ -176,8 +195,10 @@ describe('/api/openapi.json', () => {
       '/comms/messages',
       '/consents',
       '/documents',
+      '/events',
       '/health',
       '/patients',
+      '/webhooks/endpoints',
     ])
     const page = await gw.app.inject({ method: 'GET', url: '/api/docs' })
     expect([200, 302]).toContain(page.statusCode)

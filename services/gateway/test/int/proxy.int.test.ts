@@ -1,7 +1,17 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
 import { ASSERTION_HEADER, bodyHashOf, verifyAssertion, type CloudEvent } from '@clinic/platform'
-import { FakeUpstream, SECRET, VERSION, deadUrl, gateway, infra, tenant, type Received } from './harness'
+import {
+  FakeUpstream,
+  SECRET,
+  VERSION,
+  deadUrl,
+  gateway,
+  infra,
+  tenant,
+  upstreamsTo,
+  type Received,
+} from './harness'
 import { newToken } from '../../src/auth/tokens'
 import { identityRepository } from '../../src/db/identity-repository'
 
@@ -20,12 +30,7 @@ beforeAll(async () => {
     knex,
     amqp: env.amqp,
     // audit points at nothing: the 503 path.
-    upstreams: {
-      patients: upstream.url,
-      appointments: upstream.url,
-      comms: upstream.url,
-      audit: await deadUrl(),
-    },
+    upstreams: upstreamsTo(upstream.url, { audit: await deadUrl() }),
     corsOrigins: ['https://portal.example'],
   })
 })
@@ -196,9 +201,12 @@ describe('forwarding to the services', () => {
 
 describe('TRUST_PROXY', () => {
   it('with one trusted hop, records the address the proxy saw, not one the client wrote', async () => {
-    const to = upstream.url
-    const upstreams = { patients: to, appointments: to, comms: to, audit: to }
-    const behind = await gateway({ knex, amqp: env.amqp, upstreams, trustProxy: 1 })
+    const behind = await gateway({
+      knex,
+      amqp: env.amqp,
+      upstreams: upstreamsTo(upstream.url),
+      trustProxy: 1,
+    })
     try {
       const t = await tenant(knex)
       await behind.app.inject({

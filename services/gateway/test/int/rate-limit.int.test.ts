@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import type { LightMyRequestResponse } from 'fastify'
-import { FakeUpstream, VERSION, gateway, infra, tenant } from './harness'
+import { FakeUpstream, VERSION, gateway, infra, tenant, upstreamsTo } from './harness'
 
 let env: Awaited<ReturnType<typeof infra>>
 let upstream: FakeUpstream
@@ -11,12 +11,7 @@ let b: Awaited<ReturnType<typeof gateway>>
 beforeAll(async () => {
   env = await infra()
   upstream = await new FakeUpstream('echo').start()
-  const upstreams = {
-    patients: upstream.url,
-    appointments: upstream.url,
-    comms: upstream.url,
-    audit: upstream.url,
-  }
+  const upstreams = upstreamsTo(upstream.url)
   // Two gateway replicas, each with its own Redis connection to the same store.
   redis = [
     new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 }),
@@ -85,12 +80,7 @@ describe('rate limit shared by gateway replicas', () => {
 
 describe('limits before authentication and on every route', () => {
   it('limits a client address before any token check, across replicas, unknown tokens included', async () => {
-    const upstreams = {
-      patients: upstream.url,
-      appointments: upstream.url,
-      comms: upstream.url,
-      audit: upstream.url,
-    }
+    const upstreams = upstreamsTo(upstream.url)
     // A new address namespace per run: the Redis store outlives test runs.
     await redis[0]!.del('clinic-gw-addr-127.0.0.1')
     const opts = { knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerAddressPerMinute: 3 }
@@ -112,12 +102,7 @@ describe('limits before authentication and on every route', () => {
   })
 
   it('limits a client address on unknown routes too, with a token or without, before the 404 or 401', async () => {
-    const upstreams = {
-      patients: upstream.url,
-      appointments: upstream.url,
-      comms: upstream.url,
-      audit: upstream.url,
-    }
+    const upstreams = upstreamsTo(upstream.url)
     // Counted in this process (no Redis): a fresh budget for this gateway alone.
     const gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams, rateLimitPerAddressPerMinute: 2 })
     try {
