@@ -23,6 +23,9 @@ import { supervise } from './supervisor.mjs'
 loadDotEnv()
 // Secrets `.env` does not set are made once and kept in var/local-secrets.env (scripts/lib.mjs).
 const env = localSecrets({ ...process.env }, { create: true })
+// A development stack: webhooks may reach a receiver on this machine over plain http (Compose and
+// Kubernetes leave it false: https to public addresses only).
+env.WEBHOOKS_ALLOW_INSECURE ??= 'true'
 
 try {
   await checkDependencies(env)

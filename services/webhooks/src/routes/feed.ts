@@ -17,9 +17,20 @@ const feedRoute = {
 
 /** GET /events (DESIGN.md section 10). */
 export const feedRoutes: FastifyPluginAsyncTypebox<{ feed: FeedSource }> = async (app, { feed }) => {
+  // Long polls end (with what they have) when the client leaves or the service shuts down, so a
+  // 30 s wait never outlasts the shutdown grace.
+  const waiting = new Set<AbortController>()
+  app.addHook('preClose', async () => {
+    for (const w of waiting) w.abort()
+  })
   app.get('/events', feedRoute, async (req, reply) => {
     const gone = new AbortController()
+    waiting.add(gone)
     reply.raw.once('close', () => gone.abort())
-    return readFeedPage(req.ctx, feed, req.query, gone.signal)
+    try {
+      return await readFeedPage(req.ctx, feed, req.query, gone.signal)
+    } finally {
+      waiting.delete(gone)
+    }
   })
 }
