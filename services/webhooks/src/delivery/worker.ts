@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { claimJobs, recordAttempt, type AttemptRecord, type Job } from '../db/repositories/worker-repository'
+import { claimJobs, type AttemptRecord, type Job } from '../db/repositories/worker-repository'
+import { Recorder } from './recorder'
 import { signatureHeader, type SecretBox } from '../domain/secrets'
 import type { AddressPolicy } from './address-policy'
 import { SEND_LIMITS, sendWebhook, type SendResult } from './send'
@@ -68,8 +69,11 @@ export class DeliveryWorker {
   private again = false
   private stopped = false
   private timer: NodeJS.Timeout | null = null
+  private readonly recorder: Recorder
 
-  constructor(private readonly o: WorkerOptions) {}
+  constructor(private readonly o: WorkerOptions) {
+    this.recorder = new Recorder(o.knex)
+  }
 
   start(): this {
     this.timer = setInterval(() => this.wake(), this.o.pollMs ?? 500)
@@ -115,7 +119,7 @@ export class DeliveryWorker {
     const until = Date.now() + LEASE_MS - 5000
     for (let n = 0; ; n++) {
       try {
-        return await recordAttempt(this.o.knex, job, r, now)
+        return await this.recorder.record({ job, record: r, now })
       } catch (err) {
         if (Date.now() > until) throw err
         this.o.log.warn({ err, delivery_id: job.id }, 'recording an attempt failed; trying again')

@@ -1,4 +1,4 @@
-import { companyTransaction, isoInstant } from '@clinic/platform/db'
+import { isoInstant, setCompany } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { ThinData } from '../../domain/catalogue'
@@ -49,58 +49,92 @@ export interface AttemptRecord {
 
 const ENDPOINT_COLUMNS = Object.keys(Endpoint.properties)
 
+/** An attempt's outcome to write: the job, what happened, and when (the worker's clock). */
+export interface Outcome {
+  job: Job
+  record: AttemptRecord
+  now: Date
+}
+
 /**
- * Writes an attempt's outcome, only while the job's lease is this worker's (a worker that lost
- * its lease, and whose job went to another, writes nothing). A success notes the endpoint's last
- * success; a disable writes its reason and the audit event. False when the lease was lost.
+ * Writes the outcomes of many attempts in one transaction (one commit for all: the worker's group
+ * commit), each only while its job's lease is still this worker's (a worker that lost its lease,
+ * and whose job went to another, writes nothing). Successes note their endpoints' last success; a
+ * disable writes its reason and the audit event. Answers the ids that were written.
  */
-export async function recordAttempt(knex: Knex, job: Job, r: AttemptRecord, now: Date): Promise<boolean> {
-  return companyTransaction(knex, job.idempresa, async (trx) => {
-    const updated = await trx('deliveries')
-      .where({ idempresa: job.idempresa, id: job.id, leased_until: job.leased_until })
-      .update({
-        status: r.status,
-        next_attempt_at: r.next_attempt_at,
-        leased_until: null,
-        last_status_code: r.last_status_code,
-        last_error: r.last_error?.slice(0, 500) ?? null,
-        last_duration_ms: r.last_duration_ms,
-        succeeded_at: r.status === 'succeeded' ? now : null,
-      })
-    if (!updated) return false
-    const endpoint = trx('endpoints').where({ idempresa: job.idempresa, id: job.endpoint_id })
-    if (r.status === 'succeeded')
-      await endpoint
-        .clone()
-        .where((q) =>
-          q.whereNull('last_success_at').orWhere('last_success_at', '<', new Date(now.getTime() - 60_000)),
-        )
-        .update({ last_success_at: now })
-    const reason =
-      r.disable ??
-      (r.disableIfNoSuccessSince ? await noSuccessReason(trx, job, r.disableIfNoSuccessSince) : null)
-    if (reason) {
-      const [row] = await endpoint
-        .clone()
-        .where('status', 'enabled')
-        .update({
-          status: 'disabled',
-          disabled_reason: reason,
-          version: trx.raw('version + 1'),
-          updated_at: now,
-        })
-        .returning(ENDPOINT_COLUMNS)
-      if (row) {
-        const e = Object.fromEntries(
-          ENDPOINT_COLUMNS.map((c) => [c, isoInstant(row[c])]),
-        ) as unknown as Endpoint
-        await enqueueEvents(trx, [
-          endpointEvent(null, 'webhooks.endpoint.disabled', e, ['status'], job.idempresa),
-        ])
-      }
+export async function recordAttempts(knex: Knex, outcomes: Outcome[]): Promise<Set<string>> {
+  const byCompany = new Map<number, Outcome[]>()
+  for (const o of outcomes) byCompany.set(o.job.idempresa, [...(byCompany.get(o.job.idempresa) ?? []), o])
+  return knex.transaction(async (trx) => {
+    const written = new Set<string>()
+    for (const [companyId, list] of byCompany) {
+      await setCompany(trx, companyId)
+      const ids = await writeOutcomes(trx, companyId, list)
+      const kept = list.filter((o) => ids.has(o.job.id))
+      await noteSuccesses(trx, companyId, kept)
+      for (const o of kept) await disableIfDue(trx, o)
+      for (const id of ids) written.add(id)
     }
-    return true
+    return written
   })
+}
+
+async function writeOutcomes(
+  trx: Knex.Transaction,
+  companyId: number,
+  list: Outcome[],
+): Promise<Set<string>> {
+  const rows = list.map(({ job, record: r, now }) => ({
+    id: job.id,
+    leased_until: job.leased_until,
+    status: r.status,
+    next_attempt_at: r.next_attempt_at,
+    last_status_code: r.last_status_code,
+    last_error: r.last_error?.slice(0, 500) ?? null,
+    last_duration_ms: r.last_duration_ms,
+    succeeded_at: r.status === 'succeeded' ? now : null,
+  }))
+  const { rows: done } = await trx.raw<{ rows: Array<{ id: string }> }>(
+    `UPDATE deliveries d SET status = r.status, next_attempt_at = r.next_attempt_at, leased_until = NULL,
+       last_status_code = r.last_status_code, last_error = r.last_error,
+       last_duration_ms = r.last_duration_ms, succeeded_at = r.succeeded_at
+     FROM jsonb_to_recordset(CAST(? AS jsonb)) AS r(id uuid, leased_until timestamptz, status text,
+       next_attempt_at timestamptz, last_status_code integer, last_error text, last_duration_ms integer,
+       succeeded_at timestamptz)
+     WHERE d.idempresa = ? AND d.id = r.id AND d.leased_until = r.leased_until
+     RETURNING d.id`,
+    [JSON.stringify(rows), companyId],
+  )
+  return new Set(done.map((d) => d.id))
+}
+
+/** last_success_at of the endpoints that had one, written at most once a minute each. */
+async function noteSuccesses(trx: Knex.Transaction, companyId: number, kept: Outcome[]) {
+  const ok = kept.filter((o) => o.record.status === 'succeeded')
+  if (!ok.length) return
+  const now = new Date(Math.max(...ok.map((o) => o.now.getTime())))
+  await trx('endpoints')
+    .where('idempresa', companyId)
+    .whereIn('id', [...new Set(ok.map((o) => o.job.endpoint_id))])
+    .where((q) =>
+      q.whereNull('last_success_at').orWhere('last_success_at', '<', new Date(now.getTime() - 60_000)),
+    )
+    .update({ last_success_at: now })
+}
+
+/** 410 Gone, or a message out of attempts on an endpoint without success for a day: disabled. */
+async function disableIfDue(trx: Knex.Transaction, { job, record: r, now }: Outcome) {
+  const reason =
+    r.disable ??
+    (r.disableIfNoSuccessSince ? await noSuccessReason(trx, job, r.disableIfNoSuccessSince) : null)
+  if (!reason) return
+  const [row] = await trx('endpoints')
+    .where({ idempresa: job.idempresa, id: job.endpoint_id, status: 'enabled' })
+    .update({ status: 'disabled', disabled_reason: reason, version: trx.raw('version + 1'), updated_at: now })
+    .returning(ENDPOINT_COLUMNS)
+  if (!row) return
+  const e = Object.fromEntries(ENDPOINT_COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Endpoint
+  await enqueueEvents(trx, [endpointEvent(null, 'webhooks.endpoint.disabled', e, ['status'], job.idempresa)])
 }
 
 /** The auto-disable reason when the endpoint had no success since `since` (and existed then). */
