@@ -25,8 +25,11 @@ export interface WorkerOptions {
   random?: () => number
 }
 
-/** Longer than an attempt can take: a lease that runs out means the worker died mid-attempt. */
-const LEASE_MS = 60_000
+/**
+ * Longer than an attempt can take (10 s) and the write of its outcome: a lease that runs out means
+ * the worker died mid-attempt (or lost its claim's answer), and the delivery is claimed again.
+ */
+const LEASE_MS = 30_000
 /** DESIGN.md section 10: an endpoint with no success for a day whose message used every attempt. */
 const NO_SUCCESS_MS = 24 * 60 * 60 * 1000
 
@@ -115,8 +118,8 @@ export class DeliveryWorker {
    * Writes the outcome, trying again while the database is away, until the lease would run out
    * (then the delivery is claimed again: a 2xx not recorded by then may be sent once more).
    */
-  private async record(job: Job, r: AttemptRecord, now: Date): Promise<boolean> {
-    const until = Date.now() + LEASE_MS - 5000
+  private async record(job: Job, r: AttemptRecord, now: Date, claimedAt: number): Promise<boolean> {
+    const until = claimedAt + LEASE_MS - 5000
     for (let n = 0; ; n++) {
       try {
         return await this.recorder.record({ job, record: r, now })
@@ -176,6 +179,7 @@ export class DeliveryWorker {
   }
 
   private async attempt(job: Job) {
+    const claimedAt = Date.now()
     let sent: SendResult
     try {
       sent = await sendWebhook(this.signed(job), this.o.policy, this.o.limits)
@@ -186,7 +190,7 @@ export class DeliveryWorker {
     }
     const done = this.o.clock()
     const record = outcomeOf(job, sent, this.o, done)
-    const kept = await this.record(job, record, done)
+    const kept = await this.record(job, record, done, claimedAt)
     this.o.log.info(
       {
         delivery_id: job.id,
