@@ -39,6 +39,7 @@ const tags = ['webhooks']
 const RULES: RequestErrorOptions = { readOnlyFields: READ_ONLY_FIELDS }
 const WITH_ETAG = { ...Endpoint, headers: ETagHeader }
 const UNSAFE = problem('unsafe_url: not https, or an address that is not public')
+const FORBIDDEN = problem('center_forbidden: a token limited to centers names one of its centers')
 const ACCEPTED = { ...Accepted, description: 'Queued: the delivery log shows each attempt' }
 
 const routes = {
@@ -51,6 +52,7 @@ const routes = {
     body: CreateEndpointBody,
     response: {
       201: { ...EndpointWithSecret, headers: { ...ETagHeader, location: Type.String() } },
+      403: FORBIDDEN,
       409: problem('idempotency_conflict'),
       422: UNSAFE,
     },
@@ -76,7 +78,7 @@ const routes = {
     params: IdParams,
     headers: PatchHeaders,
     body: UpdateEndpointBody,
-    response: { 200: WITH_ETAG, 412: problem('version_mismatch'), 422: UNSAFE },
+    response: { 200: WITH_ETAG, 403: FORBIDDEN, 412: problem('version_mismatch'), 422: UNSAFE },
   },
   remove: {
     operationId: 'deleteWebhookEndpoint',
