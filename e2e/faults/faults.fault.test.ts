@@ -18,6 +18,16 @@ import {
   type Outcome,
   type Verdict,
 } from './harness'
+import {
+  acksAfter,
+  checkWebhooks,
+  leasedPairs,
+  logLines,
+  startReceiver,
+  subscribe,
+  type Receiver,
+  type WebhookVerdict,
+} from './webhooks'
 
 /**
  * Every fault a clinic will meet, each under a steady stream of writes through the gateway, each
@@ -26,6 +36,8 @@ import {
  */
 let fs: FaultStack
 const CUT_MS = 5000
+/** The issue says a minute; a third of one keeps the suite in its time budget and still has each delivery retried several times. */
+const RECEIVER_DOWN_MS = 20_000
 // Each step below waits at most 30 s and says what it waited for; the scenario as a whole may
 // take longer than the global 60 s on a busy machine.
 jest.setTimeout(150_000)
@@ -345,4 +357,157 @@ test('patients SIGTERMed under load: in-flight requests answered, exit within th
     [],
   )
   expectClean(v, outcomes)
+})
+
+/**
+ * Webhooks: three receivers (three endpoints of `["*"]`) per company, the four write streams at a
+ * gentler pace (a few hundred events a scenario), the fault mid-fan-out; then every event the
+ * company produced (its catalogue events on the audit trail) must have been answered 2xx by every
+ * receiver exactly once, every delivery verified with standardwebhooks (webhooks.ts).
+ */
+const receivers = new Set<Receiver>()
+afterEach(async () => {
+  await Promise.all([...receivers].map((r) => r.close()))
+  receivers.clear()
+}, 30_000)
+
+async function webhookTenant() {
+  const t = await makeTenant(['ALM1'], fs.info)
+  const rs = await Promise.all(['a', 'b', 'c'].map((name) => startReceiver(name)))
+  for (const r of rs) receivers.add(r)
+  await subscribe(fs, t, rs)
+  return { t, rs, writes: loadAll(fs, t, { patientWriters: 1, pauseMs: 100 }) }
+}
+
+function expectDelivered(w: WebhookVerdict) {
+  expect(w.lost).toBe(0)
+  expect(w.duplicated).toBe(0)
+  expect(w.feed_missing).toBe(0)
+  expect(w.feed_repeated).toBe(0)
+  expect(w.unknown).toBe(0)
+  expect(w.bad_signatures).toBe(0)
+  expect(w.failed).toBe(0)
+  expect(w.events).toBeGreaterThan(0)
+}
+
+test('webhooks: the broker cut for 5 s mid-fan-out; every event reaches every endpoint once', async () => {
+  const { t, rs, writes } = await webhookTenant()
+  await acksAfter(rs, 20)
+  fs.mq.cut()
+  await pause(CUT_MS)
+  fs.mq.restore()
+  const restoredAt = Date.now()
+  await writes.okAfter(5)
+  await acksAfter(rs, 5)
+  const verdicts = await checkAll(fs, t, await writes.stop(), 'webhooks-broker-cut', (o) =>
+    recoverySeconds(o, restoredAt),
+  )
+  const w = await checkWebhooks(fs, t, rs, 'webhooks-broker-cut')
+  report(w)
+  expectAllClean(verdicts)
+  expectDelivered(w)
+  expect(w.repeated_in_flight).toBe(0)
+})
+
+test('webhooks: the database cut for 5 s the instant a receiver answers 2xx; the outcome is recorded, not sent again', async () => {
+  const { t, rs, writes } = await webhookTenant()
+  await acksAfter(rs, 20)
+  // The worker logs each outcome it could not write and tries again (worker.ts, record).
+  const RECORD_RETRY = 'recording an attempt failed'
+  const recordRetriesBefore = logLines(fs, 'webhooks', RECORD_RETRY).length
+  let cutAt = 0
+  rs[0]!.onAck = () => {
+    if (cutAt) return
+    cutAt = Date.now()
+    fs.db.cut() // the worker holds a 2xx it cannot record yet
+  }
+  await waitFor(() => cutAt > 0, { timeoutMs: 10_000, what: 'the cut' })
+  await pause(CUT_MS)
+  fs.db.restore()
+  const restoredAt = Date.now()
+  await writes.okAfter(5)
+  await acksAfter(rs, 5)
+  const verdicts = await checkAll(fs, t, await writes.stop(), 'webhooks-postgres-cut', (o) =>
+    recoverySeconds(o, restoredAt),
+  )
+  // A claim the database committed but whose answer the cut lost leaves its deliveries leased,
+  // never sent: they go out once when the lease runs out (60 s), so this may wait that long.
+  const w = await checkWebhooks(fs, t, rs, 'webhooks-postgres-cut')
+  // Outcomes (deliveries) whose write had to be tried again.
+  const recordedAgain = new Set(
+    logLines(fs, 'webhooks', RECORD_RETRY)
+      .slice(recordRetriesBefore)
+      .map((l) => l.delivery_id as string),
+  ).size
+  report(w, { outcomes_recorded_late: recordedAgain })
+  expectAllClean(verdicts)
+  expectDelivered(w)
+  expect(w.repeated_in_flight).toBe(0)
+  // The cut caught the worker with answers in hand: it wrote them later instead of sending again.
+  expect(recordedAgain).toBeGreaterThan(0)
+})
+
+test(`webhooks: two receivers down for ${RECEIVER_DOWN_MS / 1000} s (one refusing, one resetting); retried, all arrive once`, async () => {
+  const { t, rs, writes } = await webhookTenant()
+  await acksAfter(rs, 20)
+  const [refusing, resetting, up] = rs as [Receiver, Receiver, Receiver]
+  await refusing.setMode('refuse')
+  await resetting.setMode('reset')
+  const upBefore = up.acked
+  await pause(RECEIVER_DOWN_MS)
+  const upDuring = up.acked - upBefore
+  await refusing.setMode('up')
+  await resetting.setMode('up')
+  const backAt = Date.now()
+  await writes.okAfter(5)
+  await acksAfter(rs, 5)
+  const verdicts = await checkAll(fs, t, await writes.stop(), 'webhooks-receiver-down', (o) =>
+    recoverySeconds(o, backAt),
+  )
+  const w = await checkWebhooks(fs, t, rs, 'webhooks-receiver-down')
+  report(w, {
+    down_s: RECEIVER_DOWN_MS / 1000,
+    dropped_unanswered: resetting.dropped,
+    answered_by_the_live_one_meanwhile: upDuring,
+  })
+  expectAllClean(verdicts)
+  expectDelivered(w)
+  expect(w.repeated_in_flight).toBe(0)
+  // The outage was real: attempts were refused or dropped, and retried after it.
+  expect(resetting.dropped).toBeGreaterThan(0)
+  expect(w.retried).toBeGreaterThan(0)
+  // One dead endpoint never holds up another: the live receiver was answering all along.
+  expect(upDuring).toBeGreaterThan(0)
+})
+
+test('webhooks SIGKILLed the instant a receiver answers 2xx: repeats only for attempts in flight then', async () => {
+  const { t, rs, writes } = await webhookTenant()
+  await acksAfter(rs, 20)
+  let exit: Promise<{ code: number | null; signal: string | null }> | undefined
+  rs[0]!.onAck = () => {
+    // Killed before it can record this 2xx (or the others in flight): each may be sent again.
+    exit ??= fs.kill('webhooks', 'SIGKILL')
+  }
+  await waitFor(() => exit !== undefined, { timeoutMs: 10_000, what: 'the kill' })
+  expect((await exit!).signal).toBe('SIGKILL')
+  const killedAt = Date.now()
+  const inFlight = await leasedPairs(fs, t)
+  await writes.okAfter(3) // writes go on; their events wait in webhooks.events
+  await fs.start('webhooks')
+  const back = Date.now()
+  await writes.okAfter(5)
+  const verdicts = await checkAll(
+    fs,
+    t,
+    await writes.stop(),
+    'webhooks-sigkill',
+    () => (back - killedAt) / 1000,
+  )
+  // What was leased at the kill is claimed again when its lease runs out (60 s).
+  const w = await checkWebhooks(fs, t, rs, 'webhooks-sigkill', { allowedRepeats: inFlight })
+  report(w, { leased_at_kill: inFlight.size, down_s: (back - killedAt) / 1000 })
+  expectAllClean(verdicts)
+  expectDelivered(w)
+  expect(w.repeated_in_flight).toBeLessThanOrEqual(inFlight.size)
+  expect(inFlight.size).toBeGreaterThan(0) // the kill was mid-fan-out
 })

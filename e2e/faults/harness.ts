@@ -44,8 +44,14 @@ export async function startFaultStack(): Promise<FaultStack> {
       mq = await tcpProxy(new URL(url))
       return mq.url
     },
-    // Three writers in a loop go past the default 600 a minute; the faults here are others.
-    env: { RATE_LIMIT_PER_MINUTE: '100000' },
+    env: {
+      // Three writers in a loop go past the default 600 a minute; the faults here are others.
+      RATE_LIMIT_PER_MINUTE: '100000',
+      // Webhook retries about 1, 2, 3 s, then every 5 s for 100 s (each with up to 20% jitter):
+      // a receiver down for 20 s, or a delivery waiting out a dead worker's 60 s lease,
+      // gets it within seconds of coming back, with attempts to spare (webhooks.ts).
+      WEBHOOKS_RETRY_SCHEDULE: ['1,2,3', ...Array<string>(20).fill('5')].join(','),
+    },
   })
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })
   pool.on('error', () => undefined)
@@ -128,7 +134,13 @@ export interface WriteStream {
   sentTwice?(fs: FaultStack, companyId: number): Promise<number>
 }
 
-async function post(api: string, path: string, token: string, key: string, body: unknown): Promise<Answer> {
+export async function post(
+  api: string,
+  path: string,
+  token: string,
+  key: string,
+  body: unknown,
+): Promise<Answer> {
   const res = await fetch(`${api}${path}`, {
     method: 'POST',
     headers: {
@@ -357,13 +369,21 @@ export function load(
 }
 
 /**
- * Every stream at once for one tenant (three patient writers, one for each other stream).
+ * Every stream at once for one tenant (three patient writers, one for each other stream; or
+ * `patientWriters`), each writer pausing `pauseMs` between writes.
  * `okAfter(n)`: n more acknowledged writes of each stream.
  */
-export function loadAll(fs: FaultStack, tenant: Tenant) {
+export function loadAll(
+  fs: FaultStack,
+  tenant: Tenant,
+  o: { patientWriters?: number; pauseMs?: number } = {},
+) {
   const loads = ALL_STREAMS.map((stream) => ({
     stream,
-    load: load(fs, stream, tenant, { writers: stream === patientWrites ? 3 : 1 }),
+    load: load(fs, stream, tenant, {
+      writers: stream === patientWrites ? (o.patientWriters ?? 3) : 1,
+      pauseMs: o.pauseMs,
+    }),
   }))
   return {
     okAfter: (n: number, timeoutMs?: number) =>
@@ -457,7 +477,7 @@ export async function check(
 }
 
 /** The Jepsen-style line every scenario prints. */
-export function report(v: Verdict, extra: Record<string, string | number> = {}): string {
+export function report(v: Verdict | { fault: string }, extra: Record<string, string | number> = {}): string {
   const line = Object.entries({ ...v, ...extra })
     .map(([k, val]) => `${k}=${val}`)
     .join(' ')

@@ -2,10 +2,13 @@
 // documented error goes through Stoplight Prism's validating proxy with the committed document
 // (docs/openapi.json), so a schema that says other than what the API does fails here.
 import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { createClinicClient, unwrap } from '@clinic/client'
+import { waitFor } from '@clinic/platform/testing'
 import { walkThrough } from '../../packages/client/examples/walkthrough'
-import { extraGateway, makeTenant, stack, type Tenant } from '../src/client'
+import { call, extraGateway, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
 import { freePort } from '../src/stack'
 import { contractErrors, startPrism, violationsOf, type Prism, type Violation } from '../src/prism'
 
@@ -156,6 +159,126 @@ describe('the contract, checked by Prism', () => {
         code ?? res.body?.code,
       ])
     }
+  })
+
+  it('holds for webhook endpoints, their deliveries and the change feed', async () => {
+    // A company of its own: its feed and deliveries hold only what this test does.
+    const t = (await makeTenant(['ALM1'])).token
+    // A receiver on this machine (the stack allows plain http on 127.0.0.1) that takes everything.
+    const receiver = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => res.writeHead(204).end())
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    try {
+      const created = await send(strict, 'POST', '/webhooks/endpoints', {
+        token: t,
+        headers: { 'idempotency-key': `contract-wh-${Date.now()}` },
+        body: { url: hook, event_types: ['patient.created', 'appointment.created'], description: 'Contract' },
+      })
+      expect(created.status).toBe(201)
+      const id = created.body.id as string
+      const at = `/webhooks/endpoints/${id}`
+      const patched = await send(strict, 'PATCH', at, {
+        token: t,
+        headers: { 'if-match': '"1"' },
+        body: { event_types: ['*'], codalmacen: 'ALM1' },
+      })
+      expect([patched.status, patched.body.version]).toEqual([200, 2])
+      const rotated = await send(strict, 'POST', `${at}/rotate-secret`, { token: t })
+      expect([rotated.status, rotated.body.secret === created.body.secret]).toEqual([200, false])
+      expect((await send(strict, 'POST', `${at}/test`, { token: t })).status).toBe(202)
+      // An event through the API, delivered: its log row and the feed, through Prism below.
+      const p = await send(strict, 'POST', '/patients', {
+        token: t,
+        body: { first_name: 'Gancho', last_name: 'Prueba', birth_date: '1990-01-01', codalmacen: 'ALM1' },
+      })
+      expect(p.status).toBe(201)
+      await waitFor(
+        async () => {
+          const log = await call('GET', `${at}/deliveries`, { token: t })
+          return (
+            log.body.data.length === 2 &&
+            log.body.data.every((d: { status: string }) => d.status === 'succeeded')
+          )
+        },
+        { timeoutMs: 45_000, what: 'the test event and patient.created delivered' },
+      )
+      const log = await send(strict, 'GET', `${at}/deliveries?status=succeeded&event_type=patient.created`, {
+        token: t,
+      })
+      expect(log.body.data).toHaveLength(1)
+      const requests: Array<[string, string, Parameters<typeof send>[3], number, string?]> = [
+        ['GET', '/webhooks/endpoints?codalmacen=ALM1&status=enabled&limit=10', { token: t }, 200],
+        ['GET', at, { token: t }, 200],
+        ['POST', `/webhooks/deliveries/${log.body.data[0].id}/retry`, { token: t }, 202],
+        [
+          'POST',
+          `${at}/replay`,
+          { token: t, body: { since: new Date(Date.now() - 3600_000).toISOString() } },
+          202,
+        ],
+        ['GET', '/events?types=patient.created&codalmacen=ALM1&limit=100', { token: t }, 200],
+        ['GET', '/events?limit=1&wait=1', { token: t }, 200],
+        // Documented errors.
+        ['GET', '/webhooks/endpoints/019ab2c4-1f00-7000-8000-000000000099', { token: t }, 404, 'not_found'],
+        [
+          'PATCH',
+          at,
+          { token: t, headers: { 'if-match': '"1"' }, body: { description: 'x' } },
+          412,
+          'version_mismatch',
+        ],
+        [
+          'POST',
+          '/webhooks/endpoints',
+          { token: t, body: { url: 'https://user:pass@hooks.example.com/x', event_types: ['*'] } },
+          422,
+          'unsafe_url',
+        ],
+        ['GET', '/events?after=bm9wZQ', { token: t }, 400, 'validation_failed'],
+        ['DELETE', at, { token: t }, 204],
+      ]
+      for (const [method, url, request, status, code] of requests) {
+        const res = await send(strict, method, url, request)
+        expect([method, url, res.status, res.body?.code]).toEqual([
+          method,
+          url,
+          status,
+          code ?? res.body?.code,
+        ])
+      }
+      // The feed's page with an event: its thin data validated against FeedPage.
+      const page = await send(strict, 'GET', '/events?types=patient.created', { token: t })
+      expect(page.body.data.map((e: { data: { id: string } }) => e.data.id)).toContain(p.body.id)
+    } finally {
+      receiver.closeAllConnections()
+      await new Promise((resolve) => receiver.close(resolve))
+    }
+  })
+
+  // DESIGN.md section 10: a token limited to centers manages endpoints of its centers only. The
+  // service answers 403 center_forbidden for a body naming another center or none, and the
+  // document must say so (the gateway documents 403 only where a `codalmacen` parameter is).
+  it('holds for a token limited to a center whose webhook endpoint names another center or none (403)', async () => {
+    const limited = await tokenFor(tenant, '--centers', 'ALM1')
+    const url = 'https://hooks.example.com/clinic'
+    const none = await send(strict, 'POST', '/webhooks/endpoints', {
+      token: limited,
+      body: { url, event_types: ['*'] },
+    })
+    expect([none.status, none.body?.code]).toEqual([403, 'center_forbidden'])
+    const own = await send(strict, 'POST', '/webhooks/endpoints', {
+      token: limited,
+      body: { url, event_types: ['*'], codalmacen: 'ALM1' },
+    })
+    expect(own.status).toBe(201)
+    const moved = await send(strict, 'PATCH', `/webhooks/endpoints/${own.body.id}`, {
+      token: limited,
+      body: { codalmacen: 'ALM2' },
+    })
+    expect([moved.status, moved.body?.code]).toEqual([403, 'center_forbidden'])
   })
 
   it('holds for the 501 of the announced areas (checked against the document here: Prism replaces any 501)', async () => {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { resources } from '@clinic/platform/naming'
 import { waitFor } from '@clinic/platform/testing'
 import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/client'
@@ -16,6 +18,10 @@ import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/cli
  *   (DESIGN.md), `?codalmacen=ALM1` is 403 on every operation, lists show nothing of ALM1; no id
  *   of an ALM1 record the request did not send, and no text of one, appears in any answer; ALM1's
  *   records, totals and audit actors are unchanged afterwards.
+ *
+ * Webhook endpoints, their delivery logs and the change feed too: another company's or center's
+ * endpoint and delivery ids are 404 on every operation, an endpoint of ALM1 cannot be made with a
+ * token limited to ALM2 (nor one of every center), and the feed shows nothing of them.
  *
  * Practitioners, their time off, holds and availability too: a practitioner is in the centers of
  * its working hours; companies' calendars are separate (B's bookings, holds and time off take no
@@ -81,6 +87,10 @@ function note(company: Tenant, method: string, path: string, sent: unknown, res:
 }
 
 interface World {
+  /** A webhook endpoint of the world's center (description: the marker), posting to `hook`. */
+  endpoint: string
+  /** Its delivery of the patient's patient.created, succeeded. */
+  delivery: string
   patient: string
   /** The patient's appointment with `practitioner`, 09:00-09:30 of `day`. */
   appointment: string
@@ -105,8 +115,19 @@ const ok = async (t: Tenant, method: string, path: string, body: unknown, status
   return res.body as { id: string }
 }
 
+/** Where the worlds' webhook endpoints post: a receiver in this process that answers 204. */
+let hook: string
+let receiver: Server
+
 async function populate(t: Tenant, center: string): Promise<World> {
   const marker = `Iso${randomUUID().slice(0, 8)}`
+  const endpoint = await ok(
+    t,
+    'POST',
+    '/webhooks/endpoints',
+    { url: hook, event_types: ['*'], codalmacen: center, description: marker },
+    201,
+  )
   const [patient, practitioner] = await Promise.all([
     ok(
       t,
@@ -167,7 +188,18 @@ async function populate(t: Tenant, center: string): Promise<World> {
     ok(t, 'POST', '/comms/send', { patient_id: patient.id, body: marker }, 202),
   ])
   await settled(t, message.id)
+  // The patient's patient.created, delivered: a log row that no longer changes (the log as a whole
+  // grows while later events arrive, so the snapshots read this row only).
+  const delivery = await waitFor(
+    async () =>
+      (
+        await call('GET', deliveryOf(endpoint.id), { token: t.token, timeoutMs: TIMEOUT_MS })
+      ).body?.data?.find((d: { status: string }) => d.status === 'succeeded') as { id: string } | undefined,
+    { what: 'the webhook delivery to succeed', timeoutMs: 45_000 },
+  )
   return {
+    endpoint: endpoint.id,
+    delivery: delivery.id,
     patient: patient.id,
     appointment: appointment.id,
     message: message.id,
@@ -177,6 +209,10 @@ async function populate(t: Tenant, center: string): Promise<World> {
     marker,
   }
 }
+
+/** The delivery log of an endpoint, narrowed to the world's patient.created delivery. */
+const deliveryOf = (endpoint: string) =>
+  `/webhooks/endpoints/${endpoint}/deliveries?event_type=patient.created`
 
 /**
  * Delivery changes a message (status, attempts, provider_id): let it settle first, so snapshots
@@ -319,6 +355,8 @@ async function snapshot(
  * read of its own, in the practitioner's free slots of the day (with the appointment and the time off).
  */
 const recordsOf = (w: World & { otherAppointment?: string }): Record<string, string> => ({
+  [w.endpoint]: `/webhooks/endpoints/${w.endpoint}`,
+  [w.delivery]: deliveryOf(w.endpoint),
   [w.patient]: `/patients/${w.patient}`,
   [w.appointment]: `/appointments/${w.appointment}`,
   [w.message]: `/comms/messages/${w.message}`,
@@ -336,8 +374,16 @@ let alm1: World & { otherAppointment: string }
 let alm2Patient: string
 /** A's practitioner working only at ALM2 (which a token limited to ALM2 sees). */
 let alm2Practitioner: string
+/** A's webhook endpoint of ALM2 (which a token limited to ALM2 sees). */
+let alm2Endpoint: string
 let worldB: World
 beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(204).end())
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
   ;[a, b] = await Promise.all([makeTenant(['ALM1', 'ALM2']), makeTenant(['ALM1', 'ALM2'])])
   const [worldA] = await Promise.all([populate(a, 'ALM1'), populate(b, 'ALM1').then((w) => (worldB = w))])
   const [patient, practitioner] = await Promise.all([
@@ -370,6 +416,9 @@ beforeAll(async () => {
   ])
   alm2Patient = patient.id
   alm2Practitioner = practitioner.id
+  alm2Endpoint = (
+    await ok(a, 'POST', '/webhooks/endpoints', { url: hook, event_types: ['*'], codalmacen: 'ALM2' }, 201)
+  ).id
   // With a practitioner no one registered (free text books as before), at 12:00-12:30.
   const otherAppointment = await ok(
     a,
@@ -387,7 +436,11 @@ beforeAll(async () => {
   alm1 = { ...worldA!, otherAppointment: otherAppointment.id }
   // A message at ALM2, so a limited token's list of messages has something to show.
   await settled(a, (await ok(a, 'POST', '/comms/send', { patient_id: alm2Patient, body: 'hola' }, 202)).id)
-}, 60_000)
+}, 120_000)
+afterAll(async () => {
+  receiver?.closeAllConnections()
+  await new Promise((resolve) => receiver?.close(resolve))
+})
 
 // ---------------------------------------------------------------------------------------------
 // Company A on company B
@@ -399,6 +452,12 @@ function pathFor(path: string, w: World): string | null {
     '/appointments/{id}': w.appointment,
     '/appointments/{id}/checkin': w.appointment,
     '/comms/messages/{id}': w.message,
+    '/webhooks/endpoints/{id}': w.endpoint,
+    '/webhooks/endpoints/{id}/deliveries': w.endpoint,
+    '/webhooks/endpoints/{id}/rotate-secret': w.endpoint,
+    '/webhooks/endpoints/{id}/test': w.endpoint,
+    '/webhooks/endpoints/{id}/replay': w.endpoint,
+    '/webhooks/deliveries/{id}/retry': w.delivery,
   }
   if (!path.includes('{')) return path
   const id = ids[path]
@@ -479,6 +538,13 @@ function bodyFor(method: string, path: string, w: World): unknown {
     'patch /appointments/{id}': { status: 'cancelled', cancellation_reason: 'another company' },
     'post /appointments/{id}/checkin': undefined,
     'post /comms/send': { patient_id: w.patient, body: 'hola', appointment_id: w.appointment },
+    'post /webhooks/endpoints': { url: hook, event_types: ['patient.created'] },
+    'patch /webhooks/endpoints/{id}': { description: 'changed by another company' },
+    'delete /webhooks/endpoints/{id}': undefined,
+    'post /webhooks/endpoints/{id}/rotate-secret': undefined,
+    'post /webhooks/endpoints/{id}/test': undefined,
+    'post /webhooks/endpoints/{id}/replay': { since: new Date(Date.now() - 3600_000).toISOString() },
+    'post /webhooks/deliveries/{id}/retry': undefined,
   }
   if (!(key in bodies)) throw new Error(`no body generator for ${key}: cover it in isolation.e2e.test.ts`)
   return bodies[key]
@@ -491,6 +557,8 @@ const filtersFor = (path: string, w: World): string[] =>
     '/appointments': ['', `?patient_id=${w.patient}`],
     '/comms/messages': ['', `?patient_id=${w.patient}`, `?appointment_id=${w.appointment}`],
     '/audit/events': ['', `?resource_id=${w.patient}`, `?resource_id=${w.practitioner}`],
+    '/webhooks/endpoints': ['', '?codalmacen=ALM1'],
+    '/events': ['', '?types=patient.created', '?limit=100', '?wait=1'],
   })[path] ?? ['']
 
 function companyProbes(method: string, path: string): Probe[] {
@@ -902,9 +970,92 @@ function centerProbes(method: string, path: string): Probe[] {
       { url: `/appointments/holds/${alm1.hold}`, ...notFound },
       forbidden(`/appointments/holds/${alm1.hold}`),
     ],
+    ...webhookCenterProbes(forbidden, notFound),
   }
   if (!probes[key]) throw new Error(`no center generator for ${key}: cover it in isolation.e2e.test.ts`)
   return probes[key]()
+}
+
+/**
+ * The webhooks' share of centerProbes: an endpoint must name one of the token's centers (none is
+ * every center, which a limited token does not have); ALM1's endpoint and delivery are 404 on every
+ * operation; the feed shows ALM2's events only.
+ */
+function webhookCenterProbes(
+  forbidden: (url: string) => Probe,
+  notFound: { status: number[]; code: string },
+): Record<string, () => Probe[]> {
+  const endpointAt = (codalmacen?: string | null) => ({
+    url: hook,
+    event_types: ['*'],
+    ...(codalmacen === undefined ? {} : { codalmacen }),
+  })
+  const centerForbidden = { status: [403], code: 'center_forbidden' }
+  const since = { since: new Date(Date.now() - 3600_000).toISOString() }
+  const ofALM1 = `/webhooks/endpoints/${alm1.endpoint}`
+  const onlyALM2 = (res: Answer) => {
+    const other = (res.body?.data ?? []).filter(
+      (e: { data: { codalmacen: string | null } }) => e.data.codalmacen !== 'ALM2',
+    )
+    return other.length ? `events of another center: ${JSON.stringify(other)}` : undefined
+  }
+  return {
+    'post /webhooks/endpoints': () => [
+      { url: '/webhooks/endpoints', body: endpointAt('ALM1'), ...centerForbidden },
+      { url: '/webhooks/endpoints', body: endpointAt(), ...centerForbidden },
+      { url: '/webhooks/endpoints', body: endpointAt(null), ...centerForbidden },
+      { ...forbidden('/webhooks/endpoints'), body: endpointAt('ALM2') },
+      // The token's own center: the refusals above are about ALM1 and every center, not about creating.
+      { url: '/webhooks/endpoints', body: endpointAt('ALM2'), status: [201] },
+    ],
+    'get /webhooks/endpoints': () => [
+      { url: '/webhooks/endpoints', status: [200] },
+      { url: '/webhooks/endpoints?codalmacen=ALM2&limit=100', status: [200] },
+      forbidden('/webhooks/endpoints'),
+    ],
+    'get /webhooks/endpoints/{id}': () => [
+      { url: ofALM1, ...notFound },
+      forbidden(`/webhooks/endpoints/${alm2Endpoint}`),
+    ],
+    'patch /webhooks/endpoints/{id}': () => [
+      { url: ofALM1, body: { description: 'changed by another center' }, ...notFound },
+      { url: ofALM1, body: { codalmacen: 'ALM2' }, ...notFound },
+      { url: ofALM1, body: { status: 'disabled' }, ...notFound },
+      // Moving the token's own endpoint to ALM1, or to every center: forbidden.
+      { url: `/webhooks/endpoints/${alm2Endpoint}`, body: { codalmacen: 'ALM1' }, ...centerForbidden },
+      { url: `/webhooks/endpoints/${alm2Endpoint}`, body: { codalmacen: null }, ...centerForbidden },
+      { ...forbidden(`/webhooks/endpoints/${alm2Endpoint}`), body: { description: 'x' } },
+    ],
+    'delete /webhooks/endpoints/{id}': () => [{ url: ofALM1, ...notFound }, forbidden(ofALM1)],
+    'post /webhooks/endpoints/{id}/rotate-secret': () => [
+      { url: `${ofALM1}/rotate-secret`, ...notFound },
+      forbidden(`/webhooks/endpoints/${alm2Endpoint}/rotate-secret`),
+    ],
+    'post /webhooks/endpoints/{id}/test': () => [
+      { url: `${ofALM1}/test`, ...notFound },
+      forbidden(`/webhooks/endpoints/${alm2Endpoint}/test`),
+    ],
+    'get /webhooks/endpoints/{id}/deliveries': () => [
+      { url: `${ofALM1}/deliveries`, ...notFound },
+      { url: `${ofALM1}/deliveries?status=succeeded&event_type=patient.created`, ...notFound },
+      forbidden(`/webhooks/endpoints/${alm2Endpoint}/deliveries`),
+    ],
+    'post /webhooks/endpoints/{id}/replay': () => [
+      { url: `${ofALM1}/replay`, body: since, ...notFound },
+      { ...forbidden(`/webhooks/endpoints/${alm2Endpoint}/replay`), body: since },
+    ],
+    'post /webhooks/deliveries/{id}/retry': () => [
+      { url: `/webhooks/deliveries/${alm1.delivery}/retry`, ...notFound },
+      forbidden(`/webhooks/deliveries/${alm1.delivery}/retry`),
+    ],
+    'get /events': () => [
+      { url: '/events', status: [200], check: onlyALM2 },
+      { url: '/events?types=patient.created,appointment.created', status: [200], check: onlyALM2 },
+      { url: '/events?codalmacen=ALM2&limit=100', status: [200], check: onlyALM2 },
+      { url: '/events?wait=1', status: [200], check: onlyALM2 },
+      forbidden('/events'),
+    ],
+  }
 }
 
 test('a token limited to one center reaches nothing of the company’s other centers, on every operation', async () => {
