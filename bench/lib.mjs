@@ -87,6 +87,29 @@ export function postgresCpu() {
   return seconds
 }
 
+/** pids of every process whose command is `name` (PostgreSQL backends, RabbitMQ's beam.smp). */
+export const pidsOf = (name) =>
+  readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === name
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+
+/** CPU seconds of these processes together (one gone meanwhile counts 0). */
+export const cpuOf = (pids) =>
+  pids.reduce((sum, pid) => {
+    try {
+      return sum + cpuSeconds(pid)
+    } catch {
+      return sum // gone meanwhile
+    }
+  }, 0)
+
 export async function load(opts) {
   return autocannon({ connections: 32, duration: 10, ...opts })
 }

@@ -5,9 +5,9 @@
 // drain that follows it), SQL statements per request (db_statements_total of each service), and for
 // writes the commit-to-audit latency. RSS of each service idle and after load.
 // Run: node bench/stack.mjs after `npm run build`. Quiet machine: nothing else running.
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import pg from 'pg'
-import { benchTenant, cpuSeconds, load, machine, record, startStack } from './lib.mjs'
+import { benchTenant, cpuOf, cpuSeconds, load, machine, pidsOf, record, startStack } from './lib.mjs'
 
 const PATIENTS = Number(process.env.PATIENTS ?? 20_000)
 const DURATION = Number(process.env.DURATION ?? 10)
@@ -39,26 +39,6 @@ const metricsUrl = {
   audit: `http://127.0.0.1:${ports.audit}/metrics`,
 }
 
-/** pids of every process whose command is `name` (PostgreSQL backends, RabbitMQ's beam.smp). */
-const pidsOf = (name) =>
-  readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === name
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
-const cpuOf = (pids) =>
-  pids.reduce((sum, pid) => {
-    try {
-      return sum + cpuSeconds(pid)
-    } catch {
-      return sum // gone meanwhile
-    }
-  }, 0)
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024
 const statements = async () =>
   Object.fromEntries(
