@@ -3,12 +3,12 @@ import {
   NotFound,
   VersionMismatch,
   assertCenter,
-  centerVisible,
   idempotencyOf,
   ifMatchAllows,
   keysetPage,
   uuidv7,
   visibleCenters,
+  visibleRow,
   type Ctx,
   type Page,
   type StoredResponse,
@@ -63,10 +63,8 @@ function assertEndpointCenter(ctx: Ctx, codalmacen: string | null) {
 const eventTypesOf = (types: string[]) => (types.includes('*') ? ['*'] : types)
 
 /** The endpoint if the caller may see it (its center, or any for a token with every center), else 404. */
-export function seenEndpoint(ctx: Ctx, e: Endpoint | null): Endpoint {
-  if (e && centerVisible(visibleCenters(ctx.auth, undefined), e.codalmacen)) return e
-  throw new NotFound('No such webhook endpoint')
-}
+export const seenEndpoint = (ctx: Ctx, e: Endpoint | null): Endpoint =>
+  visibleRow(visibleCenters(ctx.auth, undefined), e, 'No such webhook endpoint')
 
 export async function createEndpoint(
   ctx: Ctx,

@@ -10,7 +10,8 @@ import { Delivery, Endpoint } from '../../schemas/endpoint'
 const COLUMNS = Object.keys(Endpoint.properties) as Array<keyof Endpoint>
 const DELIVERY_COLUMNS = Object.keys(Delivery.properties) as Array<keyof Delivery>
 
-const toEndpoint = (row: Record<string, unknown>): Endpoint =>
+/** A row as the API shows it (also what the worker's disable writes to the audit event). */
+export const toEndpoint = (row: Record<string, unknown>): Endpoint =>
   Object.fromEntries(COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Endpoint
 const toDelivery = (row: Record<string, unknown>): Delivery =>
   Object.fromEntries(DELIVERY_COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Delivery

@@ -1,9 +1,10 @@
-import { isoInstant, setCompany } from '@clinic/platform/db'
+import { setCompany } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { ThinData } from '../../domain/catalogue'
 import { endpointEvent } from '../../events/endpoint-events'
 import { Endpoint } from '../../schemas/endpoint'
+import { toEndpoint } from './endpoints-repository'
 
 /** A claimed delivery and what its attempt needs. */
 export interface Job {
@@ -133,8 +134,9 @@ async function disableIfDue(trx: Knex.Transaction, { job, record: r, now }: Outc
     .update({ status: 'disabled', disabled_reason: reason, version: trx.raw('version + 1'), updated_at: now })
     .returning(ENDPOINT_COLUMNS)
   if (!row) return
-  const e = Object.fromEntries(ENDPOINT_COLUMNS.map((c) => [c, isoInstant(row[c])])) as unknown as Endpoint
-  await enqueueEvents(trx, [endpointEvent(null, 'webhooks.endpoint.disabled', e, ['status'], job.idempresa)])
+  await enqueueEvents(trx, [
+    endpointEvent(null, 'webhooks.endpoint.disabled', toEndpoint(row), ['status'], job.idempresa),
+  ])
 }
 
 /** The auto-disable reason when the endpoint had no success since `since` (and existed then). */
