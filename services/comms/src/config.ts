@@ -43,6 +43,24 @@ export const configSpec = {
   DELIVERY_RETRY_BASE_MS: v.int({ default: '2000', min: 10, max: 600_000 }),
   /** A message `sending` this long (the worker died mid-send) is marked failed, never resent. */
   SENDING_STALE_MINUTES: v.int({ default: '10', min: 1, max: 1440 }),
+  /** Where people open patient links and unsubscribe links: the gateway's public address. */
+  PUBLIC_BASE_URL: v.url({ default: 'http://localhost:8080', protocols: ['http:', 'https:'] }),
+  /** Signs patient links and unsubscribe links (HMAC-SHA256); 32+ characters; rotating it voids links out. */
+  COMMS_LINK_SECRET: v.string({ min: 32 }),
+  /** Reminders the worker sends at once (each looks up its patient and appointment first). */
+  REMINDER_CONCURRENCY: v.int({ default: '16', min: 1, max: 100 }),
+  /** Messages per company and UTC day, by channel (DESIGN.md section 12). */
+  COMMS_DAILY_SMS_LIMIT: v.int({ default: '2000', min: 0, max: 10_000_000 }),
+  COMMS_DAILY_EMAIL_LIMIT: v.int({ default: '20000', min: 0, max: 10_000_000 }),
+  /** Messages to one recipient address in any hour. */
+  COMMS_HOURLY_ADDRESS_LIMIT: v.int({ default: '10', min: 1, max: 10_000 }),
+  /** ISO 3166 countries SMS may go to (libphonenumber-js reads the number's country). */
+  COMMS_SMS_COUNTRIES: v.list({ default: 'ES,PT,FR,AD,GB,DE,IT' }),
+  /**
+   * Demos and tests only: a file holding an offset (e.g. `+2d`, `+90m`, `-1h`, or milliseconds)
+   * added to the system clock for reminders and links. Refused with NODE_ENV=production.
+   */
+  COMMS_CLOCK_FILE: v.string({ optional: true }),
 }
 
 /** Time an SMTP send may take before nodemailer gives up: connection, greeting, then one silence. */
@@ -59,6 +77,8 @@ export function loadCommsConfig(env = process.env) {
     throw new ConfigError(
       'Invalid configuration: SMTP_CONNECTION_TIMEOUT_MS + SMTP_GREETING_TIMEOUT_MS + SMTP_SOCKET_TIMEOUT_MS must be at most half of SENDING_STALE_MINUTES',
     )
+  if (config.COMMS_CLOCK_FILE && env.NODE_ENV === 'production')
+    throw new ConfigError('Invalid configuration: COMMS_CLOCK_FILE is for demos and tests, not production')
   return config
 }
 export type CommsConfig = ReturnType<typeof loadCommsConfig>

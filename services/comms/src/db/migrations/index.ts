@@ -1,4 +1,5 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
+import { remindersConsentLimits } from './reminders'
 
 export const SCHEMA = 'comms'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
@@ -137,4 +138,5 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  remindersConsentLimits,
 ]
