@@ -2,7 +2,9 @@ import { serviceApp, type ServiceDeps } from '@clinic/platform'
 import { MessagesRepository } from './db/repositories/messages-repository'
 import type { AppointmentDirectory } from './domain/appointment-directory'
 import type { PatientDirectory } from './domain/patient-directory'
+import { RemindersRepository } from './db/repositories/reminders-repository'
 import { messageRoutes } from './routes/messages'
+import { reminderRoutes } from './routes/reminders'
 import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
 
 /** knex: connected as the service role (row-level security applies), search_path = comms. */
@@ -27,5 +29,6 @@ export async function buildApp(deps: Deps) {
     appointments: deps.appointments,
   })
   await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
+  await app.register(reminderRoutes, { store: new RemindersRepository(deps.knex) })
   return app
 }

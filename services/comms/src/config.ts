@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, sharedConfig, v } from '@clinic/platform'
+import { ConfigError, eventKeysBySource, loadConfig, sharedConfig, v, type EventKeys } from '@clinic/platform'
 
 export const configSpec = {
   ...sharedConfig,
@@ -61,6 +61,11 @@ export const configSpec = {
    * added to the system clock for reminders and links. Refused with NODE_ENV=production.
    */
   COMMS_CLOCK_FILE: v.string({ optional: true }),
+  /**
+   * `<service>=<key>,...`: the key of each event source (appointments' events drive reminders), so
+   * no service can pass for another. Unset: EVENT_SIGNING_SECRET for all.
+   */
+  EVENT_VERIFY_KEYS: v.list({ optional: true }),
 }
 
 /** Time an SMTP send may take before nodemailer gives up: connection, greeting, then one silence. */
@@ -79,6 +84,12 @@ export function loadCommsConfig(env = process.env) {
     )
   if (config.COMMS_CLOCK_FILE && env.NODE_ENV === 'production')
     throw new ConfigError('Invalid configuration: COMMS_CLOCK_FILE is for demos and tests, not production')
-  return config
+  let eventKeys: EventKeys = config.EVENT_SIGNING_SECRET
+  try {
+    if (config.EVENT_VERIFY_KEYS) eventKeys = eventKeysBySource(config.EVENT_VERIFY_KEYS)
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
+  }
+  return Object.freeze({ ...config, eventKeys })
 }
 export type CommsConfig = ReturnType<typeof loadCommsConfig>

@@ -6,6 +6,11 @@ import { loadCommsConfig } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 import { providersFrom } from './providers'
 import { startDeliveryWorker } from './worker'
+import { fileClock } from './clock'
+import { RemindersRepository } from './db/repositories/reminders-repository'
+import { startReminderConsumer } from './reminders/consumer'
+import { queueReminderMessage } from './reminders/queue'
+import { ReminderWorker } from './reminders/worker'
 
 runService(
   {
@@ -16,14 +21,17 @@ runService(
     config: loadCommsConfig,
     port: (c) => c.COMMS_PORT,
     // The worker's deliveries, plus room for requests.
-    poolMax: (c) => c.DELIVERY_CONCURRENCY + 10,
+    poolMax: (c) => c.DELIVERY_CONCURRENCY + c.REMINDER_CONCURRENCY + 10,
   },
   async (deps, config) => {
     const client = { secret: config.INTERNAL_AUTH_SECRET, timeoutMs: config.UPSTREAM_TIMEOUT_MS }
+    const patients = new PatientsClient({ ...client, baseUrl: config.PATIENTS_URL })
+    const appointments = new AppointmentsClient({ ...client, baseUrl: config.APPOINTMENTS_URL })
+    const clock = fileClock(config.COMMS_CLOCK_FILE)
     const app = await buildApp({
       ...deps,
-      patients: new PatientsClient({ ...client, baseUrl: config.PATIENTS_URL }),
-      appointments: new AppointmentsClient({ ...client, baseUrl: config.APPOINTMENTS_URL }),
+      patients,
+      appointments,
       twilio: { authToken: config.TWILIO_AUTH_TOKEN, webhookUrl: config.TWILIO_WEBHOOK_URL },
     })
     const worker = await startDeliveryWorker({
@@ -36,6 +44,30 @@ runService(
       staleMinutes: config.SENDING_STALE_MINUTES,
       prefetch: config.DELIVERY_CONCURRENCY,
     })
-    return { app, stops: [() => worker.stop()] }
+    const reminders = new RemindersRepository(deps.knex)
+    const consumer = await startReminderConsumer({
+      amqp: deps.amqp,
+      knex: deps.knex,
+      log: deps.logger,
+      signingSecret: config.eventKeys,
+      store: reminders,
+      appointments,
+      metrics: app.metrics,
+    })
+    const reminderWorker = new ReminderWorker({
+      knex: deps.knex,
+      log: deps.logger,
+      store: reminders,
+      patients,
+      appointments,
+      queue: queueReminderMessage,
+      clock,
+      concurrency: config.REMINDER_CONCURRENCY,
+      links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
+    }).start()
+    return {
+      app,
+      stops: [() => reminderWorker.stop(), () => consumer.stop(), () => worker.stop()],
+    }
   },
 )

@@ -229,4 +229,5 @@ export const AppointmentSummary = Type.Pick(Appointment, [
   'ends_at',
   'time_zone',
   'status',
+  'version',
 ])

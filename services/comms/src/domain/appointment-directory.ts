@@ -10,6 +10,8 @@ export interface AppointmentInfo {
   ends_at: string
   time_zone: string
   status: string
+  /** Increments on every change: reminders apply an appointment's state only forward. */
+  version: number
 }
 
 export interface AppointmentDirectory {

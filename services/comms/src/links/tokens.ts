@@ -37,8 +37,7 @@ export function signLink<P extends LinkPurpose>(secret: string, purpose: P, payl
 }
 
 export type Verified<P extends LinkPurpose> =
-  | { ok: true; payload: PayloadOf<P> }
-  | { ok: false; reason: 'altered' | 'expired' }
+  { ok: true; payload: PayloadOf<P> } | { ok: false; reason: 'altered' | 'expired' }
 
 /** The token's payload if its MAC holds (and, for appointment links, it has not expired at `now`). */
 export function verifyLink<P extends LinkPurpose>(

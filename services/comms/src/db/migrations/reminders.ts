@@ -42,6 +42,8 @@ export const remindersConsentLimits: Migration = {
         offset_iso text NOT NULL,
         starts_at timestamptz NOT NULL,
         time_zone text NOT NULL,
+        -- The appointment's version the row was reconciled with: an older event changes nothing.
+        appointment_version integer NOT NULL,
         due_at timestamptz NOT NULL,
         status text NOT NULL DEFAULT 'scheduled'
           CHECK (status IN ('scheduled', 'sent', 'cancelled', 'skipped', 'suppressed')),

@@ -1,0 +1,96 @@
+import { startConsumer, type Amqp, type CloudEvent, type Consumer, type EventKeys } from '@clinic/platform'
+import { setCompany } from '@clinic/platform/db'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import type { RemindersRepository } from '../db/repositories/reminders-repository'
+import type { AppointmentDirectory } from '../domain/appointment-directory'
+import { REMINDED_STATUSES, type AppointmentSlot } from './plan'
+import { systemCtx } from './system-ctx'
+
+export const REMINDERS_QUEUE = 'comms.reminders'
+export const REMINDERS_BINDINGS = ['appointment.created', 'appointment.updated', 'appointment.checked_in']
+
+/** Changes of an `appointment.updated` that touch reminders. */
+const TIMING = ['starts_at', 'ends_at', 'time_zone', 'status']
+
+interface SlotData {
+  id: string
+  patient_id: string
+  codalmacen: string | null
+  starts_at: string
+  time_zone: string
+  status: string
+  version: number
+}
+
+const slotFrom = (a: SlotData): AppointmentSlot => ({
+  id: a.id,
+  patient_id: a.patient_id,
+  codalmacen: a.codalmacen,
+  starts_at: a.starts_at,
+  time_zone: a.time_zone,
+  status: a.status,
+  version: a.version,
+  active: REMINDED_STATUSES.includes(a.status),
+})
+
+/**
+ * The appointment's state an event asks reminders to follow: a booking carries its slot; a move,
+ * a status change or a check-in is read from the appointments service (the update event names the
+ * changed fields, not their values). Null: nothing to do.
+ */
+async function slotOf(
+  event: CloudEvent,
+  appointments: AppointmentDirectory,
+  log: Logger,
+): Promise<AppointmentSlot | null> {
+  const data = event.data as Partial<SlotData> & { changes?: string[]; id?: string }
+  if (typeof data.id !== 'string') return null
+  if (event.type === 'appointment.created') return slotFrom(data as SlotData)
+  if (event.type === 'appointment.updated' && !data.changes?.some((c) => TIMING.includes(c))) return null
+  const current = await appointments.find(systemCtx(event.idempresa, log, event.requestid), data.id)
+  // Gone (or never visible): whatever was pending for it stops.
+  return current
+    ? slotFrom(current)
+    : { ...slotFrom(data as SlotData), status: 'gone', active: false, version: 2_147_483_647 }
+}
+
+/**
+ * Schedules reminders from appointment events (DESIGN.md section 12): a booking or a move
+ * (re)schedules them, a cancellation, no-show or check-in cancels those pending. Idempotent (the
+ * platform consumer records each event id in the transaction that applies it) and ordered by the
+ * appointment's version, so a late or repeated event never undoes a newer state.
+ */
+export function startReminderConsumer(o: {
+  amqp: Amqp
+  knex: Knex
+  log: Logger
+  signingSecret: EventKeys
+  store: RemindersRepository
+  appointments: AppointmentDirectory
+  metrics?: Parameters<typeof startConsumer>[0]['metrics']
+}): Promise<Consumer> {
+  return startConsumer({
+    amqp: o.amqp,
+    knex: o.knex,
+    log: o.log,
+    queue: REMINDERS_QUEUE,
+    bindings: REMINDERS_BINDINGS,
+    signingSecret: o.signingSecret,
+    metrics: o.metrics,
+    prefetch: 16,
+    handle: (event, trx) => applyAppointmentEvent(o, event, trx),
+  })
+}
+
+/** One appointment event applied to its reminders, in the consumer's transaction `trx`. */
+export async function applyAppointmentEvent(
+  o: { store: RemindersRepository; appointments: AppointmentDirectory; log: Logger },
+  event: CloudEvent,
+  trx: Knex.Transaction,
+): Promise<void> {
+  const slot = await slotOf(event, o.appointments, o.log)
+  if (!slot) return
+  await setCompany(trx, event.idempresa)
+  await o.store.reconcile(trx, event.idempresa, slot, new Date(event.time))
+}

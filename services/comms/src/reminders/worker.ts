@@ -1,0 +1,187 @@
+import { AppError, type Ctx } from '@clinic/platform/core'
+import { companyTransaction } from '@clinic/platform/db'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import type { Clock } from '../clock'
+import type { ClaimedReminder, RemindersRepository } from '../db/repositories/reminders-repository'
+import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
+import type { PatientDirectory } from '../domain/patient-directory'
+import { resolveRecipient } from '../domain/rules'
+import type { ReminderStatus } from '../schemas/reminder'
+import { REMINDED_STATUSES } from './plan'
+import { reminderText, type ReminderText } from './reminder-text'
+import { systemCtx } from './system-ctx'
+
+/** What the worker hands to the send path: the message of one reminder, addressed and rendered. */
+export interface ReminderMessage {
+  patient: NonNullable<Awaited<ReturnType<PatientDirectory['contact']>>>
+  recipient: ReturnType<typeof resolveRecipient>
+  appointmentId: string
+  text: ReminderText
+}
+
+/**
+ * Queues a reminder's message in the reminder's transaction `trx` (consent, limits and the
+ * `comms.message.queued` event as for any message): its id and whether it was suppressed. Throws
+ * the send path's AppError when a limit refuses it (`retryAfterSeconds` when a later try may pass).
+ */
+export type QueueReminderMessage = (
+  trx: Knex.Transaction,
+  ctx: Ctx,
+  m: ReminderMessage,
+) => Promise<{ id: string; suppressed: boolean }>
+
+export interface ReminderWorkerOptions {
+  knex: Knex
+  log: Logger
+  store: RemindersRepository
+  patients: PatientDirectory
+  appointments: AppointmentDirectory
+  queue: QueueReminderMessage
+  clock: Clock
+  /** Reminders in flight at once in this process. */
+  concurrency: number
+  /** PUBLIC_BASE_URL and COMMS_LINK_SECRET, for the confirm / cancel link. */
+  links: { baseUrl: string; secret: string }
+  pollMs?: number
+}
+
+/** Longer than a reminder's lookups and its transaction: a lease that runs out means the worker died. */
+export const LEASE_MS = 60_000
+
+type Outcome = { status: ReminderStatus; reason: string; retryAt?: Date }
+
+/**
+ * Sends due reminders: claims them from PostgreSQL (claim_reminders: SKIP LOCKED, a lease), checks
+ * the appointment is still as reminded (else cancelled) and renders the message for the guardian
+ * or the patient, then queues it and settles the reminder in one transaction, only while the claim
+ * is still its own. So a reminder is queued once: a worker that dies before that commit left
+ * nothing behind, and its lease running out hands the reminder to the next claim.
+ */
+export class ReminderWorker {
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> | null = null
+  private again = false
+  private stopped = false
+
+  constructor(private readonly o: ReminderWorkerOptions) {}
+
+  start(): this {
+    this.timer = setInterval(() => this.wake(), this.o.pollMs ?? 1000)
+    this.timer.unref()
+    this.wake()
+    return this
+  }
+
+  wake(): void {
+    if (this.stopped) return
+    if (this.running) {
+      this.again = true
+      return
+    }
+    this.running = this.drain()
+      .catch((err: unknown) => this.o.log.warn({ err }, 'sending reminders failed; will retry'))
+      .finally(() => {
+        this.running = null
+        if (this.again) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  /** Resolves when the look under way is over (tests: move the clock, `wake()`, `await idle()`). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    await this.idle()
+  }
+
+  /** Claims and sends until nothing is due. */
+  private async drain(): Promise<void> {
+    for (;;) {
+      const batch = await this.o.store.claim(this.o.clock(), this.o.concurrency * 4, LEASE_MS)
+      if (!batch.length || this.stopped) return
+      let next = 0
+      const lane = async () => {
+        while (next < batch.length) await this.send(batch[next++]!)
+      }
+      await Promise.all(Array.from({ length: Math.min(this.o.concurrency, batch.length) }, lane))
+    }
+  }
+
+  private async send(r: ClaimedReminder): Promise<void> {
+    const ctx = systemCtx(r.companyId, this.o.log)
+    try {
+      const prepared = await this.prepare(ctx, r)
+      await companyTransaction(this.o.knex, r.companyId, async (trx) => {
+        if (!(await this.o.store.lockClaimed(trx, r))) return
+        const outcome = 'status' in prepared ? prepared : await this.queue(trx, ctx, r, prepared)
+        await this.o.store.settle(trx, r, outcome)
+        ctx.log.info(
+          { reminder_id: r.id, appointment_id: r.appointmentId, status: outcome.status },
+          'reminder settled',
+        )
+      })
+    } catch (err) {
+      // Lookups down, the database away: the lease runs out and the reminder is claimed again.
+      ctx.log.warn({ err, reminder_id: r.id }, 'reminder not sent; will retry')
+    }
+  }
+
+  /** The rendered message, or why there is none (read outside the transaction: HTTP lookups). */
+  private async prepare(ctx: Ctx, r: ClaimedReminder): Promise<ReminderMessage | Outcome> {
+    const appointment = await this.o.appointments.find(ctx, r.appointmentId)
+    const why = stale(appointment, r, this.o.clock())
+    if (why) return why
+    const patient = await this.o.patients.contact(ctx, r.patientId)
+    if (!patient) return { status: 'skipped', reason: 'the patient no longer exists' }
+    let recipient: ReminderMessage['recipient']
+    try {
+      recipient = resolveRecipient(patient, {})
+    } catch (err) {
+      if (err instanceof AppError) return { status: 'skipped', reason: err.code }
+      throw err
+    }
+    const link = r.confirmLink ? this.o.links : null
+    const text = reminderText(appointment!, patient.language, recipient.name, r, link)
+    return { patient, recipient, appointmentId: r.appointmentId, text }
+  }
+
+  private async queue(
+    trx: Knex.Transaction,
+    ctx: Ctx,
+    r: ClaimedReminder,
+    m: ReminderMessage,
+  ): Promise<Outcome & { messageId?: string }> {
+    try {
+      // A savepoint: a refusal takes back whatever the send path had counted.
+      const sent = await trx.transaction((sp) => this.o.queue(sp, ctx, m))
+      return sent.suppressed
+        ? { status: 'suppressed', reason: 'the address opted out', messageId: sent.id }
+        : { status: 'sent', reason: '', messageId: sent.id }
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err
+      // A limit that frees up (the hourly one, tomorrow's quota) says when: try again then.
+      const after = Number(err.headers?.['retry-after'] ?? err.headers?.['Retry-After'])
+      const retryAt = after > 0 ? new Date(this.o.clock().getTime() + after * 1000) : null
+      if (retryAt && retryAt < r.startsAt) return { status: 'scheduled', reason: err.code, retryAt }
+      return { status: 'skipped', reason: err.code }
+    }
+  }
+}
+
+/** Why a claimed reminder must not go out now, if it must not. */
+function stale(a: AppointmentInfo | null, r: ClaimedReminder, now: Date): Outcome | null {
+  if (!a) return { status: 'cancelled', reason: 'the appointment no longer exists' }
+  if (!REMINDED_STATUSES.includes(a.status))
+    return { status: 'cancelled', reason: `the appointment is ${a.status}` }
+  if (new Date(a.starts_at).getTime() !== r.startsAt.getTime())
+    return { status: 'cancelled', reason: 'the appointment moved' }
+  if (now >= r.startsAt) return { status: 'skipped', reason: 'the appointment had started' }
+  return null
+}

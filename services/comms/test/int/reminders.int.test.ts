@@ -1,0 +1,314 @@
+import { createDb, createLogger, makeEvent, migrate } from '@clinic/platform'
+import { createTestDatabase, dropTestDatabase } from '@clinic/platform/testing'
+import type { Knex } from 'knex'
+import { AppointmentsClient } from '../../src/clients/appointments-client'
+import { PatientsClient } from '../../src/clients/patients-client'
+import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
+import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
+import type { AppointmentInfo } from '../../src/domain/appointment-directory'
+import { verifyLink } from '../../src/links/tokens'
+import { applyAppointmentEvent } from '../../src/reminders/consumer'
+import { queueReminderMessage } from '../../src/reminders/queue'
+import { ReminderWorker } from '../../src/reminders/worker'
+import { startDirectory, type Directory } from '../helpers'
+
+const COMPANY = 7101
+const OTHER = 7102
+const LINK_SECRET = 'reminders-int-link-secret-0123456789abcdef'
+const log = createLogger({ service: 'comms', level: process.env.LOG_LEVEL ?? 'silent' })
+
+let url: string
+let knex: Knex
+let owner: Knex
+let directory: Directory
+let store: RemindersRepository
+let now = new Date('2026-06-09T10:00:00Z')
+let worker: ReminderWorker
+
+const patient = (id: string, o: Partial<Record<string, unknown>> = {}) => ({
+  id,
+  codalmacen: 'C1',
+  first_name: 'Lucía',
+  last_name: 'Pérez',
+  email: 'lucia@example.com',
+  phone: '+34600000001',
+  preferred_channel: 'sms',
+  language: 'es',
+  requires_legal_guardian: false,
+  guardian: null,
+  ...o,
+})
+
+let n = 0
+function appointment(o: Partial<AppointmentInfo> = {}): AppointmentInfo {
+  n++
+  return {
+    id: `0190a000-0000-7000-8000-${String(n).padStart(12, '0')}`,
+    patient_id: '0190b000-0000-7000-8000-000000000001',
+    codalmacen: 'C1',
+    practitioner: 'Dr. Ruiz',
+    starts_at: '2026-06-12T07:30:00.000Z', // 09:30 in Madrid
+    ends_at: '2026-06-12T08:00:00.000Z',
+    time_zone: 'Europe/Madrid',
+    status: 'scheduled',
+    version: 1,
+    ...o,
+  }
+}
+
+/** The appointments service's event for `a`, as its consumer gets it, applied in a transaction. */
+async function event(
+  type: 'appointment.created' | 'appointment.updated',
+  a: AppointmentInfo,
+  company = COMPANY,
+) {
+  directory.addAppointment(company, a)
+  const data =
+    type === 'appointment.created'
+      ? { ...a, checked_in_at: null }
+      : { id: a.id, patient_id: a.patient_id, version: a.version, changes: ['starts_at', 'status'] }
+  const e = makeEvent({
+    type,
+    source: 'clinic/appointments',
+    companyId: company,
+    subject: a.id,
+    data,
+    time: now,
+  } as never)
+  await knex.transaction((trx) =>
+    applyAppointmentEvent({ store, appointments: new AppointmentsClient(client()), log }, e, trx),
+  )
+}
+
+const client = () => ({ baseUrl: directory.url, secret: process.env.INTERNAL_AUTH_SECRET!, timeoutMs: 2000 })
+const reminders = async (appointmentId: string) =>
+  (await owner('reminders').where({ appointment_id: appointmentId }).orderBy('due_at')) as Array<
+    Record<string, unknown>
+  >
+const setPolicy = (company = COMPANY, extra = {}) =>
+  store.setPolicy(company, {
+    enabled: true,
+    offsets: ['P1D', 'PT2H'],
+    quiet_hours: { start: '21:00', end: '08:00' },
+    ...extra,
+  })
+const run = async (at: string) => {
+  now = new Date(at)
+  worker.wake()
+  await worker.idle()
+}
+
+beforeAll(async () => {
+  url = await createTestDatabase()
+  await migrate(url, SCHEMA, migrations)
+  knex = createDb(url, { schema: SCHEMA, role: APP_ROLE, poolMax: 10 })
+  owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
+  directory = await startDirectory()
+  store = new RemindersRepository(knex)
+  directory.addPatient(COMPANY, patient('0190b000-0000-7000-8000-000000000001') as never)
+  worker = new ReminderWorker({
+    knex,
+    log,
+    store,
+    patients: new PatientsClient(client()),
+    appointments: new AppointmentsClient(client()),
+    queue: queueReminderMessage,
+    clock: () => now,
+    concurrency: 4,
+    links: { baseUrl: 'https://clinic.example', secret: LINK_SECRET },
+    pollMs: 3_600_000,
+  })
+})
+
+afterAll(async () => {
+  await worker.stop()
+  await directory.close()
+  await Promise.all([knex.destroy(), owner.destroy()])
+  await dropTestDatabase(url)
+})
+
+beforeEach(async () => {
+  now = new Date('2026-06-09T10:00:00Z')
+  await owner('reminder_policies').delete()
+})
+
+describe('reminders follow their appointment', () => {
+  it('a policy of P1D and PT2H schedules two for a booking 3 days ahead, the night one before quiet hours', async () => {
+    await setPolicy()
+    const a = appointment()
+    await event('appointment.created', a)
+    const rows = await reminders(a.id)
+    expect(rows.map((r) => [r.offset_iso, (r.due_at as Date).toISOString(), r.status])).toEqual([
+      ['P1D', '2026-06-11T07:30:00.000Z', 'scheduled'],
+      // 07:30 local on the day is in quiet hours (21:00-08:00): 20:59 the evening before.
+      ['PT2H', '2026-06-11T18:59:00.000Z', 'scheduled'],
+    ])
+  })
+
+  it('moving reschedules both; cancelling cancels both; a late or repeated event changes nothing', async () => {
+    await setPolicy()
+    const a = appointment()
+    await event('appointment.created', a)
+    const moved = {
+      ...a,
+      starts_at: '2026-06-13T09:00:00.000Z',
+      ends_at: '2026-06-13T09:30:00.000Z',
+      version: 2,
+    }
+    await event('appointment.updated', moved)
+    let rows = await reminders(a.id)
+    expect(rows.filter((r) => r.status === 'scheduled').map((r) => (r.due_at as Date).toISOString())).toEqual(
+      ['2026-06-12T09:00:00.000Z', '2026-06-13T07:00:00.000Z'],
+    )
+    expect(rows.filter((r) => r.status === 'cancelled')).toHaveLength(2)
+    // The booking event again (redelivered late): the newer state stays.
+    await event('appointment.created', a)
+    expect((await reminders(a.id)).filter((r) => r.status === 'scheduled')).toHaveLength(2)
+    await event('appointment.updated', { ...moved, status: 'cancelled', version: 3 })
+    rows = await reminders(a.id)
+    expect(rows.every((r) => r.status === 'cancelled')).toBe(true)
+    expect(
+      rows.find((r) => r.starts_at instanceof Date && r.reason === 'the appointment is cancelled'),
+    ).toBeTruthy()
+  })
+
+  it('with no policy, or another company’s policy, nothing is scheduled', async () => {
+    const a = appointment()
+    await event('appointment.created', a)
+    await setPolicy(OTHER)
+    const b = appointment()
+    await event('appointment.created', b)
+    expect(await reminders(a.id)).toEqual([])
+    expect(await reminders(b.id)).toEqual([])
+  })
+})
+
+describe('the worker', () => {
+  it('sends each once at its due time, to the guardian of a minor, in their language and local time, with a link', async () => {
+    await setPolicy()
+    const child = '0190b000-0000-7000-8000-000000000002'
+    directory.addPatient(
+      COMPANY,
+      patient(child, {
+        first_name: 'Leo',
+        language: 'en',
+        requires_legal_guardian: true,
+        guardian: {
+          name: 'Ana Pérez',
+          relationship: 'mother',
+          email: 'ana@example.com',
+          phone: '+34600000002',
+        },
+      }) as never,
+    )
+    const a = appointment({ patient_id: child })
+    await event('appointment.created', a)
+    await run('2026-06-11T07:29:00Z')
+    expect((await reminders(a.id)).map((r) => r.status)).toEqual(['scheduled', 'scheduled'])
+    await run('2026-06-11T07:30:00Z')
+    await run('2026-06-11T07:31:00Z')
+    let rows = await reminders(a.id)
+    expect(rows.map((r) => r.status)).toEqual(['sent', 'scheduled'])
+    const [m] = await owner('messages').where({ id: rows[0]!.message_id })
+    expect(m).toMatchObject({
+      recipient_role: 'guardian',
+      recipient_name: 'Ana Pérez',
+      recipient_address: '+34600000002',
+      channel: 'sms',
+      template: 'appointment_reminder',
+      appointment_id: a.id,
+      status: 'queued',
+    })
+    // English, 09:30 in Madrid (07:30Z), and a link naming this appointment until it starts.
+    expect(m.body).toContain('Hello Ana Pérez')
+    expect(m.body).toContain('09:30')
+    const token = /\/p\/a\/(\S+)/.exec(m.body as string)![1]!
+    const link = verifyLink(LINK_SECRET, 'appointment', token, now)
+    expect(link).toEqual({
+      ok: true,
+      payload: {
+        id: rows[0]!.id,
+        companyId: COMPANY,
+        appointmentId: a.id,
+        lang: 'en',
+        exp: Date.parse(a.starts_at) / 1000,
+      },
+    })
+    await run('2026-06-11T19:00:00Z')
+    rows = await reminders(a.id)
+    expect(rows.map((r) => r.status)).toEqual(['sent', 'sent'])
+    expect(await owner('messages').where({ appointment_id: a.id })).toHaveLength(2)
+    // The queued events are in the outbox, one per message.
+    const events = await owner('outbox').where({ type: 'comms.message.queued' }).select('payload')
+    expect(events.filter((e) => JSON.stringify(e.payload).includes(a.id))).toHaveLength(2)
+  })
+
+  it('never sends for an appointment cancelled or moved since, even when the event has not arrived yet', async () => {
+    await setPolicy()
+    const a = appointment()
+    await event('appointment.created', a)
+    directory.addAppointment(COMPANY, { ...a, status: 'cancelled', version: 2 })
+    await run('2026-06-11T07:30:00Z')
+    expect((await reminders(a.id))[0]).toMatchObject({
+      status: 'cancelled',
+      reason: 'the appointment is cancelled',
+    })
+    const b = appointment()
+    await event('appointment.created', b)
+    directory.addAppointment(COMPANY, { ...b, starts_at: '2026-06-20T07:30:00.000Z', version: 2 })
+    await run('2026-06-11T07:30:00Z')
+    expect((await reminders(b.id))[0]).toMatchObject({ status: 'cancelled', reason: 'the appointment moved' })
+    expect(await owner('messages').whereIn('appointment_id', [a.id, b.id])).toEqual([])
+  })
+
+  it('two workers racing over the same due reminders queue each once', async () => {
+    await setPolicy(COMPANY, { offsets: ['PT1H'], quiet_hours: null })
+    const booked = Array.from({ length: 30 }, () => appointment())
+    for (const a of booked) await event('appointment.created', a)
+    const second = new ReminderWorker({
+      ...(worker as unknown as { o: ConstructorParameters<typeof ReminderWorker>[0] }).o,
+      concurrency: 3,
+    })
+    now = new Date('2026-06-12T06:30:00Z')
+    worker.wake()
+    second.wake()
+    await Promise.all([worker.idle(), second.idle()])
+    await second.stop()
+    const ids = booked.map((a) => a.id)
+    const messages = await owner('messages').whereIn('appointment_id', ids)
+    expect(messages).toHaveLength(30)
+    expect(new Set(messages.map((m) => m.appointment_id)).size).toBe(30)
+  })
+
+  it('a worker that died after its claim loses nothing: the lease runs out and the next claim sends it', async () => {
+    await setPolicy(COMPANY, { offsets: ['PT1H'], quiet_hours: null })
+    const a = appointment()
+    await event('appointment.created', a)
+    // A claim whose worker never came back.
+    const claimed = await store.claim(new Date('2026-06-12T06:30:00Z'), 100, 60_000)
+    expect(claimed.map((c) => c.appointmentId)).toContain(a.id)
+    await run('2026-06-12T06:30:30Z')
+    expect((await reminders(a.id))[0]!.status).toBe('scheduled')
+    await run('2026-06-12T06:31:01Z')
+    expect((await reminders(a.id))[0]!.status).toBe('sent')
+    expect(await owner('messages').where({ appointment_id: a.id })).toHaveLength(1)
+  })
+
+  it('an appointment that has started, or a patient without an address, is skipped with the reason', async () => {
+    await setPolicy(COMPANY, { offsets: ['PT1H'], quiet_hours: null })
+    const a = appointment()
+    await event('appointment.created', a)
+    await run('2026-06-12T07:31:00Z')
+    expect((await reminders(a.id))[0]).toMatchObject({
+      status: 'skipped',
+      reason: 'the appointment had started',
+    })
+    const lost = '0190b000-0000-7000-8000-000000000003'
+    directory.addPatient(COMPANY, patient(lost, { email: null, phone: null }) as never)
+    now = new Date('2026-06-09T10:00:00Z')
+    const b = appointment({ patient_id: lost })
+    await event('appointment.created', b)
+    await run('2026-06-12T06:30:00Z')
+    expect((await reminders(b.id))[0]).toMatchObject({ status: 'skipped', reason: 'no_contact_address' })
+  })
+})
