@@ -1,3 +1,4 @@
+import { JobRunner } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { claimJobs, type AttemptRecord, type Job } from '../db/repositories/worker-repository'
@@ -67,51 +68,42 @@ export function outcomeOf(
  * delivery whose worker died is claimed again when its lease runs out.
  */
 export class DeliveryWorker {
-  private inFlight = new Set<Promise<void>>()
-  private claiming: Promise<void> | null = null
-  private again = false
-  private stopped = false
-  private timer: NodeJS.Timeout | null = null
+  private readonly runner: JobRunner<Job>
   private readonly recorder: Recorder
 
   constructor(private readonly o: WorkerOptions) {
     this.recorder = new Recorder(o.knex)
+    this.runner = new JobRunner({
+      name: 'deliveries',
+      claim: (limit) =>
+        claimJobs(o.knex, { now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS }),
+      run: (job) =>
+        this.attempt(job).catch((err: unknown) =>
+          o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
+        ),
+      concurrency: o.concurrency,
+      pollMs: o.pollMs ?? 500,
+      log: o.log,
+    })
   }
 
   start(): this {
-    this.timer = setInterval(() => this.wake(), this.o.pollMs ?? 500)
-    this.timer.unref()
-    this.wake()
+    this.runner.start()
     return this
   }
 
   /** Looks for due deliveries now (or right after the look under way). */
   wake(): void {
-    if (this.stopped) return
-    if (this.claiming) {
-      this.again = true
-      return
-    }
-    this.claiming = this.claim()
-      .catch((err: unknown) => this.o.log.warn({ err }, 'claiming deliveries failed; will retry'))
-      .finally(() => {
-        this.claiming = null
-        if (this.again) {
-          this.again = false
-          this.wake()
-        }
-      })
+    this.runner.wake()
   }
 
   /** Resolves when nothing is in flight (tests). */
-  async idle(): Promise<void> {
-    while (this.claiming || this.inFlight.size) await Promise.all([this.claiming, ...this.inFlight])
+  idle(): Promise<void> {
+    return this.runner.idle()
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
-    await this.idle()
+  stop(): Promise<void> {
+    return this.runner.stop()
   }
 
   /**
@@ -153,29 +145,6 @@ export class DeliveryWorker {
         'webhook-signature': signatureHeader(secrets, job.event_id, timestamp, body),
       },
     }
-  }
-
-  private async claim() {
-    const free = this.o.concurrency - this.inFlight.size
-    if (free <= 0) return
-    const jobs = await claimJobs(this.o.knex, {
-      now: this.o.clock(),
-      limit: free,
-      perEndpoint: this.o.perEndpoint,
-      leaseMs: LEASE_MS,
-    })
-    for (const job of jobs) {
-      const p: Promise<void> = this.attempt(job)
-        .catch((err: unknown) =>
-          this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
-        )
-        .finally(() => {
-          this.inFlight.delete(p)
-          this.wake()
-        })
-      this.inFlight.add(p)
-    }
-    if (jobs.length === free) this.again = true
   }
 
   private async attempt(job: Job) {

@@ -1,0 +1,90 @@
+import type { Logger } from 'pino'
+
+export interface JobRunnerOptions<J> {
+  /** What the jobs are, for the logs ('deliveries', 'reminders'). */
+  name: string
+  /**
+   * Claims at most `limit` due jobs in PostgreSQL (`FOR UPDATE SKIP LOCKED`, each leased to this
+   * process for a while): what the database hands out is the queue, so a restart loses nothing and
+   * a job whose process died is claimed again when its lease runs out.
+   */
+  claim(limit: number): Promise<J[]>
+  /** Does one claimed job and writes its outcome (while its lease is still its own). */
+  run(job: J): Promise<void>
+  /** Jobs in flight at once in this process. */
+  concurrency: number
+  /** How often to look for due jobs without being woken (a notification can be lost). */
+  pollMs: number
+  log: Logger
+}
+
+/**
+ * The one job queue of the services (webhook deliveries, reminders): due rows of the job's own
+ * table, claimed with a lease. This is the process side: it claims what it has room for, runs
+ * each job, claims again as soon as a slot frees or `wake()` is called (a NOTIFY, a moved clock),
+ * and polls for the rest. No timers hold work: everything pending is in the table.
+ */
+export class JobRunner<J> {
+  private inFlight = new Set<Promise<void>>()
+  private claiming: Promise<void> | null = null
+  private again = false
+  private stopped = false
+  private timer: NodeJS.Timeout | null = null
+
+  constructor(private readonly o: JobRunnerOptions<J>) {}
+
+  start(): this {
+    this.timer = setInterval(() => this.wake(), this.o.pollMs)
+    this.timer.unref()
+    this.wake()
+    return this
+  }
+
+  /** Looks for due jobs now (or right after the look under way). */
+  wake(): void {
+    if (this.stopped) return
+    if (this.claiming) {
+      this.again = true
+      return
+    }
+    this.claiming = this.claim()
+      .catch((err: unknown) => this.o.log.warn({ err }, `claiming ${this.o.name} failed; will retry`))
+      .finally(() => {
+        this.claiming = null
+        if (this.again) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  /** Resolves when nothing is claimed or in flight (tests: move the clock, wake(), await idle()). */
+  async idle(): Promise<void> {
+    while (this.claiming || this.inFlight.size) await Promise.all([this.claiming, ...this.inFlight])
+  }
+
+  /** Claims no more, and waits for the jobs in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    await this.idle()
+  }
+
+  private async claim() {
+    const free = this.o.concurrency - this.inFlight.size
+    if (free <= 0) return
+    const jobs = await this.o.claim(free)
+    for (const job of jobs) {
+      const p: Promise<void> = this.o
+        .run(job)
+        .catch((err: unknown) => this.o.log.error({ err }, `a claimed job of ${this.o.name} failed`))
+        .finally(() => {
+          this.inFlight.delete(p)
+          this.wake()
+        })
+      this.inFlight.add(p)
+    }
+    // As many as there was room for: there may be more due now.
+    if (jobs.length === free) this.again = true
+  }
+}

@@ -1,0 +1,62 @@
+import pino from 'pino'
+import { JobRunner } from '../../src/job-runner'
+
+const log = pino({ level: 'silent' })
+
+describe('JobRunner', () => {
+  it('runs every claimed job, never more at once than its concurrency, and claims again as slots free', async () => {
+    const queue = Array.from({ length: 25 }, (_, i) => i)
+    let running = 0
+    let most = 0
+    const done: number[] = []
+    const runner = new JobRunner<number>({
+      name: 'numbers',
+      claim: async (limit) => queue.splice(0, limit),
+      run: async (n) => {
+        running++
+        most = Math.max(most, running)
+        await new Promise((r) => setTimeout(r, n % 3))
+        running--
+        done.push(n)
+      },
+      concurrency: 4,
+      pollMs: 3_600_000,
+      log,
+    })
+    runner.start()
+    await runner.idle()
+    expect(done.sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i))
+    expect(most).toBe(4)
+    await runner.stop()
+  })
+
+  it('keeps going after a failed claim or job, and claims nothing once stopped', async () => {
+    let claims = 0
+    const ran: number[] = []
+    const runner = new JobRunner<number>({
+      name: 'numbers',
+      claim: async () => {
+        claims++
+        if (claims === 1) throw new Error('database away')
+        return claims === 2 ? [1, 2] : []
+      },
+      run: async (n) => {
+        ran.push(n)
+        if (n === 1) throw new Error('job failed')
+      },
+      concurrency: 2,
+      pollMs: 3_600_000,
+      log,
+    })
+    runner.wake()
+    await runner.idle()
+    runner.wake()
+    await runner.idle()
+    expect(ran).toEqual([1, 2])
+    await runner.stop()
+    const before = claims
+    runner.wake()
+    await runner.idle()
+    expect(claims).toBe(before)
+  })
+})
