@@ -5,6 +5,7 @@
 // Extra arguments go to Jest, e.g. `npm test -- --selectProjects services/patients`.
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
+import { ensureChromium } from './ensure-chromium.mjs'
 import { build, checkDependencies, ensureInstalled, pnpm, loadDotEnv, root, run } from './lib.mjs'
 
 loadDotEnv()
@@ -25,6 +26,8 @@ try {
   pnpm(['exec', 'prettier', '--check', '--log-level', 'warn', '.'])
   console.log('> checking deploy files (no engine needed)')
   run('bash', ['deploy/check.sh'])
+  // The browser tests drive Debian's Chromium (a CI machine starts without it).
+  ensureChromium()
   // The fault scenarios time outages to the second, so they run after the rest, alone on the
   // machine, as whole-stack faults should; extra arguments make one run of exactly what is asked.
   const extra = process.argv.slice(2)

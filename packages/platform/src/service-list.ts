@@ -8,6 +8,8 @@ export interface ServiceEntry {
   /** The API path families it answers, each with what the audit trail calls its resources. */
   families: Record<string, string>
   webhooks?: string[]
+  /** Path prefixes of pages for people outside the API bases (`/p/`): GET and POST, no API token. */
+  pages?: string[]
   /** Request body limits in bytes, by service path, where a route needs more than the 64 KiB default. */
   body_limits?: Record<string, number>
 }

@@ -12,6 +12,11 @@ export interface RoutedService {
   families: readonly string[]
   /** POST paths forwarded without an API token: the service verifies them (provider signatures). */
   webhooks: readonly string[]
+  /**
+   * Path prefixes outside the API bases (`/p/`) of pages for people, opened from a message: GET and
+   * POST (form bodies) forwarded without an API token; the service checks the link's own token.
+   */
+  pages: readonly string[]
   /** Paths whose request bodies may be larger than the 64 KiB default, in bytes. */
   bodyLimits: Readonly<Record<string, number>>
 }
@@ -56,6 +61,17 @@ for (const s of source.services) {
         `services.json: body limit ${p} of ${s.name} must be a plain path under its families, and bytes`,
       )
 }
+// A page prefix is one path segment outside the API and the gateway's own paths, of one service.
+const PAGE = /^\/[a-z0-9][a-z0-9_-]*\/$/
+const GATEWAY_PATHS = ['/api/', '/health/', '/metrics/']
+const pageOwner = new Map<string, string>()
+for (const s of source.services)
+  for (const p of s.pages ?? []) {
+    if (!PAGE.test(p) || GATEWAY_PATHS.includes(p))
+      throw new Error(`services.json: page ${p} of ${s.name} must be one path segment outside /api, e.g. /p/`)
+    if (pageOwner.has(p)) throw new Error(`services.json: the page ${p} is listed twice`)
+    pageOwner.set(p, s.name)
+  }
 for (const p of source.planned)
   if (!FAMILY.test(p.family) || !p.resource_type)
     throw new Error(
@@ -72,6 +88,7 @@ export const ROUTED_SERVICES: readonly RoutedService[] = source.services.map((s)
   port: s.port,
   families: Object.keys(s.families),
   webhooks: s.webhooks ?? [],
+  pages: s.pages ?? [],
   bodyLimits: s.body_limits ?? {},
 }))
 

@@ -409,6 +409,8 @@ describe('GET /internal/appointments/{id} (for comms reminders)', () => {
       ends_at: mine.ends_at,
       time_zone: mine.time_zone,
       status: 'scheduled',
+      // Reminders apply an appointment's state only forward, by its version.
+      version: 1,
     })
     expect((await b.send('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)
     expect((await limited.send('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)

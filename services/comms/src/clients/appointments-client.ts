@@ -1,10 +1,14 @@
 import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
 import { callService } from '@clinic/platform/http'
 import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
+import type { AppointmentResponder, LinkAction, LinkAnswer } from '../domain/patient-links'
 import type { ClientOptions } from './patients-client'
 
-/** The appointments service's internal lookup (reminders), scoped to the caller's company. */
-export class AppointmentsClient implements AppointmentDirectory {
+/**
+ * The appointments service's internal lookup (reminders) and a patient's answer (patient links),
+ * scoped to the caller's company.
+ */
+export class AppointmentsClient implements AppointmentDirectory, AppointmentResponder {
   constructor(private readonly o: ClientOptions) {}
 
   async find(ctx: Ctx, appointmentId: string): Promise<AppointmentInfo | null> {
@@ -20,6 +24,26 @@ export class AppointmentsClient implements AppointmentDirectory {
     ctx.log.warn(
       { upstream: 'appointments', status: answer.status },
       'unexpected answer to an appointment lookup',
+    )
+    throw new UpstreamUnavailable('The appointments service is unavailable; retry shortly')
+  }
+
+  /** 200: done (the appointment as it is now); 404: not found; 409: not possible in its status. */
+  async respond(ctx: Ctx, appointmentId: string, action: LinkAction): Promise<LinkAnswer> {
+    const answer = await callService<AppointmentInfo>(ctx, this.o.secret, {
+      service: 'appointments',
+      baseUrl: this.o.baseUrl,
+      method: 'POST',
+      path: `/internal/appointments/${encodeURIComponent(appointmentId)}/respond`,
+      body: { action },
+      timeoutMs: this.o.timeoutMs,
+    })
+    if (answer.status === 200 && answer.body) return { outcome: 'done', appointment: answer.body }
+    if (answer.status === 404) return { outcome: 'not_found' }
+    if (answer.status === 409) return { outcome: 'not_possible' }
+    ctx.log.warn(
+      { upstream: 'appointments', status: answer.status },
+      "unexpected answer to a patient's response",
     )
     throw new UpstreamUnavailable('The appointments service is unavailable; retry shortly')
   }

@@ -5,11 +5,18 @@ import { BODY_LIMIT, PayloadTooLarge, UnsupportedMediaType } from '@clinic/platf
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i
 /** Provider callbacks (Twilio) post forms. */
 const WEBHOOK_TYPE = /^application\/(x-www-form-urlencoded|([a-z0-9.+-]*\+)?json)\s*(;|$)/i
+/**
+ * Pages for people (services.json `pages`) take forms only: an HTML form's, or a mail client's
+ * one-click unsubscribe (RFC 8058 allows either encoding).
+ */
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** A provider callback: public (no API token), and a form body is accepted. */
     webhook?: boolean
+    /** A page for people: public (no API token), and only a form body is accepted. */
+    page?: boolean
     /** This route's request body limit in bytes, when it is not BODY_LIMIT (services.json). */
     bodyLimit?: number
   }
@@ -28,7 +35,8 @@ export const bodyGuards = fp(
       const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
       if (length > limit) throw new PayloadTooLarge(limit)
       const type = req.headers['content-type'] ?? ''
-      const allowed = req.routeOptions.config?.webhook ? WEBHOOK_TYPE : JSON_TYPE
+      const config = req.routeOptions.config
+      const allowed = config?.page ? FORM_TYPE : config?.webhook ? WEBHOOK_TYPE : JSON_TYPE
       if (!allowed.test(type)) throw new UnsupportedMediaType()
     })
   },

@@ -51,39 +51,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
     for (const { families, service, webhooks, bodyLimits } of ROUTED_SERVICES) {
-      const options = {
-        upstream: upstreams[service]!,
-        preHandler: bufferBody,
-        internalRewriteLocationHeader: false,
-        undici: {
-          connections: 128,
-          pipelining: 1,
-          keepAliveTimeout: 30_000,
-          headersTimeout: UPSTREAM_TIMEOUT_MS,
-          bodyTimeout: UPSTREAM_TIMEOUT_MS,
-        },
-        replyOptions: {
-          rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>
-            forwardHeaders(req as FastifyRequest, headers, { base, service, secret: assertionSecret }),
-          rewriteHeaders: (headers: Record<string, string | string[] | undefined>) => {
-            // The service's keep-alive is about its connection to the gateway, not the client's
-            // (which may have asked for Connection: close).
-            delete headers.connection
-            delete headers['keep-alive']
-            const location = headers.location
-            if (typeof location === 'string' && location.startsWith('/')) headers.location = base + location
-            return headers
-          },
-          onError: (reply: unknown, { error }: { error: Error }) => {
-            const r = reply as FastifyReply
-            r.request.log.warn({ err: error.message, upstream: service }, 'upstream unavailable')
-            void sendProblem(
-              r,
-              new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`),
-            )
-          },
-        },
-      }
+      const options = proxyOptions(upstreams[service]!, { base, service, secret: assertionSecret })
       for (const family of families)
         await app.register(proxy, {
           ...options,
@@ -111,6 +79,56 @@ export async function proxyRoutes(
           config: { bodyLimit },
         })
     }
+  }
+  // Pages for people (services.json `pages`, e.g. a patient link /p/a/<token>), outside the API
+  // bases: GET, and POST of a form, with no API token and so no assertion (the service checks the
+  // link's own signed token). Rate-limited per address as every request; no access event (public).
+  for (const { service, pages } of ROUTED_SERVICES)
+    for (const page of pages)
+      await app.register(proxy, {
+        ...proxyOptions(upstreams[service]!, { base: '', service, secret: assertionSecret }),
+        prefix: page.slice(0, -1),
+        rewritePrefix: page.slice(0, -1),
+        httpMethods: ['GET', 'POST'],
+        config: { public: true, page: true },
+      })
+}
+
+/** How one service is reached under one base ('' for pages): keep-alive, headers, 503 when away. */
+function proxyOptions(upstream: string, o: { base: string; service: string; secret: string }) {
+  const { base, service } = o
+  return {
+    upstream,
+    preHandler: bufferBody,
+    internalRewriteLocationHeader: false,
+    // reply-from's own lines name the URL with its query string (a patient's name in `?q=`, a link's
+    // token in a page's path): the platform's one access line per request names the route instead.
+    disableRequestLogging: true,
+    undici: {
+      connections: 128,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      headersTimeout: UPSTREAM_TIMEOUT_MS,
+      bodyTimeout: UPSTREAM_TIMEOUT_MS,
+    },
+    replyOptions: {
+      rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>
+        forwardHeaders(req as FastifyRequest, headers, o),
+      rewriteHeaders: (headers: Record<string, string | string[] | undefined>) => {
+        // The service's keep-alive is about its connection to the gateway, not the client's
+        // (which may have asked for Connection: close).
+        delete headers.connection
+        delete headers['keep-alive']
+        const location = headers.location
+        if (typeof location === 'string' && location.startsWith('/')) headers.location = base + location
+        return headers
+      },
+      onError: (reply: unknown, { error }: { error: Error }) => {
+        const r = reply as FastifyReply
+        r.request.log.warn({ err: error.message, upstream: service }, 'upstream unavailable')
+        void sendProblem(r, new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`))
+      },
+    },
   }
 }
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Knex } from 'knex'
+import type { Logger } from 'pino'
 import { ASSERTION_HEADER, Amqp, createDb, createLogger, migrate, verifyAssertion } from '@clinic/platform'
 import { freshCompanyId, uniqueName } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
@@ -132,12 +133,14 @@ export interface GatewayOptions {
   corsOrigins?: string[]
   redis?: Redis
   trustProxy?: false | number | string
+  /** Where the gateway logs (default: nowhere). */
+  logger?: Logger
 }
 
 export async function gateway(o: GatewayOptions) {
   const accessLog = new AccessLog(o.knex, logger)
   const app = await buildApp({
-    logger,
+    logger: o.logger ?? logger,
     knex: o.knex,
     amqp: o.amqp,
     version: VERSION,
