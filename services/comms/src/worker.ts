@@ -18,6 +18,8 @@ export interface WorkerOptions {
   /** How often the stale-sending sweep runs. */
   sweepEveryMs?: number
   prefetch?: number
+  /** Emails get List-Unsubscribe headers with this URL (links/unsubscribe-link.ts); absent: none. */
+  unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
 }
 
 /** Exponential backoff with full jitter in [d/2, d], capped at 10 minutes. */
@@ -50,7 +52,12 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): P
       if (event.type !== 'comms.message.queued' || typeof data.id !== 'string') return
       const outcome = await deliverMessage(
         ctxFromEvent(event, o.log),
-        { store: deliveryStore(o.knex, trx), providers: o.providers, maxAttempts: o.maxAttempts },
+        {
+          store: deliveryStore(o.knex, trx),
+          providers: o.providers,
+          maxAttempts: o.maxAttempts,
+          unsubscribeUrl: o.unsubscribeUrl,
+        },
         { id: data.id },
       )
       if (outcome === 'retry') throw new RetryLater('transient delivery failure')

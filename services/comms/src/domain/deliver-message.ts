@@ -10,6 +10,8 @@ export interface OutgoingMessage {
   address: string
   subject: string | null
   body: string
+  /** Email: the one-click unsubscribe URL (RFC 8058) for List-Unsubscribe; absent: no such headers. */
+  unsubscribeUrl?: string
 }
 
 /** Email or SMS: nodemailer, twilio, or files under var/outbox/ (adapters in providers/). */
@@ -37,7 +39,7 @@ export class RetryLater extends Error {}
 
 export interface DeliveryStore {
   /** queued -> sending, attempts + 1, committed at once: nobody else sends it after this. */
-  claim(companyId: number, id: string): Promise<(Message & { body: string }) | null>
+  claim(companyId: number, id: string): Promise<(Message & { body: string; language?: string }) | null>
   /** sending -> queued with last_error, committed at once (a transient failure). */
   requeue(companyId: number, id: string, error: string): Promise<void>
   /** In the job's transaction (with processed_events): the outcome and its event. */
@@ -64,7 +66,13 @@ export type Outcome = 'sent' | 'failed' | 'retry' | 'skipped'
  */
 export async function deliverMessage(
   ctx: Ctx,
-  deps: { store: DeliveryStore; providers: Record<Channel, Provider>; maxAttempts: number },
+  deps: {
+    store: DeliveryStore
+    providers: Record<Channel, Provider>
+    maxAttempts: number
+    /** An email's one-click unsubscribe URL (links/unsubscribe-link.ts), from its company and language. */
+    unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
+  },
   /** The message of the queued event; `ctx` is the event's (ctxFromEvent): who queued it. */
   input: { id: string },
 ): Promise<Outcome> {
@@ -86,6 +94,9 @@ export async function deliverMessage(
       address: m.recipient.address,
       subject: m.subject,
       body: m.body,
+      ...(m.channel === 'email' && deps.unsubscribeUrl
+        ? { unsubscribeUrl: deps.unsubscribeUrl(companyId, m.id, m.language ?? 'es') }
+        : {}),
     })
   } catch (err) {
     const e = err instanceof DeliveryError ? err : new DeliveryError(false, 'provider error')

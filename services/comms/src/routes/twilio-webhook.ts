@@ -1,6 +1,6 @@
 import { problem } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import twilio from 'twilio'
 import { applyReceipt, type ApplyReceipt } from '../domain/apply-receipt'
 import { InvalidSignature } from '../domain/errors'
@@ -44,14 +44,14 @@ const StatusCallback = Type.Object(
     ],
   },
 )
-const SignatureHeader = Type.Object({
+export const SignatureHeader = Type.Object({
   'x-twilio-signature': Type.Optional(
     Type.String({ description: "Twilio's signature of the URL and form; a missing or wrong one is 403" }),
   ),
 })
 
-export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, o) => {
-  // Form bodies for this route only (the plugin is encapsulated).
+/** Form bodies as Twilio posts them, for the routes of the plugin `app` only (it is encapsulated). */
+export function acceptTwilioForms(app: FastifyInstance) {
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 16 * 1024 },
@@ -59,6 +59,27 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
       done(null, Object.fromEntries(new URLSearchParams(body as string)))
     },
   )
+}
+
+/**
+ * Throws 403 invalid_signature unless X-Twilio-Signature signs `url` (the public URL Twilio posted
+ * to) and the form; without a key or URL every request is refused. Returns the form.
+ */
+export function verifiedTwilioForm(req: FastifyRequest, authToken?: string, url?: string) {
+  const params = (req.body ?? {}) as Record<string, string>
+  const signature = req.headers['x-twilio-signature']
+  if (
+    !authToken ||
+    !url ||
+    typeof signature !== 'string' ||
+    !twilio.validateRequest(authToken, signature, url, params)
+  )
+    throw new InvalidSignature()
+  return params
+}
+
+export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, o) => {
+  acceptTwilioForms(app)
   app.post(
     '/comms/webhooks/twilio',
     {
@@ -77,15 +98,7 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
       },
     },
     async (req, reply) => {
-      const params = (req.body ?? {}) as Record<string, string>
-      const signature = req.headers['x-twilio-signature']
-      if (
-        !o.authToken ||
-        !o.webhookUrl ||
-        typeof signature !== 'string' ||
-        !twilio.validateRequest(o.authToken, signature, o.webhookUrl, params)
-      )
-        throw new InvalidSignature()
+      const params = verifiedTwilioForm(req, o.authToken, o.webhookUrl)
       const applied = await applyReceipt(o.store, params as ApplyReceipt)
       if (applied) req.log.info(applied, 'twilio status callback')
       return reply.code(204).send()

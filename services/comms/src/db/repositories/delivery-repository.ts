@@ -24,8 +24,8 @@ export function deliveryStore(knex: Knex, trx: Knex.Transaction): DeliveryStore 
             updated_at: t.raw('now()'),
             version: t.raw('version + 1'),
           })
-          .returning([...MESSAGE_COLUMNS, 'body'])
-        return row ? { ...toMessage(row), body: row.body as string } : null
+          .returning([...MESSAGE_COLUMNS, 'body', 'language'])
+        return row ? { ...toMessage(row), body: row.body as string, language: row.language as string } : null
       }),
     requeue: async (companyId, id, error) => {
       await companyTransaction(knex, companyId, (t) =>

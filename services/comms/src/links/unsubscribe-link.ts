@@ -1,0 +1,18 @@
+import { signLink } from './tokens'
+
+/**
+ * The one-click unsubscribe URL of an email (RFC 8058), `PUBLIC_BASE_URL/p/u/<token>`: the token
+ * names the company, the message and the page's language, signed with COMMS_LINK_SECRET. It does
+ * not expire (an old email's link must still work); rotating the secret voids every one.
+ */
+export function unsubscribeUrlFor(
+  secret: string,
+  baseUrl: string,
+): (companyId: number, messageId: string, lang: string) => string {
+  const base = baseUrl.replace(/\/+$/, '')
+  return (companyId, messageId, language) => {
+    // The message's language (BCP 47, e.g. en-GB): the page speaks es or en.
+    const lang = /^en\b/i.test(language) ? 'en' : 'es'
+    return `${base}/p/u/${signLink(secret, 'unsubscribe', { companyId, messageId, lang })}`
+  }
+}

@@ -1,0 +1,227 @@
+import pino from 'pino'
+import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import {
+  deliverMessage,
+  type DeliveryStore,
+  type OutgoingMessage,
+  type Provider,
+} from '../../src/domain/deliver-message'
+import {
+  addressErrors,
+  consentAddress,
+  preferenceId,
+  type PreferenceStore,
+  type PreferenceWrite,
+} from '../../src/domain/preference-store'
+import { applySmsKeyword, parseSmsKeyword } from '../../src/domain/sms-keywords'
+import { unsubscribeUrlFor } from '../../src/links/unsubscribe-link'
+import { verifyLink } from '../../src/links/tokens'
+import type { Message } from '../../src/schemas/message'
+
+describe('parseSmsKeyword', () => {
+  it.each([
+    'STOP',
+    'stop',
+    'Stop',
+    ' STOP ',
+    'stop.',
+    '¡Baja!',
+    'BAJA',
+    'baja',
+    'CANCELAR',
+    'cancelar',
+    'UNSUBSCRIBE',
+    'unsubscribe',
+  ])('%j opts out (DESIGN.md section 12)', (body) => expect(parseSmsKeyword(body)).toBe('opt_out'))
+
+  it.each(['STOPALL', 'cancel', 'End', 'quit', 'OPTOUT', 'revoke'])(
+    "%j opts out (Twilio's own opt-out words: our record follows what the carrier blocks)",
+    (body) => expect(parseSmsKeyword(body)).toBe('opt_out'),
+  )
+
+  it.each(['START', 'start', ' Alta ', 'ALTA', 'alta!', 'UNSTOP'])('%j opts back in', (body) =>
+    expect(parseSmsKeyword(body)).toBe('opt_in'),
+  )
+
+  it.each([
+    'YES', // Twilio's opt-in, but a patient's "yes" answers a reminder
+    'Sí',
+    'ok',
+    'please stop sending',
+    'stop stop',
+    'STOP 1',
+    'stopp',
+    'baja?!x',
+    '',
+    '   ',
+    `STOP${' '.repeat(100)}x`,
+    'S T O P',
+  ])('%j is no keyword', (body) => expect(parseSmsKeyword(body)).toBeNull())
+
+  it('takes only text', () => {
+    for (const body of [undefined, null, 42, ['STOP'], { Body: 'STOP' }])
+      expect(parseSmsKeyword(body)).toBeNull()
+  })
+
+  it('reads fullwidth letters as letters (NFKC), as a phone keyboard may send them', () => {
+    expect(parseSmsKeyword('ＳＴＯＰ')).toBe('opt_out')
+  })
+})
+
+describe('addresses and preference ids', () => {
+  it('keeps email addresses lower-cased and trimmed, numbers as E.164', () => {
+    expect(consentAddress('email', '  Ana.Test@Example.TEST ')).toBe('ana.test@example.test')
+    expect(consentAddress('sms', ' +34600111222 ')).toBe('+34600111222')
+  })
+
+  it('accepts an address only on the channel of its form', () => {
+    expect(addressErrors('sms', '+34600111222')).toEqual([])
+    expect(addressErrors('email', 'ana@example.test')).toEqual([])
+    expect(addressErrors(undefined, 'ana@example.test')).toEqual([])
+    expect(addressErrors('sms', '600111222')[0]?.path).toBe('/address')
+    expect(addressErrors('sms', '+0034600111222')).toHaveLength(1)
+    expect(addressErrors('email', '+34600111222')).toHaveLength(1)
+    expect(addressErrors('email', 'ana@')).toHaveLength(1)
+    expect(addressErrors(undefined, 'nobody')).toHaveLength(1)
+  })
+
+  it('gives a stable UUIDv5 per company, channel and address, blind to case in emails', () => {
+    const id = preferenceId(7, 'email', 'Ana@Example.test')
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(preferenceId(7, 'email', 'ana@example.test')).toBe(id)
+    expect(preferenceId(8, 'email', 'ana@example.test')).not.toBe(id)
+    expect(preferenceId(7, 'sms', '+34600111222')).not.toBe(preferenceId(7, 'sms', '+34600111223'))
+    // RFC 9562 UUIDv5 exactly (Python's uuid.uuid5 of the namespace and '7:sms:+34600111222' gives
+    // the same), and fixed: ids already on the audit trail must never change.
+    expect(preferenceId(7, 'sms', '+34600111222')).toBe('155a56c9-5d3c-5b93-834a-89eeb7094948')
+  })
+})
+
+/** A store whose everywhere() answers as set_consent_everywhere would for these companies. */
+function everywhereStore(companies: number[]) {
+  const writes: PreferenceWrite[] = []
+  const published: CloudEvent[] = []
+  const store = {
+    everywhere: async (fn) =>
+      fn({
+        async setEverywhere(p) {
+          writes.push(p)
+          return companies.map((companyId) => ({
+            companyId,
+            row: { ...p, updated_at: '2026-11-22T09:30:00.000Z' },
+          }))
+        },
+        publish: async (events) => void published.push(...events),
+      }),
+  } as Pick<PreferenceStore, 'everywhere'> as PreferenceStore
+  return { store, writes, published }
+}
+
+describe('applySmsKeyword', () => {
+  it('sets the number in every company it names, one event per company, with no number in any', async () => {
+    const { store, writes, published } = everywhereStore([7, 8])
+    const done = await applySmsKeyword(store, { From: '+34600111222', Body: 'baja' }, 'req-1')
+    expect(done).toEqual({ action: 'opt_out', companies: 2 })
+    expect(writes).toEqual([
+      { channel: 'sms', address: '+34600111222', opted_out: true, source: 'sms_keyword' },
+    ])
+    expect(published.map((e) => [e.idempresa, e.subject])).toEqual([
+      [7, preferenceId(7, 'sms', '+34600111222')],
+      [8, preferenceId(8, 'sms', '+34600111222')],
+    ])
+    expect(published[0]).toMatchObject({
+      type: 'comms.preference.updated',
+      actorname: 'sms-keyword',
+      requestid: 'req-1',
+      data: { channel: 'sms', opted_out: true, source: 'sms_keyword', changes: ['opted_out'] },
+    })
+    expect(JSON.stringify(published)).not.toContain('600111222')
+  })
+
+  it('changes nothing for other texts or a sender that is no E.164 number', async () => {
+    const { store, writes } = everywhereStore([7])
+    expect(await applySmsKeyword(store, { From: '+34600111222', Body: 'gracias' })).toEqual({
+      action: null,
+      companies: 0,
+    })
+    expect(await applySmsKeyword(store, { From: 'whatsapp:+34600111222', Body: 'STOP' })).toMatchObject({
+      companies: 0,
+    })
+    expect(await applySmsKeyword(store, { Body: 'STOP' })).toMatchObject({ companies: 0 })
+    expect(writes).toEqual([])
+  })
+})
+
+describe('the one-click unsubscribe URL of an email', () => {
+  const secret = 'unit-test-link-secret-0123456789abcdef'
+  type Claimed = Message & { body: string; language?: string }
+  const claimed = (over: Partial<Claimed> = {}): Claimed => ({
+    id: '0190c5a0-0000-7000-8000-0000000d0001',
+    patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
+    appointment_id: null,
+    codalmacen: 'ALM1',
+    status: 'queued',
+    recipient: { role: 'patient', name: 'Testa Ficticia', address: 'ficticia@example.test' },
+    channel: 'email',
+    subject: 'Cita',
+    template: null,
+    override_guardian: false,
+    attempts: 1,
+    last_error: null,
+    provider_id: null,
+    created_at: '2026-01-01T00:00:00.000Z',
+    sent_at: null,
+    body: 'Recordatorio',
+    language: 'en-GB',
+    ...over,
+  })
+  async function deliver(m: Claimed) {
+    const got: OutgoingMessage[] = []
+    const provider: Provider = { send: async (o) => (got.push(o), { providerId: 'p-1' }) }
+    const store: DeliveryStore = {
+      claim: async () => m,
+      requeue: async () => undefined,
+      finish: async () => ({ ...m, status: 'sent' }),
+      applyEarlyReceipt: async () => null,
+      publish: async () => undefined,
+    }
+    const log = pino({ level: 'silent' })
+    const ctx: Ctx = {
+      auth: { companyId: 7, userId: '', username: '', tokenId: '', companyCenters: [], allowedCenters: null },
+      log,
+      requestId: '',
+    }
+    const unsubscribeUrl = unsubscribeUrlFor(secret, 'https://clinic.example/')
+    await deliverMessage(
+      ctx,
+      { store, providers: { email: provider, sms: provider }, maxAttempts: 3, unsubscribeUrl },
+      { id: m.id },
+    )
+    return got[0]!
+  }
+
+  it('is signed for the company, the message and its language, under PUBLIC_BASE_URL/p/u/', async () => {
+    const out = await deliver(claimed())
+    const url = new URL(out.unsubscribeUrl!)
+    expect(`${url.origin}${url.pathname.slice(0, 5)}`).toBe('https://clinic.example/p/u/')
+    const v = verifyLink(secret, 'unsubscribe', url.pathname.slice(5), new Date())
+    expect(v).toEqual({ ok: true, payload: { companyId: 7, messageId: claimed().id, lang: 'en' } })
+    // No address in the link: it travels in URLs and logs.
+    expect(out.unsubscribeUrl).not.toContain('ficticia')
+  })
+
+  it('speaks Spanish for any other language, and is for email only', async () => {
+    const es = new URL((await deliver(claimed({ language: 'fr' }))).unsubscribeUrl!)
+    expect(verifyLink(secret, 'unsubscribe', es.pathname.slice(5), new Date())).toMatchObject({
+      payload: { lang: 'es' },
+    })
+    const sms = await deliver(
+      claimed({
+        channel: 'sms',
+        subject: null,
+        recipient: { role: 'patient', name: 'T', address: '+34600111222' },
+      }),
+    )
+    expect(sms.unsubscribeUrl).toBeUndefined()
+  })
+})
