@@ -6,6 +6,7 @@
 //   checks/dockerfile.mjs       Dockerfile, .dockerignore
 //   checks/compose.mjs          deploy/compose/compose.yaml (+ checks/compose-env.mjs: .env.example)
 //   checks/k8s.mjs              deploy/k8s via `kubectl kustomize` (+ checks/k8s-rules.mjs: API types, rules)
+//   checks/comms-delivery.mjs   both: comms' providers required, never COMMS_DELIVERY=files
 //   checks/rabbitmq.mjs         deploy/rabbitmq/definitions.json: a broker user per service, topic permissions
 import { stale } from '../scripts/generate.mjs'
 import { checkEnvExample } from './checks/compose-env.mjs'

@@ -122,14 +122,15 @@ export function loadDotEnv() {
 
 // The local stack's secrets when `.env` sets none: made once per checkout and kept (git-ignored) in
 // var/local-secrets.env, so a restarted stack still verifies the audit trail it wrote, the admin
-// CLI (another terminal) uses the same chain key and the webhooks service still opens the endpoint
-// secrets it sealed. Anywhere else, set them yourself.
+// CLI (another terminal) uses the same chain key, the webhooks service still opens the endpoint
+// secrets it sealed and the patient links comms sent still open. Anywhere else, set them yourself.
 const localSecretsFile = path.join(root, 'var', 'local-secrets.env')
 const localSecretNames = [
   'INTERNAL_AUTH_SECRET',
   'EVENT_SIGNING_SECRET',
   'AUDIT_CHAIN_KEY',
   'WEBHOOKS_SECRET_KEY',
+  'COMMS_LINK_SECRET',
 ]
 
 /** Fills the secrets `env` lacks from var/local-secrets.env; with `create`, makes the missing ones. */

@@ -1,6 +1,7 @@
 // deploy/compose/compose.yaml: the compose-spec JSON schema and lint rules (dclint), then the stack's
 // own rules after ${VAR} interpolation with .env.example, against packages/platform/services.json
-// (database roles: compose-db.mjs; broker users and event keys: compose-broker.mjs); plus `docker compose config` when the compose plugin is installed.
+// (database roles: compose-db.mjs; broker users and event keys: compose-broker.mjs; comms' providers:
+// comms-delivery.mjs); plus `docker compose config` when the compose plugin is installed.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -22,6 +23,7 @@ import {
   skip,
 } from './lib.mjs'
 import { checkBrokerUsers } from './compose-broker.mjs'
+import { checkComposeDelivery } from './comms-delivery.mjs'
 import { checkDatabaseRoles } from './compose-db.mjs'
 import { interpolate, parseEnvFile } from './compose-env.mjs'
 
@@ -160,6 +162,13 @@ export function checkCompose() {
   }
   checkDatabaseRoles(services, env0, problems)
   checkBrokerUsers(services, env0, problems)
+  // comms names its providers, as required settings; never COMMS_DELIVERY=files (comms-delivery.mjs).
+  const rawServices = YAML.parse(read(file), { merge: true, maxAliasCount: -1 })?.services ?? {}
+  checkComposeDelivery(
+    Object.fromEntries(Object.keys(services).map((n) => [n, env0(rawServices[n])])),
+    Object.fromEntries(Object.entries(services).map(([n, svc]) => [n, env0(svc)])),
+    problems,
+  )
   const g = env0(services.gateway)
   for (const s of RESOURCES)
     if (g[envName(s, 'URL')] !== `http://${s}:${PORTS[s]}`)

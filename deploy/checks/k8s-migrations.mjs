@@ -2,7 +2,7 @@
 // the only object holding the owner's credentials (the migration Secret); each Deployment logs in
 // with its own DATABASE_URL key, which its Job gets too (it makes that role), and never sees the
 // owner's Secret; its broker user and event key are its own too; only audit reads the chain key, only
-// webhooks its sealing key, and only the services that consume others' events (audit, webhooks) the
+// webhooks its sealing key, only comms its link key, and only the services that consume others' events (audit, webhooks) the
 // other services' event keys. Plus the Secret examples: placeholders, and distinct login roles.
 import { SERVICES, eventVerifiers } from './lib.mjs'
 import { checkContainer, checkPodSecurity } from './k8s-rules.mjs'
@@ -15,6 +15,7 @@ const OWN = ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET']
 const ONLY = {
   AUDIT_CHAIN_KEY: ['audit'],
   WEBHOOKS_SECRET_KEY: ['webhooks'],
+  COMMS_LINK_SECRET: ['comms'],
   EVENT_VERIFY_KEYS: eventVerifiers,
 }
 const refOf = (c, name) => (c?.env ?? []).find((e) => e.name === name)?.valueFrom?.secretKeyRef
@@ -53,7 +54,8 @@ export function checkMigrations(all, ctx, problemsOf) {
         )
       else keys.set(`${ref.name}/${ref.key}`, name)
     }
-    // The chain key is audit's alone, the sealing key webhooks', every source's event key theirs.
+    // The chain key is audit's alone, the sealing key webhooks', the link key comms', every source's
+    // event key theirs.
     for (const [v, only] of Object.entries(ONLY))
       if (!only.includes(name) && containers.some((c) => refOf(c, v)))
         problems.push(`Deployment ${name}: ${v} is ${only.join(' and ')}'s only`)

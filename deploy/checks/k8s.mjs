@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import YAML from 'yaml'
+import { checkK8sDelivery } from './comms-delivery.mjs'
 import { KUBECTL_PACKAGE, kubectl } from './k8s-kubectl.mjs'
 import { checkMigrations, checkSecretExamples, jobName } from './k8s-migrations.mjs'
 import { checkDeployment, checkNetworkPolicies, noteUnsupplied } from './k8s-rules.mjs'
@@ -66,6 +67,9 @@ export function checkK8s() {
       all
         .filter((o) => o.kind === 'ConfigMap')
         .map((o) => [o.metadata?.name, new Set(Object.keys(o.data ?? {}))]),
+    ),
+    configMapData: new Map(
+      all.filter((o) => o.kind === 'ConfigMap').map((o) => [o.metadata?.name, o.data ?? {}]),
     ),
     secrets: new Map(
       secrets.map((s) => [s.metadata?.name, new Set(Object.keys({ ...s.stringData, ...s.data }))]),
@@ -144,6 +148,8 @@ export function checkK8s() {
   }
   checkNetworkPolicies(all, podLabels, (o) => problemsOf(o ? origin(o) : kfile))
   checkMigrations(all, ctx, (o) => problemsOf(origin(o)))
+  // comms names its providers, as required settings; never COMMS_DELIVERY=files (comms-delivery.mjs).
+  checkK8sDelivery(all, ctx, (o) => problemsOf(origin(o)))
   if (secrets.length) checkSecretExamples(secrets, problemsOf(secretFile))
   for (const s of SERVICES)
     for (const k of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Job'])

@@ -68,13 +68,16 @@ const extras = {
   },
   comms: {
     environment: [
-      '      # Unset: messages are written as files under /app/var/outbox (the comms-outbox volume).',
-      '      SMTP_URL: ${SMTP_URL:-}',
-      '      TWILIO_ACCOUNT_SID: ${TWILIO_ACCOUNT_SID:-}',
-      '      TWILIO_AUTH_TOKEN: ${TWILIO_AUTH_TOKEN:-}',
-      '      TWILIO_FROM: ${TWILIO_FROM:-}',
+      '      # Its providers: comms refuses to start without them (COMMS_DELIVERY=files is development only).',
+      `      SMTP_URL: ${required('SMTP_URL', ' (smtps://user:password@host:465)')}`,
+      `      TWILIO_ACCOUNT_SID: ${required('TWILIO_ACCOUNT_SID')}`,
+      `      TWILIO_AUTH_TOKEN: ${required('TWILIO_AUTH_TOKEN')}`,
+      `      TWILIO_FROM: ${required('TWILIO_FROM', ' (the sender number, E.164)')}`,
+      '      # Signs patient and unsubscribe links; only comms gets it. Keep it: rotating it voids the links out.',
+      `      COMMS_LINK_SECRET: ${required('COMMS_LINK_SECRET', ' (32+ characters)')}`,
+      '      # Where people open those links: the gateway as the public reaches it.',
+      `      PUBLIC_BASE_URL: ${required('PUBLIC_BASE_URL', " (the gateway's public address, https://...)")}`,
     ],
-    more: ['    volumes:', '      - comms-outbox:/app/var'],
   },
   webhooks: {
     environment: [

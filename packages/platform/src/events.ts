@@ -41,6 +41,8 @@ const MessageIds = {
   recipient_role: Type.String(),
   status: Type.String(),
 }
+/** Present (true) when a message went to a patient who requires a guardian, with `override_guardian`. */
+const OverrideGuardian = Type.Optional(Type.Literal(true))
 const Changes = Type.Array(Type.String(), { description: 'names of changed fields, never their values' })
 /** What reminders and schedules need of an appointment: never its reason, notes or cancellation reason. */
 const AppointmentSlot = {
@@ -97,10 +99,24 @@ export const eventTypes = {
   'practitioner.created': Type.Object(PractitionerIds),
   'practitioner.updated': Type.Object({ ...PractitionerIds, changes: Changes }),
   'appointment.checked_in': Type.Object({ ...AppointmentSlot, ...StatusChange }),
-  'comms.message.queued': Type.Object(MessageIds),
+  /** `override_guardian`: sent to a patient who requires a guardian, on purpose (DESIGN.md section 3). */
+  'comms.message.queued': Type.Object({ ...MessageIds, override_guardian: OverrideGuardian }),
+  /** Kept but never sent: the address opted out (DESIGN.md section 12). */
+  'comms.message.suppressed': Type.Object({ ...MessageIds, override_guardian: OverrideGuardian }),
   'comms.message.sent': Type.Object(MessageIds),
   'comms.message.failed': Type.Object(MessageIds),
   'comms.message.delivered': Type.Object(MessageIds),
+  /**
+   * Consent per company, channel and address (DESIGN.md section 12): the preference's id (a hash of
+   * company, channel and address), never the address. `source`: api, sms_keyword, email_unsubscribe.
+   */
+  'comms.preference.updated': Type.Object({
+    preference_id: Type.String(),
+    channel: Type.String(),
+    opted_out: Type.Boolean(),
+    source: Type.String(),
+    changes: Changes,
+  }),
   'webhooks.endpoint.created': WebhookEndpointChange,
   'webhooks.endpoint.updated': WebhookEndpointChange,
   'webhooks.endpoint.deleted': WebhookEndpointChange,

@@ -74,7 +74,9 @@ function domainOutcome(type: string, data: Record<string, unknown>): Outcome {
 
 function resourceTypeOf(type: string): string {
   const [first, second] = type.split('.')
-  // comms.message.sent is about a message; patient.created about a patient; webhooks.endpoint.created
+  // comms.message.sent is about a message, comms.preference.updated about a preference (consent per
+  // channel and address: its resource_id is the preference's id, never the address); patient.created
+  // about a patient; webhooks.endpoint.created
   // about a webhook_endpoint, as the gateway's http.request events under /webhooks name it (services.json).
   if (first === 'comms' && second) return second
   if (first === 'webhooks' && second === 'endpoint') return 'webhook_endpoint'
@@ -121,6 +123,8 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
     : null
   // A booking or move outside a registered practitioner's hours on purpose (DESIGN.md section 11).
   if (data.outside_hours === true) changes = [...(changes ?? []), 'outside_hours']
+  // A message to a patient who requires a guardian, sent to the patient on purpose (DESIGN.md section 3).
+  if (data.override_guardian === true) changes = [...(changes ?? []), 'override_guardian']
   return {
     idempresa: event.idempresa,
     id: event.id.toLowerCase(),

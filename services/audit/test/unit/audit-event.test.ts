@@ -68,6 +68,24 @@ describe('toAuditDraft', () => {
     ).toMatchObject({ resource_type: 'appointment', resource_id: 'a-1', outcome: 'success' })
   })
 
+  it("shows a patient's answer from a link (comms calls as `patient-link`, no user, no token) under that name", () => {
+    const link = testPrincipal({ userId: '', username: 'patient-link', tokenId: '', companyCenters: [] })
+    const data = {
+      id: 'a-1',
+      patient_id: 'p-1',
+      version: 2,
+      changes: ['status'],
+      old_status: 'scheduled',
+      new_status: 'confirmed',
+    }
+    expect(toAuditDraft(domainEvent('appointment.updated', data, { principal: link }))).toMatchObject({
+      action: 'appointment.updated',
+      resource_id: 'a-1',
+      actor: { user_id: null, username: 'patient-link', token_id: null },
+      changes: ['status'],
+    })
+  })
+
   it('names webhook endpoint events after the endpoint (webhook_endpoint, as the /webhooks family)', () => {
     for (const type of [
       'webhooks.endpoint.created',
@@ -113,6 +131,81 @@ describe('toAuditDraft', () => {
     expect(message('comms.message.failed', 'failed')).toBe('failure')
     expect(message('comms.message.delivered', 'delivered')).toBe('success')
     expect(message('comms.message.delivered', 'undelivered')).toBe('failure')
+  })
+
+  it('records a message sent to the patient over the guardian rule (override_guardian) as a change', () => {
+    const data = {
+      id: 'm-3',
+      patient_id: 'p-1',
+      appointment_id: null,
+      channel: 'email',
+      recipient_role: 'patient',
+      status: 'queued',
+    }
+    const queued = (extra: object) =>
+      toAuditDraft(domainEvent('comms.message.queued', { ...data, ...extra }, { principal, subject: 'm-3' }))
+    expect(queued({ override_guardian: true })).toMatchObject({
+      action: 'comms.message.queued',
+      resource_type: 'message',
+      resource_id: 'm-3',
+      outcome: 'success',
+      changes: ['override_guardian'],
+    })
+    expect(queued({}).changes).toBeNull()
+    // A suppressed message (the address opted out) is on the trail too, under its own action.
+    expect(
+      toAuditDraft(
+        domainEvent(
+          'comms.message.suppressed',
+          { ...data, status: 'suppressed' },
+          { principal, subject: 'm-3' },
+        ),
+      ),
+    ).toMatchObject({ action: 'comms.message.suppressed', resource_type: 'message', outcome: 'success' })
+  })
+
+  it('names consent changes after the preference, with who changed it and what (comms.preference.updated)', () => {
+    const data = {
+      preference_id: '155a56c9-5d3c-5b93-834a-89eeb7094948',
+      channel: 'sms',
+      opted_out: true,
+      source: 'api',
+      changes: ['opted_out'],
+    }
+    const byApi = toAuditDraft(
+      domainEvent('comms.preference.updated', data, {
+        principal,
+        subject: data.preference_id,
+        codalmacen: null,
+        source: 'clinic/comms',
+      }),
+    )
+    expect(byApi).toMatchObject({
+      action: 'comms.preference.updated',
+      outcome: 'success',
+      resource_type: 'preference',
+      resource_id: data.preference_id,
+      codalmacen: null,
+      actor: { user_id: principal.userId, username: 'alice', token_id: principal.tokenId },
+      source: 'clinic/comms',
+      http: null,
+      changes: ['opted_out'],
+    })
+    // An inbound STOP or an email's one-click link has no user: the source names the actor.
+    const keyword = testPrincipal({ userId: '', username: 'sms-keyword', tokenId: '', companyCenters: [] })
+    expect(
+      toAuditDraft(
+        domainEvent(
+          'comms.preference.updated',
+          { ...data, source: 'sms_keyword' },
+          { principal: keyword, subject: data.preference_id, codalmacen: null },
+        ),
+      ),
+    ).toMatchObject({
+      resource_type: 'preference',
+      actor: { user_id: null, username: 'sms-keyword', token_id: null },
+      changes: ['opted_out'],
+    })
   })
 
   it('maps http.request: access fields, outcome by status, no query string', () => {

@@ -46,3 +46,47 @@ export class InvalidSignature extends AppError {
     })
   }
 }
+
+/** `recipient: "patient"` for a patient who requires a legal guardian, without `override_guardian`. */
+export class GuardianOverrideRequired extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'guardian_override_required',
+      title: 'The patient requires a guardian',
+      detail:
+        'recipient "patient" for a patient who requires a legal guardian needs "override_guardian": true',
+    })
+  }
+}
+
+/** An SMS the house does not send: a country outside COMMS_SMS_COUNTRIES, a paid number, no number. */
+export class DestinationNotAllowed extends AppError {
+  constructor(detail: string) {
+    super({ status: 422, code: 'destination_not_allowed', title: 'Destination not allowed', detail })
+  }
+}
+
+/** Which messaging quota refused a message (DESIGN.md section 12). */
+export type QuotaName = 'daily sms' | 'daily email' | 'hourly per recipient'
+
+/** Over a messaging quota: nothing was stored; `Retry-After` says when the quota has room again. */
+export class MessagingQuotaExceeded extends AppError {
+  constructor(
+    readonly quota: QuotaName,
+    limit: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    const what =
+      quota === 'hourly per recipient'
+        ? `at most ${limit} messages to one recipient in an hour`
+        : `at most ${limit} ${quota === 'daily sms' ? 'SMS' : 'emails'} per company and UTC day`
+    super({
+      status: 429,
+      code: 'messaging_quota_exceeded',
+      title: 'Messaging quota exceeded',
+      detail: `${quota} limit reached: ${what}; retry in ${retryAfterSeconds} s`,
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    })
+  }
+}

@@ -14,10 +14,31 @@ export interface NewMessage {
   subject: string | null
   body: string
   template: string | null
+  /** Sent to a patient who requires a guardian, on purpose (`override_guardian` of the send). */
+  override_guardian: boolean
+  /** `suppressed`: kept for the record, never sent (the address opted out). Default `queued`. */
+  status?: 'queued' | 'suppressed'
 }
+
+/** A quota's verdict: room for one more, or how long until there is (seconds, at least 1). */
+export type QuotaCheck = { admitted: true } | { admitted: false; retryAfterSeconds: number }
 
 export interface MessageTx extends OutboxTx {
   insert(id: string, fields: NewMessage): Promise<VersionedMessage>
+  /** Whether this company holds an opt-out for the address on the channel (`preferences`). */
+  optedOut(channel: Channel, address: string): Promise<boolean>
+  /**
+   * The hourly quota of one recipient address: takes a lock on (company, address) held to the end
+   * of the transaction, so concurrent admissions to it (any replica) count one after the other, then
+   * counts the messages to it not suppressed in the last hour (database time) against `limit`.
+   */
+  admitToAddress(address: string, limit: number): Promise<QuotaCheck>
+  /**
+   * Counts one more message of the company's UTC day on `channel` (`daily_counts`), in one atomic
+   * statement, unless the count has reached `limit`; then nothing is counted and the answer says
+   * how long until the next UTC day.
+   */
+  admitToday(channel: Channel, limit: number): Promise<QuotaCheck>
 }
 
 export interface ListFilter {

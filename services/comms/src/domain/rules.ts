@@ -1,6 +1,6 @@
 import type { FieldError } from '@clinic/platform/core'
 import type { Channel, RecipientRole } from '../schemas/message'
-import { GuardianRequired, NoContactAddress } from './errors'
+import { GuardianOverrideRequired, GuardianRequired, NoContactAddress } from './errors'
 import type { PatientContact } from './patient-directory'
 
 export const EMAIL_BODY_MAX_BYTES = 64 * 1024
@@ -58,14 +58,17 @@ const present = (s: string | null | undefined): s is string => typeof s === 'str
 
 /**
  * Who a message reaches and over what. Guardian by default when the patient requires a legal
- * guardian, else the patient; the channel asked for, else the patient's preferred channel, else the
- * first the recipient has an address for (email, then sms).
+ * guardian, else the patient; the patient of one who requires a guardian only with
+ * `overrideGuardian` (guardian_override_required). The channel asked for, else the patient's
+ * preferred channel, else the first the recipient has an address for (email, then sms).
  */
 export function resolveRecipient(
   patient: PatientContact,
-  asked: { recipient?: RecipientRole; channel?: Channel },
+  asked: { recipient?: RecipientRole; channel?: Channel; overrideGuardian?: boolean },
 ): ResolvedRecipient {
   const role: RecipientRole = asked.recipient ?? (patient.requires_legal_guardian ? 'guardian' : 'patient')
+  if (role === 'patient' && patient.requires_legal_guardian && asked.overrideGuardian !== true)
+    throw new GuardianOverrideRequired()
   let who: { name: string; email: string | null; phone: string | null }
   if (role === 'guardian') {
     if (!patient.guardian || !present(patient.guardian.name)) throw new GuardianRequired()

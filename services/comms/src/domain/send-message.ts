@@ -2,16 +2,15 @@ import {
   UnknownPatient,
   ValidationFailed,
   findVisible,
-  uuidv7,
   type Ctx,
   type StoredResponse,
   idempotencyOf,
 } from '@clinic/platform/core'
-import { messageEvent } from '../events/message-events'
 import type { SendMessageInput, VersionedMessage } from '../schemas/message'
 import { UnknownAppointment } from './errors'
 import type { MessageStore } from './message-store'
 import type { PatientDirectory } from './patient-directory'
+import { queueMessage, type AdmissionMetrics, type MessagingLimits } from './queue-message'
 import { limitErrors, resolveRecipient } from './rules'
 import type { AppointmentDirectory } from './appointment-directory'
 import { renderReminder } from './templates'
@@ -39,8 +38,9 @@ async function visibleReplay(
 /**
  * Queues a message: resolves the patient (another company's, or one outside a center-limited
  * token's centers, is unknown_patient: indistinguishable from a missing one), picks the recipient
- * and channel, and writes the row with its `comms.message.queued` event in one transaction.
- * Delivery is the worker's.
+ * and channel, and admits it (`queueMessage`: destination, consent, quotas) writing the row with its
+ * event in one transaction. Delivery is the worker's. A refusal (422, 429) stores nothing, the
+ * Idempotency-Key included: a retry with the same key is a new attempt.
  *
  * An Idempotency-Key already used is looked up first and replayed (or 409 for another body) before
  * the patient is: a retry gets its stored 202 even while the patients service is down or after the
@@ -48,7 +48,13 @@ async function visibleReplay(
  */
 export async function sendMessage(
   ctx: Ctx,
-  deps: { store: MessageStore; patients: PatientDirectory; appointments: AppointmentDirectory },
+  deps: {
+    store: MessageStore
+    patients: PatientDirectory
+    appointments: AppointmentDirectory
+    limits: MessagingLimits
+    metrics?: AdmissionMetrics
+  },
   input: SendMessage,
 ): Promise<StoredResponse<VersionedMessage>> {
   const b = input.body
@@ -60,7 +66,11 @@ export async function sendMessage(
   const allowed = ctx.auth.allowedCenters
   if (!patient || (allowed && (patient.codalmacen === null || !allowed.includes(patient.codalmacen))))
     throw new UnknownPatient()
-  const to = resolveRecipient(patient, { recipient: b.recipient, channel: b.channel })
+  const to = resolveRecipient(patient, {
+    recipient: b.recipient,
+    channel: b.channel,
+    overrideGuardian: b.override_guardian,
+  })
 
   let text = b.body
   let subject = to.channel === 'email' ? (b.subject ?? null) : null
@@ -79,23 +89,22 @@ export async function sendMessage(
 
   // Still through the key: a concurrent request with the same key waits on it and replays.
   const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
-    const message = await tx.insert(uuidv7(), {
-      patient_id: b.patient_id,
-      appointment_id: b.appointment_id ?? null,
-      codalmacen: patient.codalmacen,
-      channel: to.channel,
-      recipient_role: to.role,
-      recipient_name: to.name,
-      recipient_address: to.address,
-      language: patient.language,
-      subject,
-      body: text!,
-      template: b.template ?? null,
-    })
-    await tx.publish([messageEvent('comms.message.queued', ctx.auth.companyId, message, { ctx })])
+    const { message } = await queueMessage(
+      ctx,
+      { tx, limits: deps.limits, metrics: deps.metrics },
+      {
+        ...to,
+        patient: { id: b.patient_id, codalmacen: patient.codalmacen, language: patient.language },
+        subject,
+        body: text!,
+        template: b.template ?? null,
+        appointment_id: b.appointment_id ?? null,
+        // Only when it overrode something (resolveRecipient refused the patient without it).
+        override_guardian: to.role === 'patient' && patient.requires_legal_guardian,
+      },
+    )
     return { body: message }
   })
   if (result.replayed) return visibleReplay(ctx, deps.store, result)
-  ctx.log.info({ message_id: result.body.id, channel: to.channel, role: to.role }, 'message queued')
   return result
 }

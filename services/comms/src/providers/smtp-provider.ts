@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import nodemailer from 'nodemailer'
+import nodemailer, { type Transporter } from 'nodemailer'
 import SMTPPool from 'nodemailer/lib/smtp-pool'
 import { DeliveryError, type OutgoingMessage, type Provider } from '../domain/deliver-message'
 
@@ -30,7 +30,16 @@ const mail = (from: string, m: OutgoingMessage) => ({
   to: { name: m.name, address: m.address },
   subject: m.subject ?? '',
   text: m.body,
-  headers: { 'X-Clinic-Message-Id': m.id },
+  headers: {
+    'X-Clinic-Message-Id': m.id,
+    // RFC 8058 one-click unsubscribe: mail clients POST `List-Unsubscribe=One-Click` to the URL.
+    ...(m.unsubscribeUrl
+      ? {
+          'List-Unsubscribe': `<${m.unsubscribeUrl}>`,
+          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        }
+      : {}),
+  },
 })
 
 /** How long nodemailer waits (SMTP_*_TIMEOUT_MS); its own defaults reach 10 minutes. */
@@ -47,7 +56,7 @@ export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = {
 
 /** Email over SMTP with pooled connections (SMTP_URL). */
 export class SmtpProvider implements Provider {
-  private readonly transport: nodemailer.Transporter
+  private readonly transport: Transporter
   constructor(
     url: string,
     private readonly from: string,

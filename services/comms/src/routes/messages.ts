@@ -12,6 +12,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { AppointmentDirectory } from '../domain/appointment-directory'
 import type { MessageStore } from '../domain/message-store'
 import type { PatientDirectory } from '../domain/patient-directory'
+import type { AdmissionMetrics, MessagingLimits } from '../domain/queue-message'
 import { getMessage, listMessages } from '../domain/read-messages'
 import { sendFieldErrors } from '../domain/rules'
 import { sendMessage } from '../domain/send-message'
@@ -30,6 +31,8 @@ export interface MessageRoutesOptions {
   store: MessageStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
+  limits: MessagingLimits
+  metrics?: AdmissionMetrics
 }
 
 const sendMessageRoute = {
@@ -40,7 +43,7 @@ const sendMessageRoute = {
     operationId: 'sendMessage',
     summary: 'Queue a message to a patient or their guardian',
     description:
-      "Answers 202 with the queued message; delivery is asynchronous (follow it with GET /comms/messages/{id}). A patient who requires a legal guardian is written to through the guardian unless `recipient: \"patient\"`. The channel defaults to the patient's preferred channel, else the first the recipient has an address for (email, then sms). Another company's patient, or one outside the token's centers, is 422 unknown_patient. Send `Idempotency-Key` to make retries safe: nothing is sent twice.",
+      "Answers 202 with the queued message; delivery is asynchronous (follow it with GET /comms/messages/{id}). A patient who requires a legal guardian is written to through the guardian; `recipient: \"patient\"` for such a patient needs `override_guardian: true` (else 422 guardian_override_required), recorded on the message and the audit trail. The channel defaults to the patient's preferred channel, else the first the recipient has an address for (email, then sms). Another company's patient, or one outside the token's centers, is 422 unknown_patient. SMS go only to valid numbers of the allowed countries, never premium-rate or shared-cost ones (422 destination_not_allowed). An address that opted out gets the message `suppressed` (202, never sent). Each company may queue a number of messages per channel and UTC day, and each recipient address receives at most a few an hour: over either, 429 messaging_quota_exceeded with Retry-After (the detail names the limit), and nothing is stored. Send `Idempotency-Key` to make retries safe: nothing is sent twice, and a refused send may be retried with the same key.",
     headers: PostHeaders,
     body: SendMessageBody,
     response: {
@@ -49,7 +52,12 @@ const sendMessageRoute = {
         'validation_failed (limits: email body 64 KiB, SMS 1,600 characters; no CR/LF in subject)',
       ),
       409: problem('idempotency_conflict'),
-      422: problem('unknown_patient, guardian_required, no_contact_address or unknown_appointment'),
+      422: problem(
+        'unknown_patient, guardian_required, guardian_override_required, no_contact_address, unknown_appointment or destination_not_allowed',
+      ),
+      429: problem(
+        'messaging_quota_exceeded: the daily sms, daily email or hourly per recipient limit (the detail names it); retry after Retry-After seconds. Also rate_limited.',
+      ),
       503: problem('upstream_unavailable (Retry-After)'),
     },
   },

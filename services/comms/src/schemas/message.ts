@@ -6,10 +6,11 @@ export type Channel = (typeof CHANNELS)[number]
 export const ROLES = ['patient', 'guardian'] as const
 export type RecipientRole = (typeof ROLES)[number]
 /**
- * The statuses the API shows (DESIGN.md section 4). The row also has `sending` (claimed by a worker,
- * provider not yet answered): shown as `queued`, and `?status=queued` finds it.
+ * The statuses the API shows (DESIGN.md sections 4 and 12). The row also has `sending` (claimed by a
+ * worker, provider not yet answered): shown as `queued`, and `?status=queued` finds it. `suppressed`:
+ * the address opted out, the message is kept and never sent.
  */
-export const STATUSES = ['queued', 'sent', 'failed', 'delivered', 'undelivered'] as const
+export const STATUSES = ['queued', 'sent', 'failed', 'delivered', 'undelivered', 'suppressed'] as const
 export type MessageStatus = (typeof STATUSES)[number]
 export const TEMPLATES = ['appointment_reminder'] as const
 
@@ -30,6 +31,12 @@ export const SendMessageBody = Type.Object(
         ROLES.map((r) => Type.Literal(r)),
         { description: 'default: guardian when the patient requires a legal guardian, else patient' },
       ),
+    ),
+    override_guardian: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: `recipient: "patient"` for a patient who requires a legal guardian is intended (else 422 guardian_override_required); recorded on the message and the audit trail. Ignored when it overrides nothing.',
+      }),
     ),
     subject: Type.Optional(
       Type.String({ minLength: 1, maxLength: 255, description: 'email only; no CR or LF' }),
@@ -74,13 +81,16 @@ export const Message = Type.Object(
       STATUSES.map((s) => Type.Literal(s)),
       {
         description:
-          'queued -> sent | failed; sent -> delivered | undelivered (SMS receipts, final). A message being handed to its provider shows as queued.',
+          'queued -> sent | failed; sent -> delivered | undelivered (SMS receipts, final). A message being handed to its provider shows as queued. suppressed: the address opted out; kept, never sent.',
       },
     ),
     recipient: Recipient,
     channel: Type.Union(CHANNELS.map((c) => Type.Literal(c))),
     subject: nullable(Type.String()),
     template: nullable(Type.String()),
+    override_guardian: Type.Boolean({
+      description: 'sent to a patient who requires a legal guardian, with override_guardian',
+    }),
     attempts: Type.Integer(),
     last_error: nullable(Type.String()),
     provider_id: nullable(Type.String()),

@@ -2,7 +2,9 @@ import { describeServiceContract } from '../../../../test-setup/service-contract
 import { buildApp } from '../../src/app'
 import { AppointmentsClient } from '../../src/clients/appointments-client'
 import { PatientsClient } from '../../src/clients/patients-client'
+import { messagingLimits } from '../../src/config'
 import { SCHEMA, migrations } from '../../src/db/migrations'
+import { testConfig } from '../helpers'
 
 // Nothing listens there: the contract checks never get as far as a patient lookup.
 const nowhere = {
@@ -20,6 +22,7 @@ describeServiceContract({
       ...deps,
       patients: new PatientsClient(nowhere),
       appointments: new AppointmentsClient(nowhere),
+      limits: messagingLimits(testConfig()),
     }),
   protectedPath: '/comms/send',
 })

@@ -34,6 +34,7 @@ describe('POST /comms/send', () => {
       channel: 'email',
       subject: 'Hola',
       template: null,
+      override_guardian: false,
       attempts: 0,
       last_error: null,
       provider_id: null,
@@ -86,10 +87,22 @@ describe('POST /comms/send', () => {
     })
   })
 
-  it('recipient "patient" overrides the guardian default', async () => {
+  it('recipient "patient" with override_guardian overrides the guardian default', async () => {
     const { client, patient } = setup(makeContact({ requires_legal_guardian: true, guardian: guardianOf() }))
-    const res = await client.post('/comms/send', { patient_id: patient.id, body: 'x', recipient: 'patient' })
-    expect(res.json()).toMatchObject({ recipient: { role: 'patient', address: patient.email } })
+    const res = await client.post('/comms/send', {
+      patient_id: patient.id,
+      body: 'x',
+      recipient: 'patient',
+      override_guardian: true,
+    })
+    expect(res.statusCode).toBe(202)
+    expect(res.json()).toMatchObject({
+      recipient: { role: 'patient', address: patient.email },
+      override_guardian: true,
+    })
+    // Without override_guardian: refused (test/int/limits.int.test.ts has the rest of the rule).
+    const bare = await client.post('/comms/send', { patient_id: patient.id, body: 'x', recipient: 'patient' })
+    expect([bare.statusCode, bare.json().code]).toEqual([422, 'guardian_override_required'])
   })
 
   it('422 guardian_required, 422 no_contact_address; nothing written', async () => {
@@ -235,6 +248,7 @@ describe('POST /comms/send', () => {
       ends_at: '2026-07-01T07:45:00Z',
       time_zone: 'Europe/Madrid',
       status: 'scheduled',
+      version: 1,
     }
     h.directory.addAppointment(principal.companyId, appointment)
     const res = await client.post('/comms/send', {

@@ -26,6 +26,7 @@ const message = (over: Partial<Message> = {}): Message & { body: string } => ({
   channel: 'email',
   subject: 'Cita',
   template: null,
+  override_guardian: false,
   attempts: 1,
   last_error: null,
   provider_id: null,

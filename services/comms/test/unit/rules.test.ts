@@ -15,9 +15,19 @@ describe('recipient and channel', () => {
       channel: 'email',
     })
   })
-  it('recipient "patient" overrides the guardian default', () => {
+  it('recipient "patient" overrides the guardian default, with overrideGuardian only', () => {
     const p = makeContact({ requires_legal_guardian: true, guardian: guardianOf() })
-    expect(resolveRecipient(p, { recipient: 'patient' })).toMatchObject({ role: 'patient', address: p.email })
+    expect(resolveRecipient(p, { recipient: 'patient', overrideGuardian: true })).toMatchObject({
+      role: 'patient',
+      address: p.email,
+    })
+    for (const overrideGuardian of [undefined, false])
+      expect(() => resolveRecipient(p, { recipient: 'patient', overrideGuardian })).toThrow(
+        expect.objectContaining({ code: 'guardian_override_required', status: 422 }),
+      )
+    // Nothing to override: a patient who needs no guardian, or the guardian by default.
+    expect(resolveRecipient(makeContact(), { recipient: 'patient' })).toMatchObject({ role: 'patient' })
+    expect(resolveRecipient(p, { overrideGuardian: true })).toMatchObject({ role: 'guardian' })
   })
   it('writes to the patient when no guardian is required', () => {
     const p = makeContact()
@@ -115,6 +125,7 @@ describe('appointment_reminder', () => {
     starts_at: '2026-11-23T08:30:00Z',
     ends_at: '2026-11-23T09:00:00Z',
     time_zone: 'Europe/Madrid',
+    version: 1,
   }
   it('renders in Spanish with the local time of the appointment', () => {
     const r = renderReminder(a, 'es', 'Tutora')

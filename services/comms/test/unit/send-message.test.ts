@@ -17,11 +17,12 @@ class FakeMessages extends FakeTenantStore<MessageTx, VersionedMessage> implemen
           patient_id: f.patient_id,
           appointment_id: f.appointment_id,
           codalmacen: f.codalmacen,
-          status: 'queued',
+          status: f.status ?? 'queued',
           recipient: { role: f.recipient_role, name: f.recipient_name, address: f.recipient_address },
           channel: f.channel,
           subject: f.subject,
           template: f.template,
+          override_guardian: f.override_guardian,
           attempts: 0,
           last_error: null,
           provider_id: null,
@@ -29,6 +30,10 @@ class FakeMessages extends FakeTenantStore<MessageTx, VersionedMessage> implemen
           sent_at: null,
           version: 1,
         }),
+      // Consent and quotas have their own tests on PostgreSQL (test/int/limits.int.test.ts).
+      optedOut: async () => false,
+      admitToAddress: async () => ({ admitted: true }),
+      admitToday: async () => ({ admitted: true }),
       publish: async (events) => scope.publish(events),
     }))
   }
@@ -59,6 +64,7 @@ function fakePatients() {
 }
 
 const noAppointments: AppointmentDirectory = { find: async () => null }
+const limits = { dailySms: 2000, dailyEmail: 20000, hourlyPerAddress: 10, smsCountries: ['ES'] }
 
 const codeOf = (work: Promise<unknown>) =>
   work.then(
@@ -74,7 +80,7 @@ function setup(patient = contact()) {
   const send = (body: Partial<SendMessage['body']>, key?: string, hash = 'hash-1', as: Ctx = ctx) =>
     sendMessage(
       as,
-      { store, patients, appointments: noAppointments },
+      { store, patients, appointments: noAppointments, limits },
       {
         body: { patient_id: patient.id, body: 'Recordatorio ficticio', ...body },
         idempotencyKey: key,

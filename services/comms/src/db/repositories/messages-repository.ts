@@ -1,7 +1,14 @@
 import { TenantRepository, isoInstant, keysetPageParts } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { ListFilter, MessageStore, MessageTx, NewMessage, ReceiptTx } from '../../domain/message-store'
+import type {
+  ListFilter,
+  MessageStore,
+  MessageTx,
+  NewMessage,
+  QuotaCheck,
+  ReceiptTx,
+} from '../../domain/message-store'
 import { MESSAGE_KEYSET } from '../../domain/read-messages'
 import type { Message, VersionedMessage } from '../../schemas/message'
 
@@ -27,6 +34,7 @@ export function toMessage(r: Record<string, unknown>): VersionedMessage {
     channel: r.channel as Message['channel'],
     subject: (r.subject as string | null) ?? null,
     template: (r.template as string | null) ?? null,
+    override_guardian: r.override_guardian === true,
     attempts: r.attempts as number,
     last_error: (r.last_error as string | null) ?? null,
     provider_id: (r.provider_id as string | null) ?? null,
@@ -48,6 +56,7 @@ export const MESSAGE_COLUMNS = [
   'channel',
   'subject',
   'template',
+  'override_guardian',
   'attempts',
   'last_error',
   'provider_id',
@@ -55,6 +64,82 @@ export const MESSAGE_COLUMNS = [
   'sent_at',
   'version',
 ]
+
+/** The first key of the per-address advisory lock of the hourly quota (any constant int4). */
+const ADDRESS_LOCK = 740_714
+
+/** Seconds from the database's now to `instant` (an SQL expression), at least 1. */
+const secondsUntil = (instant: string) => `greatest(1, ceil(extract(epoch FROM ${instant} - now())))::int`
+
+/**
+ * What a send (or a reminder) may do in company `companyId`'s transaction `trx`: that transaction
+ * must be the company's (companyTransaction: row-level security). The reminder worker builds its
+ * own from the transaction that settles the reminder.
+ */
+export function messageTx(companyId: number, trx: Knex.Transaction): MessageTx {
+  return {
+    async insert(id: string, f: NewMessage) {
+      const [row] = await trx(TABLE)
+        .insert({ idempresa: companyId, id, ...f })
+        .returning(MESSAGE_COLUMNS)
+      return toMessage(row as Record<string, unknown>)
+    },
+    async optedOut(channel, address) {
+      // Emails as written and lowercased (how an opt-out may have stored them); numbers are E.164.
+      const addresses = channel === 'email' ? [...new Set([address, address.toLowerCase()])] : [address]
+      const row = await trx('preferences')
+        .where({ idempresa: companyId, channel, opted_out: true })
+        .whereIn('address', addresses)
+        .first('address')
+      return row !== undefined
+    },
+    async admitToAddress(address, limit): Promise<QuotaCheck> {
+      await trx.raw('SELECT pg_advisory_xact_lock(?, hashtext(?::text || chr(31) || ?::text))', [
+        ADDRESS_LOCK,
+        String(companyId),
+        address,
+      ])
+      // messages_address (idempresa, recipient_address, created_at); read after the lock, so the
+      // admissions that held it before are committed and counted.
+      const recent = () =>
+        trx(TABLE)
+          .where({ idempresa: companyId, recipient_address: address })
+          .whereNot('status', 'suppressed')
+          .where('created_at', '>', trx.raw("now() - interval '1 hour'"))
+      const [{ n }] = (await recent().count({ n: '*' })) as [{ n: string | number }]
+      const count = Number(n)
+      if (count < limit) return { admitted: true }
+      // Room again when enough of the hour's messages have left the window for one more.
+      const [oldest] = (await recent()
+        .orderBy('created_at')
+        .offset(count - limit)
+        .limit(1)
+        .select(trx.raw(`${secondsUntil("created_at + interval '1 hour'")} AS wait`))) as Array<{
+        wait: number
+      }>
+      return { admitted: false, retryAfterSeconds: oldest?.wait ?? 1 }
+    },
+    async admitToday(channel, limit): Promise<QuotaCheck> {
+      const day = "(now() AT TIME ZONE 'UTC')::date"
+      if (limit > 0) {
+        // One statement: concurrent admissions (any replica) queue on the row and each sees the
+        // count the one before it left; no row back is a full day.
+        const { rows } = (await trx.raw(
+          `INSERT INTO daily_counts AS d (idempresa, channel, day, count) VALUES (?, ?, ${day}, 1)
+           ON CONFLICT (idempresa, channel, day) DO UPDATE SET count = d.count + 1 WHERE d.count < ?
+           RETURNING d.count`,
+          [companyId, channel, limit],
+        )) as { rows: unknown[] }
+        if (rows.length) return { admitted: true }
+      }
+      const { rows } = (await trx.raw(
+        `SELECT ${secondsUntil(`((${day} + 1)::timestamp AT TIME ZONE 'UTC')`)} AS wait`,
+      )) as { rows: Array<{ wait: number }> }
+      return { admitted: false, retryAfterSeconds: rows[0]?.wait ?? 1 }
+    },
+    publish: (events) => enqueueEvents(trx, events),
+  }
+}
 
 /**
  * The only code that touches `comms.messages` for the API. Every statement filters by company; the
@@ -69,15 +154,7 @@ export class MessagesRepository
   }
 
   protected tx(companyId: number, trx: Knex.Transaction): MessageTx {
-    return {
-      async insert(id: string, f: NewMessage) {
-        const [row] = await trx(TABLE)
-          .insert({ idempresa: companyId, id, ...f })
-          .returning(MESSAGE_COLUMNS)
-        return toMessage(row as Record<string, unknown>)
-      },
-      publish: (events) => enqueueEvents(trx, events),
-    }
+    return messageTx(companyId, trx)
   }
 
   /**
