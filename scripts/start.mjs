@@ -26,6 +26,11 @@ const env = localSecrets({ ...process.env }, { create: true })
 // A development stack: webhooks may reach a receiver on this machine over plain http (Compose and
 // Kubernetes leave it false: https to public addresses only).
 env.WEBHOOKS_ALLOW_INSECURE ??= 'true'
+// Without SMTP_URL / TWILIO_* comms writes its messages under var/outbox/ (development only:
+// Compose and Kubernetes name their providers, and comms refuses to start without them).
+if (!env.COMMS_DELIVERY) env.COMMS_DELIVERY = 'files'
+// Demos move comms' clock (reminders, patient links) with `npm run clock -- +2d`, not in production.
+env.COMMS_CLOCK_FILE ??= path.join(root, 'var', 'comms-clock')
 
 try {
   await checkDependencies(env)

@@ -1,7 +1,7 @@
 import os from 'node:os'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import {
@@ -151,6 +151,7 @@ export async function startStack(
     EVENT_SIGNING_SECRET: 'e2e-event-signing-0123456789abcdef0123456789',
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
+    COMMS_LINK_SECRET: 'e2e-comms-link-secret-0123456789abcdef0123456',
     // The suites' webhook receivers listen on 127.0.0.1 over plain http (development only).
     WEBHOOKS_ALLOW_INSECURE: 'true',
     // Production's level, so the suites see what production would log (the fuzz reads the files).
@@ -162,9 +163,14 @@ export async function startStack(
     // Every client of the suites is 127.0.0.1: the per-address limit would count them all as one.
     RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
     SMTP_URL: '',
-    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here, for the tests to read.
+    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here, for the tests to read (a
+    // development mode: production refuses to start without its providers).
+    COMMS_DELIVERY: 'files',
     OUTBOX_DIR: path.join(os.tmpdir(), `clinic-e2e-outbox-${process.pid}-${Date.now().toString(36)}`),
     DELIVERY_RETRY_BASE_MS: '100',
+    // The suites move comms' clock (reminders, links) by writing an offset here: moveClock().
+    COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,
     ...o.env,
   }
   await runMigrations(env)
@@ -182,6 +188,11 @@ export async function startStack(
     logFiles: Object.fromEntries(names.map((s) => [s, path.join(logDir, `${s}.log`)])),
     cleanup: { ...infra.cleanup, logDir: process.env.E2E_LOGS ? undefined : logDir },
   }
+}
+
+/** Moves comms' clock (COMMS_CLOCK_FILE) to `offsetMs` from real time: reminders due by then go out. */
+export function moveClock(info: StackInfo, offsetMs: number) {
+  writeFileSync(info.env.COMMS_CLOCK_FILE!, String(Math.round(offsetMs)))
 }
 
 export async function stopStack(info: StackInfo) {

@@ -72,7 +72,7 @@ describe('naming.cjs', () => {
   })
 
   it("gives every source's event key to the services that consume other services' events only", () => {
-    expect(eventVerifiers).toEqual(['audit', 'webhooks'])
+    expect(eventVerifiers).toEqual(['comms', 'audit', 'webhooks'])
     const env = {
       DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
       EVENT_SIGNING_SECRET: 'x'.repeat(32),
@@ -82,7 +82,7 @@ describe('naming.cjs', () => {
     expect(serviceEnv('audit', env).EVENT_VERIFY_KEYS).toBe(keys.join(','))
     // Each source's key is the key that source signs with.
     for (const s of apps) expect(keys).toContain(`${s.name}=${serviceEnv(s.name, env).EVENT_SIGNING_SECRET}`)
-    expect(serviceEnv('comms', env).EVENT_VERIFY_KEYS).toBeUndefined()
+    expect(serviceEnv('patients', env).EVENT_VERIFY_KEYS).toBeUndefined()
     for (const [binding, key, match] of [
       ['#', 'patient.created', true],
       ['patient.*', 'patient.created', true],

@@ -280,7 +280,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a message to a patient or their guardian
-         * @description Answers 202 with the queued message; delivery is asynchronous (follow it with GET /comms/messages/{id}). A patient who requires a legal guardian is written to through the guardian unless `recipient: "patient"`. The channel defaults to the patient's preferred channel, else the first the recipient has an address for (email, then sms). Another company's patient, or one outside the token's centers, is 422 unknown_patient. Send `Idempotency-Key` to make retries safe: nothing is sent twice.
+         * @description Answers 202 with the queued message; delivery is asynchronous (follow it with GET /comms/messages/{id}). A patient who requires a legal guardian is written to through the guardian; `recipient: "patient"` for such a patient needs `override_guardian: true` (else 422 guardian_override_required), recorded on the message and the audit trail. The channel defaults to the patient's preferred channel, else the first the recipient has an address for (email, then sms). Another company's patient, or one outside the token's centers, is 422 unknown_patient. SMS go only to valid numbers of the allowed countries, never premium-rate or shared-cost ones (422 destination_not_allowed). An address that opted out gets the message `suppressed` (202, never sent). Each company may queue a number of messages per channel and UTC day, and each recipient address receives at most a few an hour: over either, 429 messaging_quota_exceeded with Retry-After (the detail names the limit), and nothing is stored. Send `Idempotency-Key` to make retries safe: nothing is sent twice, and a refused send may be retried with the same key.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -337,6 +337,94 @@ export interface paths {
         put?: never;
         /** Twilio message status callback (signed by Twilio; no API token) */
         post: operations["twilioStatusCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/comms/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Consent of an address (opted out or not), per channel
+         * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). Always `{items: [...]}`: with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one item today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).
+         */
+        get: operations["getPreferences"];
+        /**
+         * Opt an address out of a channel, or back in
+         * @description Sets the company's preference for the channel and address (source `api`) and answers it. A change is on the audit trail as comms.preference.updated (no address in it: `resource_id` is the preference's `id`). Setting the value it already has writes nothing and answers the preference as it is: `source` and `updated_at` stay those of the last change. Messages to an opted-out address are `suppressed`, never sent.
+         */
+        put: operations["putPreference"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/comms/webhooks/twilio/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Twilio incoming SMS: opt-out and opt-in keywords (signed by Twilio; no API token)
+         * @description A message that is exactly an opt-out keyword (STOP, BAJA, CANCELAR, UNSUBSCRIBE; also STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE; any case, surrounding spaces and punctuation ignored) opts the sender out of SMS in every company that has messaged the number or keeps a preference for it; START, ALTA or UNSTOP opts back in. Source `sms_keyword`, one comms.preference.updated per company changed. Anything else changes nothing. Answers an empty TwiML response.
+         */
+        post: operations["twilioIncomingMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/comms/reminder-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The company's reminder policy
+         * @description Off until set. `offsets` are ISO 8601 durations before `starts_at`; `quiet_hours` are local times in each appointment’s time zone.
+         */
+        get: operations["getReminderPolicy"];
+        /**
+         * Set the reminder policy
+         * @description Applies to appointments booked or moved from now on. A reminder due in quiet hours goes out at the last minute before they begin (or is `skipped` if that had passed when it was scheduled). With `confirm_links`, each reminder carries a link to confirm or cancel the appointment. A token limited to centers cannot change it (403 center_forbidden). `If-Match` with a stale version is 412.
+         */
+        put: operations["putReminderPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/comms/reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List scheduled and past reminders
+         * @description Soonest due first; `appointment_id` gives one appointment’s. A token limited to centers sees the reminders of its centers.
+         */
+        get: operations["listReminders"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -911,12 +999,14 @@ export interface components {
             appointment_id: string | null;
             /** @description Code of a clinic center of the company (codalmacen) */
             codalmacen: string | null;
-            /** @description queued -> sent | failed; sent -> delivered | undelivered (SMS receipts, final). A message being handed to its provider shows as queued. */
-            status: "queued" | "sent" | "failed" | "delivered" | "undelivered";
+            /** @description queued -> sent | failed; sent -> delivered | undelivered (SMS receipts, final). A message being handed to its provider shows as queued. suppressed: the address opted out; kept, never sent. */
+            status: "queued" | "sent" | "failed" | "delivered" | "undelivered" | "suppressed";
             recipient: components["schemas"]["MessageRecipient"];
             channel: "email" | "sms";
             subject: string | null;
             template: string | null;
+            /** @description sent to a patient who requires a legal guardian, with override_guardian */
+            override_guardian: boolean;
             attempts: number;
             last_error: string | null;
             provider_id: string | null;
@@ -951,6 +1041,8 @@ export interface components {
             channel?: "email" | "sms";
             /** @description default: guardian when the patient requires a legal guardian, else patient */
             recipient?: "patient" | "guardian";
+            /** @description true: `recipient: "patient"` for a patient who requires a legal guardian is intended (else 422 guardian_override_required); recorded on the message and the audit trail. Ignored when it overrides nothing. */
+            override_guardian?: boolean;
             /** @description email only; no CR or LF */
             subject?: string;
             /** @description email: at most 64 KiB; sms: at most 1,600 characters */
@@ -1193,6 +1285,40 @@ export interface components {
             working_hours?: components["schemas"]["WorkingHours"][];
             active?: boolean;
         };
+        /** Preference */
+        Preference: {
+            /**
+             * Format: uuid
+             * @description stable id of the company, channel and address (a UUIDv5, no address in it): the resource_id of its comms.preference.updated events on the audit trail (resource_type preference)
+             */
+            id: string;
+            channel: "email" | "sms";
+            /** @description an email address (compared lower-cased) or an E.164 phone number (+34600111222) */
+            address: string;
+            /** @description true: nothing is sent to this address on this channel */
+            opted_out: boolean;
+            /**
+             * @description who set it; null when never set (not opted out)
+             * @enum {string|null}
+             */
+            source: "api" | "sms_keyword" | "email_unsubscribe" | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string | null;
+        };
+        /** PreferenceList */
+        PreferenceList: {
+            items: components["schemas"]["Preference"][];
+        };
+        /** PreferenceUpdate */
+        PreferenceUpdate: {
+            channel: "email" | "sms";
+            /** @description an email address (compared lower-cased) or an E.164 phone number (+34600111222) */
+            address: string;
+            opted_out: boolean;
+        };
         /** @description An error (RFC 9457). `code` is stable; `request_id` finds it in the logs. */
         Problem: {
             /** @description https://clinic.example/problems/<code> */
@@ -1203,6 +1329,79 @@ export interface components {
             code: string;
             detail?: string;
             request_id: string;
+        };
+        /** Reminder */
+        Reminder: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            appointment_id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @description Code of a clinic center of the company (codalmacen) */
+            codalmacen: string | null;
+            /** @description the policy offset it was scheduled for */
+            offset: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            due_at: string;
+            /** @description scheduled -> sent (its message queued) | suppressed (the address opted out) | skipped (due before it was scheduled, or not deliverable) | cancelled (the appointment was cancelled, moved, checked in or no-show) */
+            status: "scheduled" | "sent" | "cancelled" | "skipped" | "suppressed";
+            /** @description why it was skipped or cancelled */
+            reason: string | null;
+            /** @description UUIDv7 */
+            message_id: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+        };
+        /** ReminderList */
+        ReminderList: {
+            data: components["schemas"]["Reminder"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ReminderPolicy */
+        ReminderPolicy: {
+            enabled: boolean;
+            offsets: string[];
+            quiet_hours: {
+                /** @description local time (the appointment’s time_zone) */
+                start: string;
+                end: string;
+            } | null;
+            confirm_links: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string | null;
+        };
+        /** ReminderPolicyInput */
+        ReminderPolicyInput: {
+            enabled: boolean;
+            /** @description ISO 8601 durations before starts_at (1 to 3, each at most 30 days); days count on the local calendar */
+            offsets: string[];
+            quiet_hours?: {
+                /** @description local time (the appointment’s time_zone) */
+                start: string;
+                end: string;
+            } | null;
+            /** @default true */
+            confirm_links: boolean;
         };
         /**
          * Slot
@@ -1303,6 +1502,17 @@ export interface components {
         TimeOffList: {
             data: components["schemas"]["TimeOff"][];
             meta: components["schemas"]["ListMeta"];
+        };
+        /** TwilioIncomingMessage */
+        TwilioIncomingMessage: {
+            /** @description the sender, E.164 */
+            From?: string;
+            /** @description STOP, BAJA, CANCELAR, UNSUBSCRIBE (and STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE) opt out; START, ALTA, UNSTOP opt back in; any case, the whole message */
+            Body?: string;
+            MessageSid?: string;
+            AccountSid?: string;
+        } & {
+            [key: string]: string;
         };
         /** TwilioStatusCallback */
         TwilioStatusCallback: {
@@ -3113,7 +3323,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description unknown_patient, guardian_required, no_contact_address or unknown_appointment */
+            /** @description unknown_patient, guardian_required, guardian_override_required, no_contact_address, unknown_appointment or destination_not_allowed */
             422: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -3127,7 +3337,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            /** @description messaging_quota_exceeded: the daily sms, daily email or hourly per recipient limit (the detail names it); retry after Retry-After seconds. Also rate_limited. */
+            429: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             /** @description upstream_unavailable (Retry-After) */
             503: {
@@ -3161,7 +3385,7 @@ export interface operations {
                 patient_id?: string;
                 /** @description UUIDv7 */
                 appointment_id?: string;
-                status?: "queued" | "sent" | "failed" | "delivered" | "undelivered";
+                status?: "queued" | "sent" | "failed" | "delivered" | "undelivered" | "suppressed";
                 channel?: "email" | "sms";
                 /** @description created_at from (inclusive) */
                 from?: string;
@@ -3278,6 +3502,327 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getPreferences: {
+        parameters: {
+            query: {
+                /** @description an email address (compared lower-cased) or an E.164 phone number (+34600111222) */
+                address: string;
+                channel?: "email" | "sms";
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The preference list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreferenceList"];
+                };
+            };
+            /** @description validation_failed (address not an email address or E.164 number, or not of `channel`) */
+            400: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    putPreference: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "channel": "sms",
+                 *       "address": "+34600111222",
+                 *       "opted_out": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["PreferenceUpdate"];
+            };
+        };
+        responses: {
+            /** @description The preference */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preference"];
+                };
+            };
+            /** @description validation_failed (sms needs an E.164 number, email an email address) */
+            400: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    twilioIncomingMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Twilio's signature of the URL and form; a missing or wrong one is 403 */
+                "x-twilio-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "MessageSid": "SM0123456789abcdef0123456789abcdef",
+                 *       "AccountSid": "AC0123456789abcdef0123456789abcdef",
+                 *       "From": "+34600111222",
+                 *       "To": "+34900000000",
+                 *       "Body": "STOP"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["TwilioIncomingMessage"];
+            };
+        };
+        responses: {
+            /** @description an empty TwiML <Response/> (keywords and anything else alike) */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/xml": string;
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            /** @description invalid_signature */
+            403: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getReminderPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reminder policy */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderPolicy"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    putReminderPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true,
+                 *       "offsets": [
+                 *         "P1D",
+                 *         "PT2H"
+                 *       ],
+                 *       "quiet_hours": {
+                 *         "start": "21:00",
+                 *         "end": "08:00"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReminderPolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The reminder policy */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderPolicy"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description center_forbidden: the policy is the whole company’s */
+            403: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listReminders: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                appointment_id?: string;
+                status?: "scheduled" | "sent" | "cancelled" | "skipped" | "suppressed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reminder list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReminderList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CenterForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];

@@ -1,18 +1,37 @@
 import { serviceApp, type ServiceDeps } from '@clinic/platform'
 import { MessagesRepository } from './db/repositories/messages-repository'
 import type { AppointmentDirectory } from './domain/appointment-directory'
+import type { AppointmentResponder } from './domain/patient-links'
+import type { Clock } from './clock'
+import { LinkUsesRepository } from './db/repositories/link-uses-repository'
+import { patientLinkRoutes } from './routes/patient-links'
 import type { PatientDirectory } from './domain/patient-directory'
+import type { MessagingLimits } from './domain/queue-message'
+import { admissionMetrics } from './metrics'
 import { RemindersRepository } from './db/repositories/reminders-repository'
+import { PreferencesRepository } from './db/repositories/preferences-repository'
 import { messageRoutes } from './routes/messages'
+import { preferenceRoutes } from './routes/preferences'
+import { twilioInboundRoutes } from './routes/twilio-inbound'
+import { unsubscribeRoutes } from './routes/unsubscribe'
 import { reminderRoutes } from './routes/reminders'
 import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
 
 /** knex: connected as the service role (row-level security applies), search_path = comms. */
 export interface Deps extends ServiceDeps {
   patients: PatientDirectory
-  appointments: AppointmentDirectory
+  appointments: AppointmentDirectory & AppointmentResponder
+  /** The messaging limits of every queued message (config.ts messagingLimits). */
+  limits: MessagingLimits
   /** Twilio status callbacks; without an auth token every callback is refused (403). */
-  twilio?: Omit<TwilioWebhookOptions, 'store'>
+  twilio?: Omit<TwilioWebhookOptions, 'store'> & {
+    /** Incoming SMS (consent keywords): config.ts twilioInboundUrl; unset: every one is refused (403). */
+    inboundUrl?: string
+  }
+  /** PUBLIC_BASE_URL and COMMS_LINK_SECRET (patient and unsubscribe links); without them every link is invalid. */
+  links?: { baseUrl: string; secret: string }
+  /** What time it is for patient links' expiry (server.ts: COMMS_CLOCK_FILE); default the system clock. */
+  clock?: Clock
 }
 
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
@@ -27,8 +46,20 @@ export async function buildApp(deps: Deps) {
     store,
     patients: deps.patients,
     appointments: deps.appointments,
+    limits: deps.limits,
+    metrics: admissionMetrics(app.metrics),
   })
   await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
+  const preferences = new PreferencesRepository(deps.knex)
+  await app.register(preferenceRoutes, { store: preferences })
+  await app.register(twilioInboundRoutes, { store: preferences, ...deps.twilio })
+  await app.register(unsubscribeRoutes, { store: preferences, secret: deps.links?.secret })
   await app.register(reminderRoutes, { store: new RemindersRepository(deps.knex) })
+  await app.register(patientLinkRoutes, {
+    secret: deps.links?.secret,
+    clock: deps.clock ?? (() => new Date()),
+    appointments: deps.appointments,
+    uses: new LinkUsesRepository(deps.knex),
+  })
   return app
 }

@@ -2,14 +2,16 @@ import { runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { AppointmentsClient } from './clients/appointments-client'
 import { PatientsClient } from './clients/patients-client'
-import { loadCommsConfig } from './config'
+import { loadCommsConfig, messagingLimits, twilioInboundUrl } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
+import { unsubscribeUrlFor } from './links/unsubscribe-link'
 import { providersFrom } from './providers'
 import { startDeliveryWorker } from './worker'
 import { fileClock } from './clock'
 import { RemindersRepository } from './db/repositories/reminders-repository'
 import { startReminderConsumer } from './reminders/consumer'
-import { queueReminderMessage } from './reminders/queue'
+import { reminderQueue } from './reminders/queue'
+import { admissionMetrics } from './metrics'
 import { ReminderWorker } from './reminders/worker'
 
 runService(
@@ -32,7 +34,14 @@ runService(
       ...deps,
       patients,
       appointments,
-      twilio: { authToken: config.TWILIO_AUTH_TOKEN, webhookUrl: config.TWILIO_WEBHOOK_URL },
+      limits: messagingLimits(config),
+      twilio: {
+        authToken: config.TWILIO_AUTH_TOKEN,
+        webhookUrl: config.TWILIO_WEBHOOK_URL,
+        inboundUrl: twilioInboundUrl(config),
+      },
+      links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
+      clock,
     })
     const worker = await startDeliveryWorker({
       knex: deps.knex,
@@ -43,6 +52,7 @@ runService(
       retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       staleMinutes: config.SENDING_STALE_MINUTES,
       prefetch: config.DELIVERY_CONCURRENCY,
+      unsubscribeUrl: unsubscribeUrlFor(config.COMMS_LINK_SECRET, config.PUBLIC_BASE_URL),
     })
     const reminders = new RemindersRepository(deps.knex)
     const consumer = await startReminderConsumer({
@@ -60,9 +70,10 @@ runService(
       store: reminders,
       patients,
       appointments,
-      queue: queueReminderMessage,
+      queue: reminderQueue({ limits: messagingLimits(config), metrics: admissionMetrics(app.metrics) }),
       clock,
       concurrency: config.REMINDER_CONCURRENCY,
+      leaseMs: config.REMINDER_LEASE_MS,
       links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
     }).start()
     return {

@@ -16,15 +16,38 @@ import { SMTPServer } from 'smtp-server'
 import { buildApp } from '../src/app'
 import { AppointmentsClient } from '../src/clients/appointments-client'
 import { PatientsClient } from '../src/clients/patients-client'
+import { loadCommsConfig, messagingLimits } from '../src/config'
+import type { Clock } from '../src/clock'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import type { AppointmentInfo } from '../src/domain/appointment-directory'
 import type { Provider } from '../src/domain/deliver-message'
+import type { MessagingLimits } from '../src/domain/queue-message'
 import type { PatientContact } from '../src/domain/patient-directory'
+import { unsubscribeUrlFor } from '../src/links/unsubscribe-link'
 import type { Channel } from '../src/schemas/message'
 import { startDeliveryWorker } from '../src/worker'
 
 export type App = Awaited<ReturnType<typeof buildApp>>
 const secret = () => process.env.INTERNAL_AUTH_SECRET!
+
+/** COMMS_LINK_SECRET of the tests (obviously fake, 32+ characters). */
+export const TEST_LINK_SECRET = 'test-comms-link-secret-0123456789abcdef0123'
+/** PUBLIC_BASE_URL of the tests: links (patient, unsubscribe) point there. */
+export const TEST_PUBLIC_BASE_URL = 'http://127.0.0.1:8080'
+
+/**
+ * The comms configuration of a test: the run's secrets, COMMS_DELIVERY=files (no SMTP or Twilio),
+ * every other variable at its default unless `env` sets it.
+ */
+export function testConfig(env: Record<string, string> = {}) {
+  return loadCommsConfig({
+    INTERNAL_AUTH_SECRET: secret(),
+    EVENT_SIGNING_SECRET: process.env.EVENT_SIGNING_SECRET,
+    COMMS_LINK_SECRET: TEST_LINK_SECRET,
+    COMMS_DELIVERY: 'files',
+    ...env,
+  })
+}
 
 /**
  * Stands in for the patients and appointments services' internal endpoints: a real HTTP server
@@ -36,7 +59,10 @@ export async function startDirectory() {
   const appointments = new Map<string, AppointmentInfo>()
   let calls = 0
   let down = false
-  const server = http.createServer((req, res) => {
+  /** Patients' answers (POST /internal/appointments/:id/respond): who asked, and how long they take. */
+  const responses: Array<{ companyId: number; username: string; id: string; action: string }> = []
+  let respondDelayMs = 0
+  const server = http.createServer(async (req, res) => {
     calls++
     if (down) {
       req.socket.destroy()
@@ -49,6 +75,18 @@ export async function startDirectory() {
     })
     if (!claims.ok) {
       res.writeHead(401).end()
+      return
+    }
+    const respond = /^\/internal\/appointments\/([^/]+)\/respond$/.exec(url.pathname)
+    if (respond && req.method === 'POST') {
+      let body = ''
+      for await (const chunk of req) body += chunk
+      const { action } = JSON.parse(body) as { action: string }
+      const { companyId, username } = claims.claims
+      responses.push({ companyId, username, id: respond[1]!, action })
+      await new Promise((r) => setTimeout(r, respondDelayMs))
+      const answer = answerOf(appointments, `${companyId}:${respond[1]}`, action)
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body))
       return
     }
     const m = /^\/internal\/(patients|appointments)\/([^/]+)$/.exec(url.pathname)
@@ -69,12 +107,27 @@ export async function startDirectory() {
     },
     /** Drop every call (as a crashed service would) until set back. */
     setDown: (v: boolean) => (down = v),
+    responses,
+    setRespondDelay: (ms: number) => (respondDelayMs = ms),
     addPatient: (companyId: number, p: PatientContact) => patients.set(`${companyId}:${p.id}`, p),
     addAppointment: (companyId: number, a: AppointmentInfo) => appointments.set(`${companyId}:${a.id}`, a),
     close: () => new Promise<void>((r) => server.close(() => r())),
   }
 }
 export type Directory = Awaited<ReturnType<typeof startDirectory>>
+
+/** The appointments service's state machine for a patient's answer, in short (it changes the record). */
+function answerOf(appointments: Map<string, AppointmentInfo>, key: string, action: string) {
+  const a = appointments.get(key)
+  if (!a) return { status: 404, body: { code: 'not_found' } }
+  const to = action === 'confirm' ? 'confirmed' : 'cancelled'
+  if (a.status === to && to === 'confirmed') return { status: 200, body: a }
+  if (a.status !== 'scheduled' && !(a.status === 'confirmed' && to === 'cancelled'))
+    return { status: 409, body: { code: 'invalid_transition' } }
+  const changed = { ...a, status: to, version: a.version + 1 }
+  appointments.set(key, changed)
+  return { status: 200, body: changed }
+}
 
 export interface Harness {
   app: App
@@ -92,9 +145,14 @@ export interface Harness {
 export async function startComms(
   o: {
     providers?: Record<Channel, Provider>
-    twilio?: { authToken: string; webhookUrl: string }
+    /** `inboundUrl`: the URL incoming SMS are signed for (config.ts twilioInboundUrl). */
+    twilio?: { authToken: string; webhookUrl: string; inboundUrl?: string }
     /** Every log line of the app and the worker, at every level (silent without). */
     logLines?: string[]
+    /** Messaging limits over the configuration's defaults (DESIGN.md section 12). */
+    limits?: Partial<MessagingLimits>
+    /** What time it is for patient links (a movable clock); default the system clock. */
+    clock?: Clock
   } = {},
 ): Promise<Harness> {
   // A relay publishes and deletes every company's outbox rows: with one (`providers`), a database
@@ -122,7 +180,10 @@ export async function startComms(
     assertionSecret: secret(),
     patients: new PatientsClient(client),
     appointments: new AppointmentsClient(client),
+    limits: { ...messagingLimits(testConfig()), ...o.limits },
     twilio: o.twilio,
+    links: { baseUrl: 'http://127.0.0.1:8080', secret: TEST_LINK_SECRET },
+    clock: o.clock,
   })
   await app.ready()
   let stopWorker: (() => Promise<void>) | null = null
@@ -137,6 +198,7 @@ export async function startComms(
       maxAttempts: 3,
       retryBaseMs: 50,
       staleMinutes: 10,
+      unsubscribeUrl: unsubscribeUrlFor(TEST_LINK_SECRET, TEST_PUBLIC_BASE_URL),
     })
     stopWorker = () => worker.stop()
     relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: url, amqp, log: logger, pollMs: 200 })

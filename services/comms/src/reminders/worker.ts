@@ -1,3 +1,4 @@
+import { JobRunner } from '@clinic/platform'
 import { AppError, type Ctx } from '@clinic/platform/core'
 import { companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
@@ -44,6 +45,8 @@ export interface ReminderWorkerOptions {
   /** PUBLIC_BASE_URL and COMMS_LINK_SECRET, for the confirm / cancel link. */
   links: { baseUrl: string; secret: string }
   pollMs?: number
+  /** REMINDER_LEASE_MS; LEASE_MS unless given. */
+  leaseMs?: number
 }
 
 /** Longer than a reminder's lookups and its transaction: a lease that runs out means the worker died. */
@@ -59,59 +62,36 @@ type Outcome = { status: ReminderStatus; reason: string; retryAt?: Date }
  * nothing behind, and its lease running out hands the reminder to the next claim.
  */
 export class ReminderWorker {
-  private timer: NodeJS.Timeout | null = null
-  private running: Promise<void> | null = null
-  private again = false
-  private stopped = false
+  private readonly runner: JobRunner<ClaimedReminder>
 
-  constructor(private readonly o: ReminderWorkerOptions) {}
+  constructor(private readonly o: ReminderWorkerOptions) {
+    this.runner = new JobRunner({
+      name: 'reminders',
+      claim: (limit) => o.store.claim(o.clock(), limit, o.leaseMs ?? LEASE_MS),
+      run: (r) => this.send(r),
+      concurrency: o.concurrency,
+      pollMs: o.pollMs ?? 1000,
+      log: o.log,
+    })
+  }
 
   start(): this {
-    this.timer = setInterval(() => this.wake(), this.o.pollMs ?? 1000)
-    this.timer.unref()
-    this.wake()
+    this.runner.start()
     return this
   }
 
+  /** Looks for due reminders now (the clock moved, a test). */
   wake(): void {
-    if (this.stopped) return
-    if (this.running) {
-      this.again = true
-      return
-    }
-    this.running = this.drain()
-      .catch((err: unknown) => this.o.log.warn({ err }, 'sending reminders failed; will retry'))
-      .finally(() => {
-        this.running = null
-        if (this.again) {
-          this.again = false
-          this.wake()
-        }
-      })
+    this.runner.wake()
   }
 
-  /** Resolves when the look under way is over (tests: move the clock, `wake()`, `await idle()`). */
-  async idle(): Promise<void> {
-    while (this.running) await this.running
+  /** Resolves when nothing is claimed or in flight (tests: move the clock, `wake()`, `await idle()`). */
+  idle(): Promise<void> {
+    return this.runner.idle()
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
-    await this.idle()
-  }
-
-  /** Claims and sends until nothing is due. */
-  private async drain(): Promise<void> {
-    for (;;) {
-      const batch = await this.o.store.claim(this.o.clock(), this.o.concurrency * 4, LEASE_MS)
-      if (!batch.length || this.stopped) return
-      let next = 0
-      const lane = async () => {
-        while (next < batch.length) await this.send(batch[next++]!)
-      }
-      await Promise.all(Array.from({ length: Math.min(this.o.concurrency, batch.length) }, lane))
-    }
+  stop(): Promise<void> {
+    return this.runner.stop()
   }
 
   private async send(r: ClaimedReminder): Promise<void> {

@@ -4,11 +4,13 @@ import type { Knex } from 'knex'
 import { AppointmentsClient } from '../../src/clients/appointments-client'
 import { PatientsClient } from '../../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
+import { PreferencesRepository } from '../../src/db/repositories/preferences-repository'
 import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
+import { applySmsKeyword } from '../../src/domain/sms-keywords'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
 import { verifyLink } from '../../src/links/tokens'
 import { applyAppointmentEvent } from '../../src/reminders/consumer'
-import { queueReminderMessage } from '../../src/reminders/queue'
+import { reminderQueue } from '../../src/reminders/queue'
 import { ReminderWorker } from '../../src/reminders/worker'
 import { startDirectory, type Directory } from '../helpers'
 
@@ -112,7 +114,9 @@ beforeAll(async () => {
     store,
     patients: new PatientsClient(client()),
     appointments: new AppointmentsClient(client()),
-    queue: queueReminderMessage,
+    queue: reminderQueue({
+      limits: { dailySms: 1000, dailyEmail: 1000, hourlyPerAddress: 1000, smsCountries: ['ES'] },
+    }),
     clock: () => now,
     concurrency: 4,
     links: { baseUrl: 'https://clinic.example', secret: LINK_SECRET },
@@ -310,5 +314,91 @@ describe('the worker', () => {
     await event('appointment.created', b)
     await run('2026-06-12T06:30:00Z')
     expect((await reminders(b.id))[0]).toMatchObject({ status: 'skipped', reason: 'no_contact_address' })
+  })
+
+  it('STOP from a guardian’s phone suppresses the reminders of both children; START restores them', async () => {
+    await setPolicy(COMPANY, { offsets: ['PT1H'], quiet_hours: null })
+    const phone = '+34600000077'
+    const guardian = { name: 'Marta Gil', relationship: 'mother', email: null, phone }
+    const [one, two] = ['0190b000-0000-7000-8000-000000000071', '0190b000-0000-7000-8000-000000000072']
+    for (const id of [one!, two!])
+      directory.addPatient(COMPANY, patient(id, { requires_legal_guardian: true, guardian }) as never)
+    const day = (d: number) => `2026-06-${d}T07:30:00.000Z`
+    const book = async (patientId: string, d: number) => {
+      now = new Date('2026-06-09T10:00:00Z')
+      const a = appointment({
+        patient_id: patientId,
+        starts_at: day(d),
+        ends_at: day(d).replace('07:30', '08:00'),
+      })
+      await event('appointment.created', a)
+      return a
+    }
+    const first = await book(one!, 12)
+    await run('2026-06-12T06:30:00Z')
+    expect((await reminders(first.id))[0]!.status).toBe('sent')
+
+    const preferences = new PreferencesRepository(knex)
+    expect(await applySmsKeyword(preferences, { From: phone, Body: 'stop' })).toEqual({
+      action: 'opt_out',
+      companies: 1,
+    })
+    const [a, b] = [await book(one!, 14), await book(two!, 14)]
+    await run('2026-06-14T06:30:00Z')
+    for (const x of [a, b]) {
+      const [r] = await reminders(x.id)
+      expect(r).toMatchObject({ status: 'suppressed', reason: 'the address opted out' })
+      const [m] = await owner('messages').where({ id: r!.message_id })
+      expect(m).toMatchObject({ status: 'suppressed', recipient_address: phone })
+    }
+    expect(
+      await owner('outbox')
+        .where({ type: 'comms.message.queued' })
+        .whereRaw("payload->'data'->>'appointment_id' IN (?, ?)", [a.id, b.id]),
+    ).toEqual([])
+
+    expect(await applySmsKeyword(preferences, { From: phone, Body: 'START' })).toEqual({
+      action: 'opt_in',
+      companies: 1,
+    })
+    const c = await book(two!, 16)
+    await run('2026-06-16T06:30:00Z')
+    expect((await reminders(c.id))[0]!.status).toBe('sent')
+  })
+
+  it('a reminder over the hourly limit of its address waits for Retry-After, or is skipped past the start', async () => {
+    await setPolicy(COMPANY, { offsets: ['PT2H'], quiet_hours: null })
+    const phone = '+34600000088'
+    const guardian = { name: 'Rosa Gil', relationship: 'mother', email: null, phone }
+    const ids = ['0190b000-0000-7000-8000-000000000081', '0190b000-0000-7000-8000-000000000082']
+    for (const id of ids)
+      directory.addPatient(COMPANY, patient(id, { requires_legal_guardian: true, guardian }) as never)
+    const [x, y] = [appointment({ patient_id: ids[0] }), appointment({ patient_id: ids[1] })]
+    await event('appointment.created', x)
+    await event('appointment.created', y)
+    const strict = new ReminderWorker({
+      ...(worker as unknown as { o: ConstructorParameters<typeof ReminderWorker>[0] }).o,
+      queue: reminderQueue({
+        limits: { dailySms: 100, dailyEmail: 100, hourlyPerAddress: 1, smsCountries: ['ES'] },
+      }),
+    })
+    now = new Date('2026-06-12T05:30:00Z')
+    strict.wake()
+    await strict.idle()
+    const rows = [(await reminders(x.id))[0]!, (await reminders(y.id))[0]!]
+    expect(rows.map((r) => r.status).sort()).toEqual(['scheduled', 'sent'])
+    const waiting = rows.find((r) => r.status === 'scheduled')!
+    expect(waiting.reason).toBe('messaging_quota_exceeded')
+    // Retry-After is about an hour: 06:30Z, still before the 07:30Z start.
+    const next = (waiting.next_attempt_at as Date).getTime()
+    expect(Math.abs(next - Date.parse('2026-06-12T06:30:00Z'))).toBeLessThan(120_000)
+    // Claimed again at 07:00Z (the hourly window, in database time, is still full): the next try
+    // would be after the 07:30Z start, so it is skipped.
+    now = new Date('2026-06-12T07:00:00Z')
+    strict.wake()
+    await strict.idle()
+    await strict.stop()
+    const [after] = await owner('reminders').where({ id: waiting.id })
+    expect(after).toMatchObject({ status: 'skipped', reason: 'messaging_quota_exceeded' })
   })
 })
