@@ -1,49 +1,26 @@
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
-import { chromium, type BrowserContext, type Page, type Response } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { waitFor } from '@clinic/platform/testing'
 import { signLink } from '../../services/comms/src/links/tokens'
+import { PHONE, heading, open, openBrowser, press } from '../src/browser'
 import { call, makeTenant, stack, type Tenant } from '../src/client'
 
 /**
  * The page a family opens from a reminder (DESIGN.md section 12), in a real browser: Debian's
- * Chromium (scripts/ensure-chromium.mjs installs it for `npm test`) driven by playwright-core, at a
- * phone's size, through the gateway of the e2e stack. The link is made as the reminder worker makes
- * it: signLink with the stack's COMMS_LINK_SECRET, expiring at the appointment's start.
+ * Chromium driven by playwright-core (e2e/src/browser.ts), at a phone's size, through the gateway
+ * of the e2e stack. The link is made as the reminder worker makes it: signLink with the stack's
+ * COMMS_LINK_SECRET, expiring at the appointment's start (reminders.e2e.test.ts opens the link of
+ * a reminder the stack sent).
  */
-const CHROMIUM = '/usr/bin/chromium'
-const PHONE = { width: 390, height: 844 }
-
 let t: Tenant
-let userDataDir: string
 let browser: BrowserContext
+let closeBrowser: () => Promise<void>
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run node scripts/ensure-chromium.mjs`)
   t = await makeTenant(['ALM1'])
-  userDataDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-chromium-'))
-  // One browser for the file, a fresh profile, no traffic of its own (the machine's network is closed).
-  browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: PHONE,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    timeout: 30_000,
-  })
-  browser.setDefaultTimeout(15_000)
+  ;({ browser, close: closeBrowser } = await openBrowser())
 })
 afterAll(async () => {
-  await browser?.close()
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true })
+  await closeBrowser?.()
 })
 
 let booked = 0
@@ -83,25 +60,8 @@ function linkTo(a: { id: string; starts_at: string }, lang: string, exp = Date.p
   return `${stack().gatewayUrl}/p/a/${token}`
 }
 
-const heading = (page: Page) => page.locator('h1').innerText()
 /** No horizontal scrolling at a phone's width. */
 const scrollWidth = (page: Page) => page.evaluate<number>('document.scrollingElement.scrollWidth')
-
-async function open(page: Page, url: string): Promise<Response> {
-  const res = await page.goto(url)
-  if (!res) throw new Error('no answer')
-  return res
-}
-
-/** Presses the button and waits for the page the form's POST answers with. */
-async function press(page: Page, name: string): Promise<Response> {
-  const [res] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().includes('/p/a/')),
-    page.getByRole('button', { name, exact: true }).click(),
-  ])
-  await page.waitForLoadState()
-  return res
-}
 
 describe('patient links in a browser', () => {
   it("shows the local time in the patient's language; Confirm confirms it as patient-link on the audit trail; the link is then used", async () => {

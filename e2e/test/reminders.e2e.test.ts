@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '@clinic/platform/testing'
 import { call, makeTenant, stack, type Tenant } from '../src/client'
+import { heading, open, openBrowser, press } from '../src/browser'
 import { moveClock } from '../src/stack'
 
 /**
@@ -163,6 +164,32 @@ describe('reminders through the gateway', () => {
     expect(sms!.body).toMatch(
       new RegExp(`^Confirm or cancel your appointment: ${stack().gatewayUrl}/p/a/\\S+$`, 'm'),
     )
+
+    // The family opens the reminder's link in a browser and confirms: confirmed, by patient-link.
+    const link = /(http\S+\/p\/a\/\S+)$/m.exec(sms!.body)![1]!
+    const { browser, close } = await openBrowser()
+    try {
+      const page = await browser.newPage()
+      expect((await open(page, link)).status()).toBe(200)
+      expect(await page.getAttribute('html', 'lang')).toBe('en')
+      expect(await page.locator('main').innerText()).toContain('11:00')
+      expect((await press(page, 'Confirm')).status()).toBe(200)
+      expect(await heading(page)).toBe('Your appointment is confirmed')
+    } finally {
+      await close()
+    }
+    expect((await call('GET', `/appointments/${id}`, { token: a.token })).body.status).toBe('confirmed')
+    const confirmed = await waitFor(
+      async () => {
+        const trail = await call('GET', `/audit/events?resource_id=${id}&limit=100`, { token: a.token })
+        return (trail.body.data ?? []).find(
+          (e: { action: string; actor: { username: string } }) =>
+            e.action === 'appointment.updated' && e.actor.username === 'patient-link',
+        )
+      },
+      { timeoutMs: 20_000, what: 'the confirmation on the audit trail' },
+    )
+    expect(confirmed).toMatchObject({ outcome: 'success', resource_type: 'appointment' })
 
     // Cancelled before the second one is due: never sent, even with the clock past it.
     const cancelled = await call('PATCH', `/appointments/${id}`, {
