@@ -1,4 +1,4 @@
-import { JobRunner } from '@clinic/platform'
+import { GroupCommit, JobRunner } from '@clinic/platform'
 import { AppError, type Ctx } from '@clinic/platform/core'
 import { companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
@@ -61,8 +61,15 @@ type Outcome = { status: ReminderStatus; reason: string; retryAt?: Date }
  * is still its own. So a reminder is queued once: a worker that dies before that commit left
  * nothing behind, and its lease running out hands the reminder to the next claim.
  */
+interface Settling {
+  r: ClaimedReminder
+  ctx: Ctx
+  prepared: ReminderMessage | Outcome
+}
+
 export class ReminderWorker {
   private readonly runner: JobRunner<ClaimedReminder>
+  private readonly commits = new GroupCommit<Settling, ReminderStatus | null>((b) => this.settleBatch(b), 64)
 
   constructor(private readonly o: ReminderWorkerOptions) {
     this.runner = new JobRunner({
@@ -98,19 +105,47 @@ export class ReminderWorker {
     const ctx = systemCtx(r.companyId, this.o.log)
     try {
       const prepared = await this.prepare(ctx, r)
-      await companyTransaction(this.o.knex, r.companyId, async (trx) => {
-        if (!(await this.o.store.lockClaimed(trx, r))) return
-        const outcome = 'status' in prepared ? prepared : await this.queue(trx, ctx, r, prepared)
-        await this.o.store.settle(trx, r, outcome)
-        ctx.log.info(
-          { reminder_id: r.id, appointment_id: r.appointmentId, status: outcome.status },
-          'reminder settled',
-        )
-      })
+      const status = await this.commits.submit({ r, ctx, prepared })
+      ctx.log.info(
+        { reminder_id: r.id, appointment_id: r.appointmentId, status: status ?? 'lease lost' },
+        'reminder settled',
+      )
     } catch (err) {
       // Lookups down, the database away: the lease runs out and the reminder is claimed again.
       ctx.log.warn({ err, reminder_id: r.id }, 'reminder not sent; will retry')
     }
+  }
+
+  /**
+   * Settles prepared reminders in group commits, one transaction per company: under load one
+   * commit (and one pass over the company's daily counter row) covers many reminders. Each is
+   * written only while its claim is still its own (else null: another worker has it).
+   */
+  private async settleBatch(batch: Settling[]): Promise<Array<ReminderStatus | null>> {
+    const byCompany = new Map<number, Settling[]>()
+    for (const s of batch) byCompany.set(s.r.companyId, [...(byCompany.get(s.r.companyId) ?? []), s])
+    const settled = new Map<Settling, ReminderStatus | null>()
+    await Promise.all(
+      [...byCompany].map(([companyId, items]) =>
+        companyTransaction(this.o.knex, companyId, async (trx) => {
+          const ours = await this.o.store.lockClaimed(
+            trx,
+            items.map((s) => s.r),
+          )
+          for (const s of items) {
+            if (!ours.has(s.r.id)) {
+              settled.set(s, null)
+              continue
+            }
+            const p = s.prepared
+            const outcome = 'status' in p ? p : await this.queue(trx, s.ctx, s.r, p)
+            await this.o.store.settle(trx, s.r, outcome)
+            settled.set(s, outcome.status)
+          }
+        }),
+      ),
+    )
+    return batch.map((s) => settled.get(s) ?? null)
   }
 
   /** The rendered message, or why there is none (read outside the transaction: HTTP lookups). */

@@ -207,15 +207,21 @@ export class RemindersRepository extends TenantRepository<Knex.Transaction, Remi
   }
 
   /**
-   * The reminder still ours (scheduled, and no other claim since ours), locked for the rest of
-   * `trx`; false when it is not.
+   * Of these claimed reminders, those still ours (scheduled, and no other claim since ours),
+   * locked for the rest of `trx`: their ids.
    */
-  async lockClaimed(trx: Knex.Transaction, r: ClaimedReminder): Promise<boolean> {
-    const row = await trx(TABLE)
-      .where({ idempresa: r.companyId, id: r.id, status: 'scheduled', attempts: r.attempts })
+  async lockClaimed(trx: Knex.Transaction, claimed: ClaimedReminder[]): Promise<Set<string>> {
+    if (!claimed.length) return new Set()
+    const rows = (await trx(TABLE)
+      .where({ idempresa: claimed[0]!.companyId, status: 'scheduled' })
+      .whereIn(
+        ['id', 'attempts'],
+        claimed.map((r) => [r.id, r.attempts]),
+      )
+      .orderBy('id')
       .forUpdate()
-      .first('id')
-    return row !== undefined
+      .select('id')) as Array<{ id: string }>
+    return new Set(rows.map((r) => r.id))
   }
 
   /** The reminder's outcome (in the transaction that locked it). */
