@@ -258,6 +258,173 @@ describe('the contract, checked by Prism', () => {
     }
   })
 
+  // DESIGN.md section 12: the reminder policy, reminders, consent, the guardian override, the
+  // destinations and quotas of messages, and the inbound SMS webhook, with their documented errors.
+  it('holds for reminders, their policy, consent and the messaging limits', async () => {
+    // A company of its own: its policy, quotas and consent are this test's alone.
+    const own = await makeTenant(['ALM1', 'ALM2'])
+    const t = own.token
+    const limited = await tokenFor(own, '--centers', 'ALM1')
+    const patient = async (o: Record<string, unknown>) => {
+      const res = await call('POST', '/patients', {
+        token: t,
+        body: {
+          first_name: 'Contrato',
+          last_name: 'Avisos',
+          birth_date: '2015-03-03',
+          codalmacen: 'ALM1',
+          ...o,
+        },
+      })
+      expect(res.status).toBe(201)
+      return res.body.id as string
+    }
+    const guardianEmail = `tutor.${own.companyId}@example.test`
+    const [guarded, abroad, busy] = await Promise.all([
+      patient({
+        email: `nino.${own.companyId}@example.test`,
+        requires_legal_guardian: true,
+        guardian: { name: 'Tutora Contrato', relationship: 'mother', email: guardianEmail },
+      }),
+      patient({ phone: '+12025550123' }),
+      patient({ phone: '+34600000123' }),
+    ])
+    const policy = { enabled: true, offsets: ['P1D', 'PT2H'], quiet_hours: { start: '21:00', end: '08:00' } }
+    const initial = await send(strict, 'GET', '/comms/reminder-policy', { token: t })
+    expect([initial.status, initial.body.enabled]).toEqual([200, false])
+    const set = await send(strict, 'PUT', '/comms/reminder-policy', { token: t, body: policy })
+    expect([set.status, set.headers.get('etag')]).toEqual([200, '"1"'])
+    // Booked with the policy on, 60 days ahead (past any clock another suite moves): two reminders.
+    const start = new Date(Math.ceil((Date.now() + 60 * 864e5) / 3_600_000) * 3_600_000)
+    const booked = await call('POST', '/appointments', {
+      token: t,
+      body: {
+        patient_id: guarded,
+        codalmacen: 'ALM1',
+        practitioner: 'dra-contrato',
+        starts_at: start.toISOString(),
+        ends_at: new Date(start.getTime() + 30 * 60_000).toISOString(),
+      },
+    })
+    expect(booked.status).toBe(201)
+    await waitFor(
+      async () =>
+        (await call('GET', `/comms/reminders?appointment_id=${booked.body.id}`, { token: t })).body.data
+          .length === 2,
+      { timeoutMs: 30_000, intervalMs: 200, what: 'two reminders scheduled' },
+    )
+    // Ten SMS to one number (the hourly quota), so the eleventh below is over it.
+    for (let i = 0; i < 10; i++)
+      expect(
+        (
+          await call('POST', '/comms/send', {
+            token: t,
+            body: { patient_id: busy, channel: 'sms', body: 'hola' },
+          })
+        ).status,
+      ).toBe(202)
+    const requests: Array<[string, string, Parameters<typeof send>[3], number, string?]> = [
+      [
+        'PUT',
+        '/comms/reminder-policy',
+        { token: t, headers: { 'if-match': '"1"' }, body: { ...policy, confirm_links: false } },
+        200,
+      ],
+      [
+        'PUT',
+        '/comms/reminder-policy',
+        { token: t, headers: { 'if-match': '"1"' }, body: policy },
+        412,
+        'version_mismatch',
+      ],
+      [
+        'PUT',
+        '/comms/reminder-policy',
+        { token: t, body: { ...policy, offsets: ['P40D'] } },
+        400,
+        'validation_failed',
+      ],
+      ['PUT', '/comms/reminder-policy', { token: limited, body: policy }, 403, 'center_forbidden'],
+      ['GET', '/comms/reminder-policy', { token: limited }, 200],
+      ['GET', `/comms/reminders?appointment_id=${booked.body.id}`, { token: t }, 200],
+      ['GET', '/comms/reminders?status=scheduled&codalmacen=ALM1&limit=10', { token: t }, 200],
+      ['GET', '/comms/reminders?codalmacen=ALM2', { token: limited }, 403, 'center_forbidden'],
+      [
+        'PUT',
+        '/comms/preferences',
+        { token: t, body: { channel: 'email', address: guardianEmail, opted_out: true } },
+        200,
+      ],
+      ['GET', `/comms/preferences?address=${encodeURIComponent(guardianEmail)}`, { token: t }, 200],
+      ['GET', '/comms/preferences?address=%2B34600000123&channel=sms', { token: limited }, 200],
+      [
+        'PUT',
+        '/comms/preferences',
+        { token: t, body: { channel: 'sms', address: guardianEmail, opted_out: true } },
+        400,
+        'validation_failed',
+      ],
+      [
+        'POST',
+        '/comms/send',
+        { token: t, body: { patient_id: guarded, recipient: 'patient', body: 'hola' } },
+        422,
+        'guardian_override_required',
+      ],
+      [
+        'POST',
+        '/comms/send',
+        {
+          token: t,
+          body: { patient_id: guarded, recipient: 'patient', override_guardian: true, body: 'hola' },
+        },
+        202,
+      ],
+      // To the guardian, who opted out above: kept, never sent.
+      ['POST', '/comms/send', { token: t, body: { patient_id: guarded, body: 'hola' } }, 202],
+      [
+        'POST',
+        '/comms/send',
+        { token: t, body: { patient_id: abroad, channel: 'sms', body: 'hola' } },
+        422,
+        'destination_not_allowed',
+      ],
+      [
+        'POST',
+        '/comms/send',
+        { token: t, body: { patient_id: busy, channel: 'sms', body: 'hola' } },
+        429,
+        'messaging_quota_exceeded',
+      ],
+    ]
+    const answers = []
+    for (const [method, url, request, status, code] of requests) {
+      const res = await send(strict, method, url, request)
+      expect([method, url, res.status, res.body?.code]).toEqual([method, url, status, code ?? res.body?.code])
+      answers.push(res)
+    }
+    expect(answers[13]!.body).toMatchObject({ status: 'queued', override_guardian: true })
+    expect(answers[14]!.body).toMatchObject({ status: 'suppressed', recipient: { role: 'guardian' } })
+    expect(Number(answers[16]!.headers.get('retry-after'))).toBeGreaterThan(0)
+    // Twilio's incoming SMS: a form, no API token; a signature that is not Twilio's is 403.
+    const inbound = await checked('any')(`${strict.url}/comms/webhooks/twilio/inbound`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': 'bm8tc2lnbmF0dXJl',
+      },
+      body: new URLSearchParams({
+        MessageSid: `SM${'0'.repeat(32)}`,
+        From: '+34600000123',
+        Body: 'STOP',
+      }).toString(),
+    })
+    expect([inbound.status, ((await inbound.json()) as { code?: string }).code]).toEqual([
+      403,
+      'invalid_signature',
+    ])
+  })
+
   // DESIGN.md section 10: a token limited to centers manages endpoints of its centers only. The
   // service answers 403 center_forbidden for a body naming another center or none, and the
   // document must say so (the gateway documents 403 only where a `codalmacen` parameter is).

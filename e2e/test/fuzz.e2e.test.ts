@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import fc from 'fast-check'
+import { signLink } from '../../services/comms/src/links/tokens'
 import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from '../src/client'
 
 /**
@@ -33,9 +34,17 @@ import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from 
  * clientErrorHandler writes it as problem+json) and the connection closed, so a connection closed
  * without any status line is accepted only for a case with malformed framing, and a request
  * smuggled behind ambiguous framing is never answered as a second request.
+ *
+ * And public cases, without an API token, to what the operations above leave aside: the provider
+ * callbacks of the document (`security: []`: Twilio's status callback and incoming SMS) and the
+ * pages for people outside /api (`/p/a/<token>` patient links, `/p/u/<token>` one-click
+ * unsubscribe), with arbitrary, altered, real and oddly signed tokens and any body. Rule: within
+ * TIMEOUT_MS, never a 5xx; a callback's refusal is a problem+json with a `code`; a page's answer is
+ * an HTML page with the pages' headers (or the gateway's problem+json refusal: 413, 415).
  */
 const CASES = Number(process.env.FUZZ_CASES ?? 10_000)
 const RAW_CASES = Number(process.env.FUZZ_RAW_CASES ?? 800)
+const PUBLIC_CASES = Number(process.env.FUZZ_PUBLIC_CASES ?? 600)
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123)
 const CONCURRENCY = 16
 const TIMEOUT_MS = 5000
@@ -70,6 +79,8 @@ interface Operation {
   path: string
   params: Parameter[]
   body: Schema | null
+  /** The document's example of the body: one valid body at least. */
+  example?: unknown
   list: boolean
 }
 type Kind = 'schema' | 'mutated' | 'hostile' | 'cursor'
@@ -168,7 +179,36 @@ const dateTime = fc
 const email = fc
   .tuple(fc.stringMatching(/^[a-z0-9]{1,12}$/), fc.constantFrom('example.test', 'clinic.example'))
   .map(([local, domain]) => `${MARK.toLowerCase()}.${local}@${domain}`)
+/** Spanish mobile numbers (E.164): an SMS may go to them. */
+const phone = fc.stringMatching(/^\+346[0-9]{8}$/)
 const UUID_PATTERN = /\[0-9a-fA-F\]\{8\}/
+
+/**
+ * A pattern without its lookarounds (`(?=...)`, `(?!...)`, `(?<=...)`, `(?<!...)`), which
+ * fc.stringMatching cannot generate ("Assertions of kind Lookahead not implemented yet"). Without
+ * this, such a pattern fell back to filtering arbitrary text by it: a text that happens to be an
+ * ISO 8601 duration took some 100,000 tries, and sampling the cases took minutes.
+ */
+function withoutLookarounds(pattern: string): string {
+  let out = ''
+  for (let i = 0; i < pattern.length; i++) {
+    if (!/^\(\?<?[=!]/.test(pattern.slice(i, i + 4))) {
+      // An escape or a character class is copied whole: a parenthesis in it is no group.
+      const m = /^(\\.|\[(\\.|[^\]\\])*\])/s.exec(pattern.slice(i))
+      out += m ? m[0] : pattern[i]
+      i += m ? m[0].length - 1 : 0
+      continue
+    }
+    // Skips to the parenthesis that closes the lookaround.
+    for (let depth = 0; i < pattern.length; i++) {
+      const m = /^(\\.|\[(\\.|[^\]\\])*\])/s.exec(pattern.slice(i))
+      if (m) i += m[0].length - 1
+      else if (pattern[i] === '(') depth++
+      else if (pattern[i] === ')' && --depth === 0) break
+    }
+  }
+  return out
+}
 
 interface Gen {
   pool: Pool
@@ -204,7 +244,13 @@ function stringOf(s: Schema, name: string, path: string, g: Gen): fc.Arbitrary<s
     const re = new RegExp(s.pattern)
     let matching: fc.Arbitrary<string>
     try {
-      matching = fc.stringMatching(re)
+      // Lookarounds (an ISO duration's `^P(?=\d|T\d)...`) are generated without, then filtered by
+      // the whole pattern: most of what the rest generates matches.
+      const generable = withoutLookarounds(s.pattern)
+      matching =
+        generable === s.pattern
+          ? fc.stringMatching(re)
+          : fc.stringMatching(new RegExp(generable)).filter((v) => re.test(v))
     } catch {
       matching = fc
         .string({ minLength: Math.max(min, 1), maxLength: Math.min(max, 40) })
@@ -218,6 +264,9 @@ function stringOf(s: Schema, name: string, path: string, g: Gen): fc.Arbitrary<s
     base = fc
       .string({ minLength: min, maxLength: Math.min(max, 40) })
       .map((v) => (max >= 50 ? `${MARK} ${v}` : v))
+  // A consent's address is an email address or an E.164 number, mostly (free text is always refused).
+  if (name === 'address')
+    base = fc.oneof({ weight: 6, arbitrary: fc.oneof(email, phone) }, { weight: 1, arbitrary: base })
   // A center of the company, mostly (the pattern alone would name unknown centers).
   if (name === 'codalmacen')
     base = fc.oneof(
@@ -506,9 +555,12 @@ function operationArbitrary(op: Operation, g: Gen): fc.Arbitrary<Case> {
       { weight: 4, arbitrary: fc.constantFrom(...idsFor('id', op.path, g.pool)) },
       { weight: 1, arbitrary: fc.uuid() },
     )
-    const validBody: fc.Arbitrary<Payload> = op.body
-      ? fromSchema(op.body, '', op.path, g).map((body) => ({ body }))
-      : fc.constant({})
+    const fromBody = op.body && fromSchema(op.body, '', op.path, g)
+    const validBody: fc.Arbitrary<Payload> = (
+      fromBody && op.example !== undefined
+        ? fc.oneof({ weight: 6, arbitrary: fromBody }, { weight: 1, arbitrary: fc.constant(op.example) })
+        : (fromBody ?? fc.constant(undefined))
+    ).map((body) => (body === undefined ? {} : { body }))
     const paths = fieldPaths(op.body, g)
     const schemaCase = fc.record({
       kind: fc.constant<Kind>('schema'),
@@ -837,6 +889,231 @@ function rawArbitrary(ops: Operation[], g: Gen, token: string, host: string): fc
 }
 
 // ---------------------------------------------------------------------------------------------
+// Public routes: provider callbacks and pages for people
+
+/** A request without an API token to what the gateway forwards without one. */
+interface PublicCase {
+  what: string
+  method: string
+  /** From the gateway's root (`/p/...`) for a page, from `/api` for a callback. */
+  path: string
+  page: boolean
+  headers: Record<string, string>
+  payload: Payload
+}
+
+/**
+ * Requests to the public routes the API operations' loop leaves aside: the provider callbacks of
+ * the document (`security: []` with a form body: Twilio's status callback and incoming SMS, checked
+ * by signature) and the pages of services.json `pages`, which the document does not list (a
+ * reminder's patient link `/p/a/<token>` and an email's one-click unsubscribe `/p/u/<token>`).
+ * Tokens are arbitrary (with MARK: a token is a credential, never logged), altered, real (signed
+ * with the stack's COMMS_LINK_SECRET as the reminder worker and the mailer sign them, for the fuzz
+ * tenant's appointments and email), and signed with hostile payloads or for the other purpose;
+ * bodies are forms, other media types, bytes that are not UTF-8, too large.
+ */
+function publicArbitrary(
+  callbacks: Operation[],
+  g: Gen,
+  link: { secret: string; companyId: number; emailMessage: string; apiToken: string },
+): fc.Arbitrary<PublicCase> {
+  const future = Math.floor(Date.now() / 1000) + 365 * 86_400
+  const sign = (purpose: 'appointment' | 'unsubscribe', payload: unknown) =>
+    signLink(link.secret, purpose, payload as never)
+  const ours = <T>(mine: fc.Arbitrary<T>) =>
+    fc.oneof({ weight: 4, arbitrary: mine }, { weight: 1, arbitrary: value })
+  const appointmentPayload = fc.record(
+    {
+      id: ours(fc.uuid()),
+      companyId: ours(fc.constant(link.companyId)),
+      appointmentId: ours(fc.oneof(fc.constantFrom(...g.pool.appointments), fc.uuid())),
+      lang: ours(fc.constantFrom('es', 'en', 'fr', '')),
+      exp: ours(fc.constantFrom(future, future, 0, -1, 2 ** 53, 1e308)),
+    },
+    { requiredKeys: ['id', 'companyId', 'appointmentId', 'exp'] },
+  )
+  const unsubscribePayload = fc.record(
+    {
+      companyId: ours(fc.constant(link.companyId)),
+      messageId: ours(fc.oneof(fc.constantFrom(link.emailMessage, ...g.pool.messages), fc.uuid())),
+      lang: ours(fc.constantFrom('es', 'en', 'de', '')),
+    },
+    { requiredKeys: ['companyId', 'messageId'] },
+  )
+  const alter = (token: string) =>
+    fc.oneof(
+      fc.nat().map((i) => {
+        const at = i % token.length
+        return `${token.slice(0, at)}${token[at] === 'A' ? 'B' : 'A'}${token.slice(at + 1)}`
+      }),
+      fc.nat().map((i) => token.slice(0, i % token.length)),
+      fc.constantFrom(
+        `${token}.x`,
+        `${token}.`,
+        token.replace('.', ''),
+        `${token}${token}`,
+        token + 'A'.repeat(1100),
+      ),
+    )
+  const tokenOf = (purpose: 'appointment' | 'unsubscribe') => {
+    const other = purpose === 'appointment' ? 'unsubscribe' : 'appointment'
+    const payload = purpose === 'appointment' ? appointmentPayload : unsubscribePayload
+    const real = payload.map((p) => sign(purpose, p))
+    return fc.oneof(
+      { weight: 4, arbitrary: real },
+      { weight: 3, arbitrary: real.chain(alter) },
+      // A real token of the other purpose, and signed JSON of any shape.
+      {
+        weight: 1,
+        arbitrary: (purpose === 'appointment' ? unsubscribePayload : appointmentPayload).map((p) =>
+          sign(other, p),
+        ),
+      },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((p) => sign(purpose, p)) },
+      {
+        weight: 2,
+        arbitrary: fc.oneof(
+          nasty.map((x) => `${MARK}${x}`),
+          fc.tuple(nasty, nasty).map(([x, y]) => `${MARK}${b64(String(x))}.${b64(String(y))}`),
+          fc.constantFrom(`${MARK}..`, `${MARK}.%2e%2e/%2e%2e/api/patients`, `${MARK}/../../api/patients`),
+        ),
+      },
+    )
+  }
+  const languages = fc.oneof(
+    fc.constantFrom('es', 'en-GB,en;q=0.9', 'fr', '*', '', 'en;q=abc, es;q=-1', 'x'.repeat(2000)),
+    fc.stringMatching(/^[\x20-\x7e]{0,100}$/),
+  )
+  const formBody = (fields: string[], valueOf: (field: string) => fc.Arbitrary<unknown>) =>
+    fc
+      .dictionary(
+        fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...fields) }, { weight: 1, arbitrary: fc.string() }),
+        fc.constant(null),
+        {
+          maxKeys: fields.length + 1,
+        },
+      )
+      .chain((d) =>
+        fc.tuple(...Object.keys(d).map((k) => valueOf(k).map((v) => [k, String(v)] as [string, string]))),
+      )
+      .map((pairs) => new URLSearchParams(pairs).toString())
+  const otherBodies: fc.Arbitrary<Payload> = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }).map((b) => ({ body: b })),
+    fc.string().map((raw) => ({ raw, contentType: 'text/plain' })),
+    fc.uint8Array({ minLength: 1, maxLength: 64 }).map((u) => ({
+      raw: Buffer.from([0xff, 0xfe, ...u]),
+      contentType: 'application/x-www-form-urlencoded',
+    })),
+    fc.constantFrom<Payload>(
+      { raw: `action=${'x'.repeat(2000)}`, contentType: 'application/x-www-form-urlencoded' },
+      { raw: `action=${'x'.repeat(70_000)}`, contentType: 'application/x-www-form-urlencoded' },
+      { raw: 'action=confirm&action=cancel', contentType: 'application/x-www-form-urlencoded' },
+      { raw: 'action=%E2%82&%00=%00', contentType: 'application/x-www-form-urlencoded' },
+      {
+        raw: '--b\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\nOne-Click\r\n--b--\r\n',
+        contentType: 'multipart/form-data; boundary=b',
+      },
+      { raw: '--b\r\nContent-Disposition: form-data', contentType: 'multipart/form-data; boundary=b' },
+      { raw: 'action=confirm', contentType: 'application/x-www-form-urlencoded; charset=utf-16' },
+    ),
+  )
+  const pageBody = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: formBody(['action', 'List-Unsubscribe'], (k) =>
+        k === 'action'
+          ? fc.oneof(fc.constantFrom('confirm', 'cancel', 'Confirm', ''), nasty)
+          : fc.oneof(fc.constant('One-Click'), nasty),
+      ).map((raw) => ({ raw, contentType: 'application/x-www-form-urlencoded' })),
+    },
+    { weight: 2, arbitrary: otherBodies },
+    { weight: 1, arbitrary: fc.constant<Payload>({}) },
+  )
+  const page = fc
+    .record({
+      family: fc.constantFrom('a', 'u'),
+      method: fc.constantFrom('GET', 'GET', 'POST', 'POST', 'POST', 'PUT', 'DELETE'),
+      odd: fc.constantFrom(false, false, false, false, false, false, true),
+      language: fc.option(languages, { nil: undefined }),
+      withToken: fc.constantFrom(false, false, false, true),
+    })
+    .chain(({ family, method, odd, language, withToken }) =>
+      fc
+        .record({
+          token: tokenOf(family === 'a' ? 'appointment' : 'unsubscribe'),
+          oddPath: fc.constantFrom(
+            `/p/${family}`,
+            `/p/${family}/`,
+            '/p/',
+            '/p/x/abc',
+            `/p/${family}/%00`,
+            `/p/${family}/a%2Fb`,
+          ),
+          payload: method === 'GET' ? fc.constant<Payload>({}) : pageBody,
+        })
+        .map(({ token, oddPath, payload }): PublicCase => ({
+          what: `${method} /p/${family}/<token>${odd ? ` (${oddPath})` : ''}`,
+          method,
+          path: odd ? oddPath : `/p/${family}/${encodePath(token)}`,
+          page: true,
+          headers: {
+            ...(language === undefined ? {} : { 'accept-language': language }),
+            // An API token is no authority here (the link is): the gateway forwards no assertion.
+            ...(withToken ? { 'x-service-token': link.apiToken } : {}),
+          },
+          payload,
+        })),
+    )
+  const callbackCases = callbacks.map((op) => {
+    const fields = Object.keys(deref(op.body ?? {}, g).properties ?? {})
+    const valueOf = (k: string): fc.Arbitrary<unknown> =>
+      k === 'Body'
+        ? fc.oneof(fc.constantFrom('STOP', ' baja ', 'Cancelar!', 'START', 'alta', 'hola'), nasty)
+        : k === 'From' || k === 'To'
+          ? fc.oneof(fc.constantFrom('+34600111222', '+34803123456', ''), nasty)
+          : k === 'MessageStatus'
+            ? fc.oneof(fc.constantFrom('delivered', 'undelivered', 'failed', 'sent'), nasty)
+            : fc.oneof(fc.stringMatching(/^(SM|AC)[0-9a-f]{32}$/), nasty)
+    return fc
+      .record({
+        payload: fc.oneof(
+          {
+            weight: 4,
+            arbitrary: formBody(fields, valueOf).map((raw) => ({
+              raw,
+              contentType: 'application/x-www-form-urlencoded',
+            })),
+          },
+          { weight: 2, arbitrary: otherBodies },
+          { weight: 1, arbitrary: fc.constant<Payload>({}) },
+        ),
+        signature: fc.option(
+          fc.oneof(
+            fc.uint8Array({ minLength: 20, maxLength: 20 }).map((u) => Buffer.from(u).toString('base64')),
+            fc.stringMatching(/^[\x20-\x7e]{0,100}$/),
+          ),
+          { nil: undefined },
+        ),
+        query: fc.option(fc.dictionary(fc.string({ maxLength: 10 }), nasty, { maxKeys: 2 }), {
+          nil: undefined,
+        }),
+      })
+      .map(({ payload, signature, query }): PublicCase => {
+        const qs = query ? queryString(Object.entries(query)) : ''
+        return {
+          what: `POST ${op.path}`,
+          method: 'POST',
+          path: `${op.path}${qs ? `?${qs}` : ''}`,
+          page: false,
+          headers: signature === undefined ? {} : { 'x-twilio-signature': signature },
+          payload,
+        }
+      })
+  })
+  return fc.oneof({ weight: 3, arbitrary: page }, ...callbackCases)
+}
+
+// ---------------------------------------------------------------------------------------------
 
 let t: Tenant
 let api: string
@@ -885,7 +1162,7 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(() => stop?.())
 
-test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 5xx, never a hang`, async () => {
+test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC_CASES} to public routes: never a 5xx, never a hang`, async () => {
   const doc = (await call('GET', '/openapi.json', { base: api, timeoutMs: TIMEOUT_MS })).body as {
     paths: Record<
       string,
@@ -893,7 +1170,7 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
         string,
         {
           parameters?: Parameter[]
-          requestBody?: { content: Record<string, { schema?: Schema }> }
+          requestBody?: { content: Record<string, { schema?: Schema; example?: unknown }> }
           security?: unknown[]
           tags?: string[]
         }
@@ -915,6 +1192,7 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
         path,
         params: (o.parameters ?? []).map(shortPoll),
         body: o.requestBody ? (o.requestBody.content['application/json']?.schema ?? {}) : null,
+        example: o.requestBody?.content['application/json']?.example,
         list: method === 'get' && (o.parameters ?? []).some((p) => p.in === 'query' && p.name === 'after'),
       })),
   )
@@ -932,11 +1210,33 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
       const decoded = next ? jsonOf(Buffer.from(next, 'base64url').toString()) : undefined
       if (Array.isArray(decoded)) (pool.cursors[op.path] ??= []).push(decoded)
     }
+  // The provider callbacks: public (`security: []`), signature-checked, a form body.
+  const callbacks: Operation[] = Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods)
+      .filter(([m, o]) => m === 'post' && o.security?.length === 0)
+      .flatMap(([method, o]) => {
+        const form = o.requestBody?.content['application/x-www-form-urlencoded']
+        return form ? [{ method, path, params: [], body: form.schema ?? {}, list: false }] : []
+      }),
+  )
+  expect(callbacks.map((c) => c.path).sort()).toEqual([
+    '/comms/webhooks/twilio',
+    '/comms/webhooks/twilio/inbound',
+  ])
   const g: Gen = { pool, doc }
   const started = Date.now()
   const cases = fc.sample(caseArbitrary(ops, g), { numRuns: CASES, seed: SEED })
   const { host } = new URL(api)
   const raws = fc.sample(rawArbitrary(ops, g, t.token, host), { numRuns: RAW_CASES, seed: SEED + 1 })
+  const publics = fc.sample(
+    publicArbitrary(callbacks, g, {
+      secret: stack().env.COMMS_LINK_SECRET!,
+      companyId: t.companyId,
+      emailMessage: pool.messages[0]!,
+      apiToken: t.token,
+    }),
+    { numRuns: PUBLIC_CASES, seed: SEED + 2 },
+  )
   const sampledMs = Date.now() - started
 
   const failures: string[] = []
@@ -1024,10 +1324,54 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
       if (a.headers.some(([name]) => name === 'x-injected')) fail('an injected header came back')
     }
   }
+  // Public routes, a few at a time, alongside: pages from the gateway's root, callbacks under /api.
+  const root = api.replace(/\/api$/, '')
+  const publicSeen = new Map<string, number>()
+  let publicNext = 0
+  let publicMaxMs = 0
+  const publicWorker = async () => {
+    while (publicNext < publics.length) {
+      const c = publics[publicNext++]!
+      const caseStarted = Date.now()
+      const input = `public ${c.method} ${c.path.slice(0, 200)} headers=${JSON.stringify(c.headers).slice(0, 100)} body=${JSON.stringify(c.payload.body ?? c.payload.raw?.toString() ?? null)?.slice(0, 150)}`
+      let status = 0
+      try {
+        const res = await call(c.method, c.path, {
+          base: c.page ? root : api,
+          headers: c.headers,
+          timeoutMs: TIMEOUT_MS,
+          ...c.payload,
+        })
+        status = res.status
+        const type = res.headers.get('content-type') ?? ''
+        const code = (res.body as { code?: unknown } | undefined)?.code
+        const problem = type.startsWith('application/problem+json') && typeof code === 'string'
+        // A page is HTML, sent with the pages' headers (no script, not cached); what the gateway
+        // refuses before the service (413, 415, an unknown method) is a problem, as everywhere.
+        const page =
+          type.startsWith('text/html') &&
+          /default-src 'none'/.test(res.headers.get('content-security-policy') ?? '') &&
+          res.headers.get('cache-control') === 'no-store'
+        if (status >= 500 || status < 200 || (status >= 300 && status < 400)) {
+          fivexx.set(`public ${c.what}`, input)
+          failures.push(`${input}: ${status} ${String(JSON.stringify(res.body)).slice(0, 200)}`)
+        } else if (c.page && !(page || (status >= 400 && problem)))
+          failures.push(`${input}: ${status} ${type}, neither a page nor a problem`)
+        else if (!c.page && status >= 400 && !problem) failures.push(`${input}: ${status} without a problem`)
+      } catch (err) {
+        if ((err as Error).name === 'TimeoutError') hangs++
+        failures.push(`${input}: no answer in ${Date.now() - caseStarted} ms (${(err as Error).message})`)
+      }
+      publicMaxMs = Math.max(publicMaxMs, Date.now() - caseStarted)
+      const key = `${c.page ? 'page' : 'callback'}:${status}`
+      publicSeen.set(key, (publicSeen.get(key) ?? 0) + 1)
+    }
+  }
   let rawMs = 0
   await Promise.all([
     ...Array.from({ length: CONCURRENCY }, worker),
     Promise.all(Array.from({ length: 4 }, rawWorker)).then(() => (rawMs = Date.now() - started - sampledMs)),
+    ...Array.from({ length: 2 }, publicWorker),
   ])
   const httpMs = Date.now() - started - sampledMs
 
@@ -1051,7 +1395,8 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
       `logs=${logFiles.length ? `${logFiles.length}_files_${logHits.length}_with_marker` : 'unreachable'} ` +
       `ms=sample:${sampledMs},requests:${httpMs},raw_done_at:${rawMs} ` +
       `statuses=${JSON.stringify(Object.fromEntries([...seen].sort(([a], [b]) => a - b)))} kinds=${JSON.stringify(kinds)} ` +
-      `raw_statuses=${JSON.stringify(Object.fromEntries(rawSeen))}\n`,
+      `raw_statuses=${JSON.stringify(Object.fromEntries(rawSeen))} public=${publics.length} public_max_ms=${publicMaxMs} ` +
+      `public_statuses=${JSON.stringify(Object.fromEntries([...publicSeen].sort()))}\n`,
   )
   if (keptOpen.size)
     process.stdout.write(
@@ -1065,6 +1410,7 @@ test(`${CASES} requests over every operation and ${RAW_CASES} raw ones: never a 
   expect(hangs).toBe(0)
   expect(maxMs).toBeLessThan(TIMEOUT_MS)
   expect(rawMaxMs).toBeLessThan(TIMEOUT_MS)
+  expect(publicMaxMs).toBeLessThan(TIMEOUT_MS)
   // Every process's log was read (none is missing or empty), and none holds a value sent.
   expect(logFiles.map((f) => readFileSync(f, 'utf8').length > 0)).toEqual(
     Object.keys(stack().processes).map(() => true),

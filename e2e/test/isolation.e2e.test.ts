@@ -28,6 +28,11 @@ import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/cli
  * slot from A, even under the same practitioner id, and A cannot convert B's hold); a conflict
  * with something at a center the token cannot see names no one.
  *
+ * Reminders, their policy and consent too (DESIGN.md section 12): each company has its own policy,
+ * reminders and preferences (A reads and sets its own, never B's, even for B's address); a token
+ * limited to ALM2 sees the reminders of ALM2 only, cannot set the company's policy (403
+ * center_forbidden) and sees and sets the company's preferences (consent is per company).
+ *
  * An operation without a generator fails the suite: a new endpoint cannot be added without being
  * covered here. Then A's list totals are compared with what A itself created.
  */
@@ -101,12 +106,58 @@ interface World {
   timeOff: string
   /** A live hold of that practitioner, 10:00-10:30: it expires after HOLD_TTL_SECONDS (300 s), beyond this file. */
   hold: string
+  /** The company's reminder policy, set before the booking... */
+  policy: Policy
+  /** ...so the appointment has reminders (one per offset, due in 2031: they stay scheduled). */
+  reminders: string[]
+  /**
+   * An email address the company opted out (no marker in it: consent is the company's, and a token
+   * limited to a center sees it), and the preference's id (per company, channel and address).
+   */
+  preference: { id: string; address: string }
   /** Text that exists only in this company's (or center's) records. */
   marker: string
 }
 
 /** The practitioner of A's ALM1 appointment of its ALM2 patient: a slug no one registered. */
 const unregisteredOf = (w: World) => `dra-${w.marker.toLowerCase()}`
+
+interface Policy {
+  enabled: boolean
+  offsets: string[]
+  quiet_hours: { start: string; end: string } | null
+  confirm_links: boolean
+}
+/** Each company's policy, different in every field: an answer shows whose it is. */
+const POLICY_A: Policy = { enabled: true, offsets: ['P1D'], quiet_hours: null, confirm_links: true }
+const POLICY_B: Policy = {
+  enabled: true,
+  offsets: ['P2D', 'PT3H'],
+  quiet_hours: { start: '22:00', end: '07:00' },
+  confirm_links: false,
+}
+const policyOf = (p: Policy | undefined) =>
+  p && { enabled: p.enabled, offsets: p.offsets, quiet_hours: p.quiet_hours, confirm_links: p.confirm_links }
+/**
+ * Polls of a tenant's token every 200 ms: a token may make RATE_LIMIT_PER_MINUTE (600) requests a
+ * minute, and a poll every 50 ms (waitFor's default) for a slow delivery would spend them all.
+ */
+const POLL_MS = 200
+/** The reminders of an appointment, once the comms service has scheduled `n` of them. */
+const remindersOf = (t: Tenant, appointment: string, n: number) =>
+  waitFor(
+    async () => {
+      const res = await call('GET', `/comms/reminders?appointment_id=${appointment}`, {
+        token: t.token,
+        timeoutMs: TIMEOUT_MS,
+      })
+      const ids = (res.body?.data ?? []).map((r: { id: string }) => r.id) as string[]
+      return ids.length === n ? ids : null
+    },
+    { what: `${n} reminders of appointment ${appointment}`, timeoutMs: 30_000, intervalMs: POLL_MS },
+  )
+const preferencePath = (address: string) =>
+  `/comms/preferences?address=${encodeURIComponent(address)}&channel=email`
 
 const ok = async (t: Tenant, method: string, path: string, body: unknown, status: number) => {
   const res = await call(method, path, { token: t.token, body, timeoutMs: TIMEOUT_MS })
@@ -119,15 +170,18 @@ const ok = async (t: Tenant, method: string, path: string, body: unknown, status
 let hook: string
 let receiver: Server
 
-async function populate(t: Tenant, center: string): Promise<World> {
+async function populate(t: Tenant, center: string, policy: Policy): Promise<World> {
   const marker = `Iso${randomUUID().slice(0, 8)}`
-  const endpoint = await ok(
-    t,
-    'POST',
-    '/webhooks/endpoints',
-    { url: hook, event_types: ['*'], codalmacen: center, description: marker },
-    201,
-  )
+  const [endpoint] = await Promise.all([
+    ok(
+      t,
+      'POST',
+      '/webhooks/endpoints',
+      { url: hook, event_types: ['*'], codalmacen: center, description: marker },
+      201,
+    ),
+    ok(t, 'PUT', '/comms/reminder-policy', policy, 200),
+  ])
   const [patient, practitioner] = await Promise.all([
     ok(
       t,
@@ -188,6 +242,12 @@ async function populate(t: Tenant, center: string): Promise<World> {
     ok(t, 'POST', '/comms/send', { patient_id: patient.id, body: marker }, 202),
   ])
   await settled(t, message.id)
+  // Opted out after the message went (it would be suppressed, not sent).
+  const address = `consent-${randomUUID().slice(0, 8)}@example.test`
+  const [preference, reminders] = await Promise.all([
+    ok(t, 'PUT', '/comms/preferences', { channel: 'email', address, opted_out: true }, 200),
+    remindersOf(t, appointment.id, policy.offsets.length),
+  ])
   // The patient's patient.created, delivered: a log row that no longer changes (the log as a whole
   // grows while later events arrive, so the snapshots read this row only).
   const delivery = await waitFor(
@@ -195,7 +255,7 @@ async function populate(t: Tenant, center: string): Promise<World> {
       (
         await call('GET', deliveryOf(endpoint.id), { token: t.token, timeoutMs: TIMEOUT_MS })
       ).body?.data?.find((d: { status: string }) => d.status === 'succeeded') as { id: string } | undefined,
-    { what: 'the webhook delivery to succeed', timeoutMs: 45_000 },
+    { what: 'the webhook delivery to succeed', timeoutMs: 45_000, intervalMs: POLL_MS },
   )
   return {
     endpoint: endpoint.id,
@@ -206,6 +266,9 @@ async function populate(t: Tenant, center: string): Promise<World> {
     practitioner: practitioner.id,
     timeOff: timeOff.id,
     hold: hold.id,
+    policy,
+    reminders,
+    preference: { id: preference.id, address },
     marker,
   }
 }
@@ -224,7 +287,7 @@ const settled = (t: Tenant, id: string) =>
       ['sent', 'failed'].includes(
         (await call('GET', `/comms/messages/${id}`, { token: t.token, timeoutMs: TIMEOUT_MS })).body?.status,
       ),
-    { what: 'the message to settle', timeoutMs: 20_000 },
+    { what: 'the message to settle', timeoutMs: 20_000, intervalMs: POLL_MS },
   )
 
 /** One request of a loop and the answers it may get (DESIGN.md sections 2-3). */
@@ -241,6 +304,19 @@ interface Probe {
 /** An availability answer that offers no slot. */
 const noSlots = (res: Answer) =>
   res.body?.data?.length === 0 ? undefined : `offers ${JSON.stringify(res.body?.data)}`
+/** A list that shows nothing. */
+const none = (res: Answer) =>
+  res.body?.data?.length === 0 ? undefined : `shows ${JSON.stringify(res.body?.data)}`
+/** The policy answered is `p`. */
+const policyIs = (p: Policy) => (res: Answer) =>
+  JSON.stringify(policyOf(res.body)) === JSON.stringify(p) ? undefined : `policy ${JSON.stringify(res.body)}`
+/** Preferences answered, each with `opted_out` as given. */
+const optedOut = (value: boolean) => (res: Answer) => {
+  const items = (res.body?.items ?? (res.body ? [res.body] : [])) as Array<{ opted_out: boolean }>
+  return items.length && items.every((i) => i.opted_out === value)
+    ? undefined
+    : `preferences ${JSON.stringify(res.body)}`
+}
 /**
  * A conflict with something at a center the token cannot see: the detail names neither patient nor
  * practitioner, and no alternative is at another center than the token's.
@@ -335,26 +411,39 @@ async function snapshot(
   records: Record<string, string>,
   o: { query?: string; actions?: boolean } = {},
 ) {
-  const read = async (p: string) => (await call('GET', p, { token: t.token, timeoutMs: TIMEOUT_MS })).body
+  // Every read is the owner's own: anything but a 200 says the snapshot is no snapshot (and why).
+  const read = async (p: string) => {
+    const res = await call('GET', p, { token: t.token, timeoutMs: TIMEOUT_MS })
+    if (res.status !== 200)
+      throw new Error(`snapshot: GET ${p} answered ${res.status} ${JSON.stringify(res.body)}`)
+    return res.body
+  }
   const rows = Object.fromEntries(
     await Promise.all(Object.values(records).map(async (p) => [p, await read(p)] as const)),
   )
   const totals = await Promise.all(
     LISTS.map(async (p) => (await read(`${p}${o.query ?? ''}`)).meta.total as number),
   )
+  // The policy is the company's, with no id: read as it is.
+  const policy = await read('/comms/reminder-policy')
   const actors = new Set<string>()
   for (const id of Object.keys(records))
     for (const e of (await read(`/audit/events?resource_id=${id}&limit=100`)).data)
       if (o.actions !== false || e.action !== 'http.request')
         actors.add(`${e.actor?.username ?? 'system'}/${e.actor?.token_id ?? ''}`)
-  return { records: rows, totals, actors: [...actors].sort() }
+  return { records: rows, totals, policy, actors: [...actors].sort() }
 }
 
 /**
  * Each record's path, by id. A time off is read in its practitioner's list; a hold, which has no
- * read of its own, in the practitioner's free slots of the day (with the appointment and the time off).
+ * read of its own, in the practitioner's free slots of the day (with the appointment and the time
+ * off); reminders in their appointment's list; the preference by its address (with `consent`: it is
+ * the company's, a center's token sees it).
  */
-const recordsOf = (w: World & { otherAppointment?: string }): Record<string, string> => ({
+const recordsOf = (
+  w: World & { otherAppointment?: string; otherReminders?: string[] },
+  o: { consent: boolean },
+): Record<string, string> => ({
   [w.endpoint]: `/webhooks/endpoints/${w.endpoint}`,
   [w.delivery]: deliveryOf(w.endpoint),
   [w.patient]: `/patients/${w.patient}`,
@@ -364,18 +453,25 @@ const recordsOf = (w: World & { otherAppointment?: string }): Record<string, str
   [w.timeOff]: `/practitioners/${w.practitioner}/time-off`,
   [w.hold]: dayOf(w.practitioner),
   ...(w.otherAppointment ? { [w.otherAppointment]: `/appointments/${w.otherAppointment}` } : {}),
+  ...Object.fromEntries(w.reminders.map((id) => [id, `/comms/reminders?appointment_id=${w.appointment}`])),
+  ...Object.fromEntries(
+    (w.otherReminders ?? []).map((id) => [id, `/comms/reminders?appointment_id=${w.otherAppointment}`]),
+  ),
+  ...(o.consent ? { [w.preference.id]: preferencePath(w.preference.address) } : {}),
 })
 
 let a: Tenant
 let b: Tenant
-/** A's records at ALM1, and an ALM1 appointment of A's ALM2 patient. */
-let alm1: World & { otherAppointment: string }
+/** A's records at ALM1, and an ALM1 appointment of A's ALM2 patient (with its reminders). */
+let alm1: World & { otherAppointment: string; otherReminders: string[] }
 /** A's patient at ALM2 (which a token limited to ALM2 sees). */
 let alm2Patient: string
 /** A's practitioner working only at ALM2 (which a token limited to ALM2 sees). */
 let alm2Practitioner: string
 /** A's webhook endpoint of ALM2 (which a token limited to ALM2 sees). */
 let alm2Endpoint: string
+/** The reminders of an appointment of A's ALM2 patient at ALM2 (which a token limited to ALM2 sees). */
+let alm2Reminders: string[]
 let worldB: World
 beforeAll(async () => {
   receiver = createServer((req, res) => {
@@ -385,7 +481,10 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
   hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
   ;[a, b] = await Promise.all([makeTenant(['ALM1', 'ALM2']), makeTenant(['ALM1', 'ALM2'])])
-  const [worldA] = await Promise.all([populate(a, 'ALM1'), populate(b, 'ALM1').then((w) => (worldB = w))])
+  const [worldA] = await Promise.all([
+    populate(a, 'ALM1', POLICY_A),
+    populate(b, 'ALM1', POLICY_B).then((w) => (worldB = w)),
+  ])
   const [patient, practitioner] = await Promise.all([
     ok(
       a,
@@ -433,9 +532,29 @@ beforeAll(async () => {
     },
     201,
   )
-  alm1 = { ...worldA!, otherAppointment: otherAppointment.id }
-  // A message at ALM2, so a limited token's list of messages has something to show.
-  await settled(a, (await ok(a, 'POST', '/comms/send', { patient_id: alm2Patient, body: 'hola' }, 202)).id)
+  // At ALM2, the next day: so a limited token's list of reminders has something to show.
+  const alm2Appointment = await ok(
+    a,
+    'POST',
+    '/appointments',
+    {
+      patient_id: alm2Patient,
+      codalmacen: 'ALM2',
+      practitioner: `dra-alm2-${worldA!.marker.toLowerCase()}`,
+      starts_at: `${nextDay}T09:00:00Z`,
+      ends_at: `${nextDay}T09:30:00Z`,
+    },
+    201,
+  )
+  const [otherReminders] = await Promise.all([
+    remindersOf(a, otherAppointment.id, POLICY_A.offsets.length),
+    remindersOf(a, alm2Appointment.id, POLICY_A.offsets.length).then((r) => (alm2Reminders = r)),
+    // A message at ALM2, so a limited token's list of messages has something to show.
+    ok(a, 'POST', '/comms/send', { patient_id: alm2Patient, body: 'hola' }, 202).then((m) =>
+      settled(a, m.id),
+    ),
+  ])
+  alm1 = { ...worldA!, otherAppointment: otherAppointment.id, otherReminders }
 }, 120_000)
 afterAll(async () => {
   receiver?.closeAllConnections()
@@ -522,6 +641,47 @@ function companyCalendarProbes(key: string, w: World): Probe[] | undefined {
   return probes[key]
 }
 
+/**
+ * The probes of reminders, their policy and consent: A reads and sets its own policy (never B's),
+ * sees none of B's reminders, and its preferences for B's opted-out address are its own (not opted
+ * out); setting one changes A's, not B's (the snapshot shows B's as it was).
+ */
+function companyConsentProbes(key: string, w: World): Probe[] | undefined {
+  const address = encodeURIComponent(w.preference.address)
+  const probes: Record<string, Probe[]> = {
+    'get /comms/reminder-policy': [
+      { url: '/comms/reminder-policy', status: [200], check: policyIs(POLICY_A) },
+    ],
+    'put /comms/reminder-policy': [
+      { url: '/comms/reminder-policy', body: POLICY_A, status: [200], check: policyIs(POLICY_A) },
+    ],
+    'get /comms/reminders': [
+      { url: '/comms/reminders?limit=100', status: [200] },
+      { url: '/comms/reminders?status=scheduled&limit=100', status: [200] },
+      { url: `/comms/reminders?appointment_id=${w.appointment}`, status: [200], check: none },
+    ],
+    'get /comms/preferences': [
+      { url: `/comms/preferences?address=${address}`, status: [200], check: optedOut(false) },
+      { url: preferencePath(w.preference.address), status: [200], check: optedOut(false) },
+      // Email addresses are compared lower-cased: the same address.
+      {
+        url: `/comms/preferences?address=${encodeURIComponent(w.preference.address.toUpperCase())}`,
+        status: [200],
+        check: optedOut(false),
+      },
+    ],
+    'put /comms/preferences': [
+      {
+        url: '/comms/preferences',
+        body: { channel: 'email', address: w.preference.address, opted_out: false },
+        status: [200],
+        check: optedOut(false),
+      },
+    ],
+  }
+  return probes[key]
+}
+
 /** A body that names B's records where the operation takes references, else a plain valid one. */
 function bodyFor(method: string, path: string, w: World): unknown {
   const key = `${method} ${path}`
@@ -556,14 +716,21 @@ const filtersFor = (path: string, w: World): string[] =>
     '/patients': ['', `?q=${w.marker}`],
     '/appointments': ['', `?patient_id=${w.patient}`],
     '/comms/messages': ['', `?patient_id=${w.patient}`, `?appointment_id=${w.appointment}`],
-    '/audit/events': ['', `?resource_id=${w.patient}`, `?resource_id=${w.practitioner}`],
+    '/audit/events': [
+      '',
+      `?resource_id=${w.patient}`,
+      `?resource_id=${w.practitioner}`,
+      `?resource_id=${w.preference.id}`,
+      '?resource_type=preference',
+    ],
     '/webhooks/endpoints': ['', '?codalmacen=ALM1'],
     '/events': ['', '?types=patient.created', '?limit=100', '?wait=1'],
   })[path] ?? ['']
 
 function companyProbes(method: string, path: string): Probe[] {
-  const calendar = companyCalendarProbes(`${method} ${path}`, worldB)
-  if (calendar) return calendar
+  const own =
+    companyCalendarProbes(`${method} ${path}`, worldB) ?? companyConsentProbes(`${method} ${path}`, worldB)
+  if (own) return own
   const target = pathFor(path, worldB)
   if (target === null) throw new Error(`no path generator for ${method} ${path}`)
   if (method === 'get' && !path.includes('{'))
@@ -572,6 +739,14 @@ function companyProbes(method: string, path: string): Probe[] {
   const refersToB = method === 'post' && /patient_id/.test(JSON.stringify(body ?? {}))
   const status = path.includes('{') ? [404] : refersToB ? [422] : method === 'post' ? [201, 202] : [200]
   const probes: Probe[] = [{ url: target, body, status }]
+  // To B's patient on purpose, past its guardian: as unknown as before.
+  if (`${method} ${path}` === 'post /comms/send')
+    probes.push({
+      url: target,
+      body: { patient_id: worldB.patient, recipient: 'patient', override_guardian: true, body: 'hola' },
+      status: [422],
+      code: 'unknown_patient',
+    })
   // B's live hold named in A's booking of another time: no hold for A (a hold A could see would be 400 /hold_id).
   if (`${method} ${path}` === 'post /appointments')
     probes.push({
@@ -589,7 +764,7 @@ function companyProbes(method: string, path: string): Probe[] {
 }
 
 test('company A reaches nothing of company B, on every operation of the API', async () => {
-  const records = recordsOf(worldB)
+  const records = recordsOf(worldB, { consent: true })
   const ids = Object.keys(records)
   const before = await snapshot(b, records)
   // The snapshot sees B's appointment, hold and time off in B's free slots (so it would see them go).
@@ -836,6 +1011,12 @@ function centerProbes(method: string, path: string): Probe[] {
         status: [422],
         code: 'unknown_appointment',
       },
+      {
+        url: '/comms/send',
+        body: { patient_id: alm1.patient, recipient: 'patient', override_guardian: true, body: 'x' },
+        status: [422],
+        code: 'unknown_patient',
+      },
       { ...forbidden('/comms/send'), body: { patient_id: alm2Patient, body: 'x' } },
     ],
     'get /comms/messages': () => [
@@ -971,9 +1152,60 @@ function centerProbes(method: string, path: string): Probe[] {
       forbidden(`/appointments/holds/${alm1.hold}`),
     ],
     ...webhookCenterProbes(forbidden, notFound),
+    ...consentCenterProbes(forbidden),
   }
   if (!probes[key]) throw new Error(`no center generator for ${key}: cover it in isolation.e2e.test.ts`)
   return probes[key]()
+}
+
+/**
+ * The share of centerProbes of reminders, their policy and consent: the policy is the whole
+ * company's (a limited token reads it and cannot set it, 403 center_forbidden, even naming its own
+ * center); reminders of ALM1's appointments are not shown, ALM2's are; preferences are the
+ * company's, seen and set by a token of any center.
+ */
+function consentCenterProbes(forbidden: (url: string) => Probe): Record<string, () => Probe[]> {
+  const centerForbidden = { status: [403], code: 'center_forbidden' }
+  /** Reminders of ALM2 only, its appointment's among them. */
+  const ofALM2 = (res: Answer) => {
+    const shown = (res.body?.data ?? []) as Array<{ id: string; codalmacen: string | null }>
+    const other = shown.filter((r) => r.codalmacen !== 'ALM2')
+    if (other.length) return `reminders of another center: ${JSON.stringify(other)}`
+    const missing = alm2Reminders.filter((id) => !shown.some((r) => r.id === id))
+    return missing.length ? `ALM2's reminders missing: ${missing.join(', ')}` : undefined
+  }
+  const fresh = () => ({
+    channel: 'email',
+    address: `limited-${randomUUID().slice(0, 8)}@example.test`,
+    opted_out: true,
+  })
+  return {
+    'get /comms/reminder-policy': () => [
+      { url: '/comms/reminder-policy', status: [200], check: policyIs(POLICY_A) },
+      forbidden('/comms/reminder-policy'),
+    ],
+    'put /comms/reminder-policy': () => [
+      { url: '/comms/reminder-policy', body: POLICY_A, ...centerForbidden },
+      { url: '/comms/reminder-policy', body: { ...POLICY_A, enabled: false }, ...centerForbidden },
+      { url: '/comms/reminder-policy?codalmacen=ALM2', body: POLICY_A, ...centerForbidden },
+      { ...forbidden('/comms/reminder-policy'), body: POLICY_A },
+    ],
+    'get /comms/reminders': () => [
+      { url: '/comms/reminders?limit=100', status: [200], check: ofALM2 },
+      { url: '/comms/reminders?codalmacen=ALM2&status=scheduled&limit=100', status: [200], check: ofALM2 },
+      { url: `/comms/reminders?appointment_id=${alm1.appointment}`, status: [200], check: none },
+      { url: `/comms/reminders?appointment_id=${alm1.otherAppointment}`, status: [200], check: none },
+      forbidden('/comms/reminders'),
+    ],
+    'get /comms/preferences': () => [
+      { url: preferencePath(alm1.preference.address), status: [200], check: optedOut(true) },
+      forbidden(preferencePath(alm1.preference.address)),
+    ],
+    'put /comms/preferences': () => [
+      { url: '/comms/preferences', body: fresh(), status: [200], check: optedOut(true) },
+      { ...forbidden('/comms/preferences'), body: fresh() },
+    ],
+  }
 }
 
 /**
@@ -1060,7 +1292,7 @@ function webhookCenterProbes(
 
 test('a token limited to one center reaches nothing of the company’s other centers, on every operation', async () => {
   const limited = await tokenFor(a, '--centers', 'ALM2')
-  const records = recordsOf(alm1)
+  const records = recordsOf(alm1, { consent: false })
   const ids = Object.keys(records)
   const before = await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })
   expect(startsOf(before.records[dayOf(alm1.practitioner)])).toEqual(WORLD_FREE)

@@ -58,6 +58,8 @@ export function verifyLink<P extends LinkPurpose>(
   } catch {
     return { ok: false, reason: 'altered' }
   }
+  // Signed JSON that is no object (`null` would throw below) was never made by signLink.
+  if (typeof payload !== 'object' || payload === null) return { ok: false, reason: 'altered' }
   if (purpose === 'appointment' && (payload as AppointmentLink).exp * 1000 <= now.getTime())
     return { ok: false, reason: 'expired' }
   return { ok: true, payload }
