@@ -219,7 +219,8 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
 // The database (or the path to it) is away: refused, cut, reset, shut down by an admin, or no pool
 // connection in time. Transient, so 503 with Retry-After rather than 500.
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'])
-const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006'])
+// 53300: too_many_connections (the server's slots are full): the database is there, not for us yet.
+const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300'])
 // The transaction lost a race with another (deadlock, serialization failure, lock not available):
 // nothing was written, and the same request may succeed an instant later.
 const CONFLICT_SQLSTATES = new Set(['40P01', '40001', '55P03'])

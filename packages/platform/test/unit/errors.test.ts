@@ -102,6 +102,7 @@ describe('toAppError', () => {
       new Error('insert into "patients" ("id") values ($1) - Connection terminated unexpectedly'),
       new Error('ROLLBACK - Client has encountered a connection error and is not queryable'),
       Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('sorry, too many clients already'), { code: '53300' }),
       Object.assign(new Error('Knex: Timeout acquiring a connection.'), { name: 'KnexTimeoutError' }),
     ]
     for (const err of lost) {
