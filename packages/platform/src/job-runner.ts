@@ -15,6 +15,11 @@ export interface JobRunnerOptions<J> {
   concurrency: number
   /** How often to look for due jobs without being woken (a notification can be lost). */
   pollMs: number
+  /**
+   * Claim only when at least this many slots are free (while jobs are in flight): fewer, fuller
+   * claims under load. Default 1.
+   */
+  minClaim?: number
   log: Logger
 }
 
@@ -72,7 +77,7 @@ export class JobRunner<J> {
 
   private async claim() {
     const free = this.o.concurrency - this.inFlight.size
-    if (free <= 0) return
+    if (free <= 0 || (this.inFlight.size > 0 && free < (this.o.minClaim ?? 1))) return
     const jobs = await this.o.claim(free)
     for (const job of jobs) {
       const p: Promise<void> = this.o

@@ -60,3 +60,29 @@ describe('JobRunner', () => {
     expect(claims).toBe(before)
   })
 })
+
+describe('JobRunner minClaim', () => {
+  it('claims again only when that many slots are free, while jobs are in flight', async () => {
+    const queue = Array.from({ length: 40 }, (_, i) => i)
+    const limits: number[] = []
+    const runner = new JobRunner<number>({
+      name: 'numbers',
+      claim: async (limit) => {
+        limits.push(limit)
+        return queue.splice(0, limit)
+      },
+      run: (n) => new Promise((r) => setTimeout(r, 1 + (n % 4))),
+      concurrency: 8,
+      minClaim: 4,
+      pollMs: 3_600_000,
+      log,
+    })
+    runner.wake()
+    await runner.idle()
+    expect(queue).toEqual([])
+    // The first claim fills every slot; later ones wait for at least 4 free.
+    expect(limits[0]).toBe(8)
+    expect(limits.every((l) => l >= 4)).toBe(true)
+    await runner.stop()
+  })
+})

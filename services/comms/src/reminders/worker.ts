@@ -77,6 +77,8 @@ export class ReminderWorker {
       claim: (limit) => o.store.claim(o.clock(), limit, o.leaseMs ?? LEASE_MS),
       run: (r) => this.send(r),
       concurrency: o.concurrency,
+      // A claim is a scan of the due index: under load, claim a quarter of the slots at a time.
+      minClaim: Math.ceil(o.concurrency / 4),
       pollMs: o.pollMs ?? 1000,
       log: o.log,
     })
