@@ -220,6 +220,9 @@ export async function startStack(base, services, extra = {}) {
     ...base,
     AMQP_URL: amqpUrl,
     AUDIT_CHAIN_KEY: BENCH_SECRET,
+    COMMS_LINK_SECRET: BENCH_SECRET,
+    // No Twilio here (and SMTP only where a bench sets SMTP_URL): the rest goes to files.
+    COMMS_DELIVERY: 'files',
     RATE_LIMIT_PER_MINUTE: '100000000',
     RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '100000000',
     ...Object.fromEntries(

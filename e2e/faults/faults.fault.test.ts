@@ -28,6 +28,8 @@ import {
   type Receiver,
   type WebhookVerdict,
 } from './webhooks'
+import { bookReminders, checkReminders, clockPastDue, killWhileSending, scheduled } from './reminders'
+import { moveClock } from '../src/stack'
 
 /**
  * Every fault a clinic will meet, each under a steady stream of writes through the gateway, each
@@ -510,4 +512,38 @@ test('webhooks SIGKILLed the instant a receiver answers 2xx: repeats only for at
   expectDelivered(w)
   expect(w.repeated_in_flight).toBeLessThanOrEqual(inFlight.size)
   expect(inFlight.size).toBeGreaterThan(0) // the kill was mid-fan-out
+})
+
+/**
+ * Reminders (reminders.ts): 200 due at the same instant, comms SIGKILLed while its worker sends
+ * them. Each reminder is settled in the transaction that queues its message, only while its claim
+ * is still its own: one the dead process committed is never sent again, one it had claimed goes
+ * out once when its lease runs out (10 s in this stack), none is lost.
+ */
+const REMINDERS = 200
+
+test('comms SIGKILLed with reminders due: each sent once after restart', async () => {
+  const b = await bookReminders(fs, REMINDERS)
+  await scheduled(fs, b.t.companyId, REMINDERS)
+  try {
+    clockPastDue(fs, b.startsAt)
+    const kill = await killWhileSending(fs, b.t.companyId, REMINDERS)
+    expect(kill.signal).toBe('SIGKILL')
+    await fs.start('comms')
+    const v = await checkReminders(fs, b, kill, Date.now(), 'comms-sigkill-reminders')
+    report(v)
+    expect(v.lost).toBe(0)
+    expect(v.duplicated).toBe(0)
+    expect(v.messages).toBe(REMINDERS)
+    // At most once to the provider: what the kill caught mid-send stays `sending`, never resent.
+    expect(v.handed_twice).toBe(0)
+    expect(v.sent_unwritten).toBe(0)
+    expect(v.left_queued).toBe(0)
+    // The kill was mid-batch: some sent, others claimed and not settled.
+    expect(v.sent_before_kill).toBeGreaterThan(0)
+    expect(v.sent_before_kill).toBeLessThan(REMINDERS)
+    expect(v.leased_at_kill).toBeGreaterThan(0)
+  } finally {
+    moveClock(fs.info, 0)
+  }
 })

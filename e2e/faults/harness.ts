@@ -51,6 +51,13 @@ export async function startFaultStack(): Promise<FaultStack> {
       // a receiver down for 20 s, or a delivery waiting out a dead worker's 60 s lease,
       // gets it within seconds of coming back, with attempts to spare (webhooks.ts).
       WEBHOOKS_RETRY_SCHEDULE: ['1,2,3', ...Array<string>(20).fill('5')].join(','),
+      // The message stream writes to one patient's address in a loop: the messaging quotas
+      // (10 an hour per address) are not the fault under test here.
+      COMMS_HOURLY_ADDRESS_LIMIT: '10000',
+      COMMS_DAILY_EMAIL_LIMIT: '10000000',
+      // Reminders a SIGKILLed comms had claimed go out when its lease runs out: 10 s here instead
+      // of a minute, so the scenario waits that (reminders.ts).
+      REMINDER_LEASE_MS: '10000',
     },
   })
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })
