@@ -30,7 +30,7 @@ env.WEBHOOKS_ALLOW_INSECURE ??= 'true'
 // Compose and Kubernetes name their providers, and comms refuses to start without them).
 if (!env.COMMS_DELIVERY) env.COMMS_DELIVERY = 'files'
 // Demos move comms' clock (reminders, patient links) with `npm run clock -- +2d`, not in production.
-env.COMMS_CLOCK_FILE ??= path.join(root, 'var', 'comms-clock')
+env.COMMS_CLOCK_FILE ||= path.join(root, 'var', 'comms-clock')
 
 try {
   await checkDependencies(env)
