@@ -31,6 +31,8 @@ env.WEBHOOKS_ALLOW_INSECURE ??= 'true'
 if (!env.COMMS_DELIVERY) env.COMMS_DELIVERY = 'files'
 // Demos move comms' clock (reminders, patient links) with `npm run clock -- +2d`, not in production.
 env.COMMS_CLOCK_FILE ||= path.join(root, 'var', 'comms-clock')
+// The links in messages point at this stack's gateway.
+env.PUBLIC_BASE_URL ||= `http://127.0.0.1:${env.GATEWAY_PORT || '8080'}`
 
 try {
   await checkDependencies(env)
