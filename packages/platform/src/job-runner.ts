@@ -1,16 +1,8 @@
 import type { Logger } from 'pino'
 
-export interface JobRunnerOptions<J> {
+export interface JobRunnerOptions {
   /** What the jobs are, for the logs ('deliveries', 'reminders'). */
   name: string
-  /**
-   * Claims at most `limit` due jobs in PostgreSQL (`FOR UPDATE SKIP LOCKED`, each leased to this
-   * process for a while): what the database hands out is the queue, so a restart loses nothing and
-   * a job whose process died is claimed again when its lease runs out.
-   */
-  claim(limit: number): Promise<J[]>
-  /** Does one claimed job and writes its outcome (while its lease is still its own). */
-  run(job: J): Promise<void>
   /** Jobs in flight at once in this process. */
   concurrency: number
   /** How often to look for due jobs without being woken (a notification can be lost). */
@@ -25,21 +17,31 @@ export interface JobRunnerOptions<J> {
 
 /**
  * The one job queue of the services (webhook deliveries, reminders): due rows of the job's own
- * table, claimed with a lease. This is the process side: it claims what it has room for, runs
- * each job, claims again as soon as a slot frees or `wake()` is called (a NOTIFY, a moved clock),
- * and polls for the rest. No timers hold work: everything pending is in the table.
+ * table, claimed with a lease. This is the process side, which a worker extends with its claim
+ * and its job: it claims what it has room for, runs each job, claims again as soon as a slot frees
+ * or `wake()` is called (a NOTIFY, a moved clock), and polls for the rest. No timers hold work:
+ * everything pending is in the table.
  */
-export class JobRunner<J> {
+export abstract class JobRunner<J> {
   private inFlight = new Set<Promise<void>>()
   private claiming: Promise<void> | null = null
   private again = false
   private stopped = false
   private timer: NodeJS.Timeout | null = null
 
-  constructor(private readonly o: JobRunnerOptions<J>) {}
+  constructor(private readonly runner: JobRunnerOptions) {}
+
+  /**
+   * Claims at most `limit` due jobs in PostgreSQL (`FOR UPDATE SKIP LOCKED`, each leased to this
+   * process for a while): what the database hands out is the queue, so a restart loses nothing and
+   * a job whose process died is claimed again when its lease runs out.
+   */
+  protected abstract claimJobs(limit: number): Promise<J[]>
+  /** Does one claimed job and writes its outcome (while its lease is still its own). */
+  protected abstract runJob(job: J): Promise<void>
 
   start(): this {
-    this.timer = setInterval(() => this.wake(), this.o.pollMs)
+    this.timer = setInterval(() => this.wake(), this.runner.pollMs)
     this.timer.unref()
     this.wake()
     return this
@@ -52,8 +54,10 @@ export class JobRunner<J> {
       this.again = true
       return
     }
-    this.claiming = this.claim()
-      .catch((err: unknown) => this.o.log.warn({ err }, `claiming ${this.o.name} failed; will retry`))
+    this.claiming = this.claimAndRun()
+      .catch((err: unknown) =>
+        this.runner.log.warn({ err }, `claiming ${this.runner.name} failed; will retry`),
+      )
       .finally(() => {
         this.claiming = null
         if (this.again) {
@@ -75,14 +79,15 @@ export class JobRunner<J> {
     await this.idle()
   }
 
-  private async claim() {
-    const free = this.o.concurrency - this.inFlight.size
-    if (free <= 0 || (this.inFlight.size > 0 && free < (this.o.minClaim ?? 1))) return
-    const jobs = await this.o.claim(free)
+  private async claimAndRun() {
+    const free = this.runner.concurrency - this.inFlight.size
+    if (free <= 0 || (this.inFlight.size > 0 && free < (this.runner.minClaim ?? 1))) return
+    const jobs = await this.claimJobs(free)
     for (const job of jobs) {
-      const p: Promise<void> = this.o
-        .run(job)
-        .catch((err: unknown) => this.o.log.error({ err }, `a claimed job of ${this.o.name} failed`))
+      const p: Promise<void> = this.runJob(job)
+        .catch((err: unknown) =>
+          this.runner.log.error({ err }, `a claimed job of ${this.runner.name} failed`),
+        )
         .finally(() => {
           this.inFlight.delete(p)
           this.wake()

@@ -2,11 +2,11 @@ import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
-import { exitOnConfigError, loadConfig, v, type Config } from './config'
+import { ConfigError, exitOnConfigError, loadConfig, v, type Config } from './config'
 import { commonTables, createDb, ensureDatabase, ensureLoginRole, migrate, type Migration } from './db/index'
 import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, type ReadinessCheck } from './http'
 import { serve } from './lifecycle'
-import { useEventSigningKey } from './event-signing'
+import { eventKeysBySource, useEventSigningKey, type EventKeys } from './event-signing'
 import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
 import { readVersion } from './version'
@@ -41,6 +41,26 @@ export const sharedConfig = {
   INTERNAL_NETWORKS: v.list({ default: DEFAULT_INTERNAL_NETWORKS.join(',') }),
 }
 export type SharedConfig = Config<typeof sharedConfig>
+
+/**
+ * Of a service whose queues take other services' events (audit, webhooks, comms): each emitting
+ * service's key, `<service>=<its EVENT_SIGNING_SECRET>`, comma-separated, so an event is checked
+ * with its source's key and no service can sign as another. Unset: EVENT_SIGNING_SECRET for all.
+ */
+export const eventConsumerConfig = { EVENT_VERIFY_KEYS: v.list({ optional: true }) }
+
+/** The configuration with `eventKeys` (what `startConsumer` checks signatures with), frozen. */
+export function withEventKeys<
+  C extends { EVENT_SIGNING_SECRET: string; EVENT_VERIFY_KEYS?: readonly string[] },
+>(config: C): Readonly<C & { eventKeys: EventKeys }> {
+  let eventKeys: EventKeys = config.EVENT_SIGNING_SECRET
+  try {
+    if (config.EVENT_VERIFY_KEYS) eventKeys = eventKeysBySource(config.EVENT_VERIFY_KEYS)
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
+  }
+  return Object.freeze({ ...config, eventKeys })
+}
 
 export interface Infrastructure {
   logger: Logger

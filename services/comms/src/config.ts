@@ -1,11 +1,11 @@
 import {
   ConfigError,
-  eventKeysBySource,
+  eventConsumerConfig,
   loadConfig,
   sharedConfig,
   v,
+  withEventKeys,
   type Config,
-  type EventKeys,
 } from '@clinic/platform'
 import type { MessagingLimits } from './domain/queue-message'
 
@@ -83,11 +83,8 @@ export const configSpec = {
    * added to the system clock for reminders and links. Refused with NODE_ENV=production.
    */
   COMMS_CLOCK_FILE: v.string({ optional: true }),
-  /**
-   * `<service>=<key>,...`: the key of each event source (appointments' events drive reminders), so
-   * no service can pass for another. Unset: EVENT_SIGNING_SECRET for all.
-   */
-  EVENT_VERIFY_KEYS: v.list({ optional: true }),
+  /** appointments' events drive reminders: checked with its key. */
+  ...eventConsumerConfig,
 }
 
 /** The URL incoming SMS are signed for: TWILIO_INBOUND_WEBHOOK_URL, else TWILIO_WEBHOOK_URL's path + /inbound. */
@@ -150,12 +147,6 @@ export function loadCommsConfig(env = process.env) {
     )
   if (config.COMMS_CLOCK_FILE && env.NODE_ENV === 'production')
     throw new ConfigError('Invalid configuration: COMMS_CLOCK_FILE is for demos and tests, not production')
-  let eventKeys: EventKeys = config.EVENT_SIGNING_SECRET
-  try {
-    if (config.EVENT_VERIFY_KEYS) eventKeys = eventKeysBySource(config.EVENT_VERIFY_KEYS)
-  } catch (err) {
-    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
-  }
-  return Object.freeze({ ...config, eventKeys })
+  return withEventKeys(config)
 }
 export type CommsConfig = ReturnType<typeof loadCommsConfig>

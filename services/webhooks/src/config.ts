@@ -1,4 +1,11 @@
-import { ConfigError, eventKeysBySource, loadConfig, sharedConfig, v, type EventKeys } from '@clinic/platform'
+import {
+  ConfigError,
+  eventConsumerConfig,
+  loadConfig,
+  sharedConfig,
+  v,
+  withEventKeys,
+} from '@clinic/platform'
 
 export const configSpec = {
   ...sharedConfig,
@@ -21,11 +28,7 @@ export const configSpec = {
   WEBHOOKS_RETRY_SCHEDULE: v.list({ default: '5,300,1800,7200,18000,36000,36000' }),
   /** How long the change feed keeps events (GET /events); an older cursor is 410 cursor_expired. */
   EVENTS_RETENTION_DAYS: v.int({ default: '30', min: 1, max: 3650 }),
-  /**
-   * Each emitting service's key, `<service>=<its EVENT_SIGNING_SECRET>`: only events signed by their
-   * source reach an integrator. Unset: EVENT_SIGNING_SECRET for all.
-   */
-  EVENT_VERIFY_KEYS: v.list({ optional: true }),
+  ...eventConsumerConfig,
 }
 
 export function loadWebhooksConfig(env = process.env) {
@@ -35,12 +38,6 @@ export function loadWebhooksConfig(env = process.env) {
     throw new ConfigError(
       'Invalid configuration: WEBHOOKS_RETRY_SCHEDULE must be a comma list of seconds (each 1 to 604800)',
     )
-  let eventKeys: EventKeys = config.EVENT_SIGNING_SECRET
-  try {
-    if (config.EVENT_VERIFY_KEYS) eventKeys = eventKeysBySource(config.EVENT_VERIFY_KEYS)
-  } catch (err) {
-    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
-  }
-  return Object.freeze({ ...config, retrySchedule: schedule.map((s) => s * 1000), eventKeys })
+  return withEventKeys({ ...config, retrySchedule: schedule.map((s) => s * 1000) })
 }
 export type WebhooksConfig = ReturnType<typeof loadWebhooksConfig>

@@ -1,7 +1,25 @@
 import pino from 'pino'
-import { JobRunner } from '../../src/job-runner'
+import { JobRunner, type JobRunnerOptions } from '../../src/job-runner'
 
 const log = pino({ level: 'silent' })
+
+/** A runner of plain functions: what a worker's claim and job would do. */
+class Runner<J> extends JobRunner<J> {
+  constructor(
+    private readonly fns: {
+      claim(limit: number): Promise<J[]>
+      run(job: J): Promise<void>
+    } & JobRunnerOptions,
+  ) {
+    super(fns)
+  }
+  protected claimJobs(limit: number) {
+    return this.fns.claim(limit)
+  }
+  protected runJob(job: J) {
+    return this.fns.run(job)
+  }
+}
 
 describe('JobRunner', () => {
   it('runs every claimed job, never more at once than its concurrency, and claims again as slots free', async () => {
@@ -9,7 +27,7 @@ describe('JobRunner', () => {
     let running = 0
     let most = 0
     const done: number[] = []
-    const runner = new JobRunner<number>({
+    const runner = new Runner<number>({
       name: 'numbers',
       claim: async (limit) => queue.splice(0, limit),
       run: async (n) => {
@@ -33,7 +51,7 @@ describe('JobRunner', () => {
   it('keeps going after a failed claim or job, and claims nothing once stopped', async () => {
     let claims = 0
     const ran: number[] = []
-    const runner = new JobRunner<number>({
+    const runner = new Runner<number>({
       name: 'numbers',
       claim: async () => {
         claims++
@@ -65,7 +83,7 @@ describe('JobRunner minClaim', () => {
   it('claims again only when that many slots are free, while jobs are in flight', async () => {
     const queue = Array.from({ length: 40 }, (_, i) => i)
     const limits: number[] = []
-    const runner = new JobRunner<number>({
+    const runner = new Runner<number>({
       name: 'numbers',
       claim: async (limit) => {
         limits.push(limit)

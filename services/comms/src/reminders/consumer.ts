@@ -13,15 +13,8 @@ export const REMINDERS_BINDINGS = ['appointment.created', 'appointment.updated',
 /** Changes of an `appointment.updated` that touch reminders. */
 const TIMING = ['starts_at', 'ends_at', 'time_zone', 'status']
 
-interface SlotData {
-  id: string
-  patient_id: string
-  codalmacen: string | null
-  starts_at: string
-  time_zone: string
-  status: string
-  version: number
-}
+/** An appointment as its booking event or the internal lookup has it. */
+type SlotData = Omit<AppointmentSlot, 'active'>
 
 const slotFrom = (a: SlotData): AppointmentSlot => ({
   id: a.id,

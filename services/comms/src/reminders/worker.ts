@@ -67,15 +67,12 @@ interface Settling {
   prepared: ReminderMessage | Outcome
 }
 
-export class ReminderWorker {
-  private readonly runner: JobRunner<ClaimedReminder>
+export class ReminderWorker extends JobRunner<ClaimedReminder> {
   private readonly commits = new GroupCommit<Settling, ReminderStatus | null>((b) => this.settleBatch(b), 64)
 
   constructor(private readonly o: ReminderWorkerOptions) {
-    this.runner = new JobRunner({
+    super({
       name: 'reminders',
-      claim: (limit) => o.store.claim(o.clock(), limit, o.leaseMs ?? LEASE_MS),
-      run: (r) => this.send(r),
       concurrency: o.concurrency,
       // A claim is a scan of the due index: under load, claim a quarter of the slots at a time.
       minClaim: Math.ceil(o.concurrency / 4),
@@ -84,23 +81,12 @@ export class ReminderWorker {
     })
   }
 
-  start(): this {
-    this.runner.start()
-    return this
+  protected claimJobs(limit: number): Promise<ClaimedReminder[]> {
+    return this.o.store.claim(this.o.clock(), limit, this.o.leaseMs ?? LEASE_MS)
   }
 
-  /** Looks for due reminders now (the clock moved, a test). */
-  wake(): void {
-    this.runner.wake()
-  }
-
-  /** Resolves when nothing is claimed or in flight (tests: move the clock, `wake()`, `await idle()`). */
-  idle(): Promise<void> {
-    return this.runner.idle()
-  }
-
-  stop(): Promise<void> {
-    return this.runner.stop()
+  protected runJob(r: ClaimedReminder): Promise<void> {
+    return this.send(r)
   }
 
   private async send(r: ClaimedReminder): Promise<void> {

@@ -67,43 +67,23 @@ export function outcomeOf(
  * time back. Nothing is held in process timers: a restart picks up every pending delivery, and a
  * delivery whose worker died is claimed again when its lease runs out.
  */
-export class DeliveryWorker {
-  private readonly runner: JobRunner<Job>
+export class DeliveryWorker extends JobRunner<Job> {
   private readonly recorder: Recorder
 
   constructor(private readonly o: WorkerOptions) {
+    super({ name: 'deliveries', concurrency: o.concurrency, pollMs: o.pollMs ?? 500, log: o.log })
     this.recorder = new Recorder(o.knex)
-    this.runner = new JobRunner({
-      name: 'deliveries',
-      claim: (limit) =>
-        claimJobs(o.knex, { now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS }),
-      run: (job) =>
-        this.attempt(job).catch((err: unknown) =>
-          o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
-        ),
-      concurrency: o.concurrency,
-      pollMs: o.pollMs ?? 500,
-      log: o.log,
-    })
   }
 
-  start(): this {
-    this.runner.start()
-    return this
+  protected claimJobs(limit: number): Promise<Job[]> {
+    const o = this.o
+    return claimJobs(o.knex, { now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS })
   }
 
-  /** Looks for due deliveries now (or right after the look under way). */
-  wake(): void {
-    this.runner.wake()
-  }
-
-  /** Resolves when nothing is in flight (tests). */
-  idle(): Promise<void> {
-    return this.runner.idle()
-  }
-
-  stop(): Promise<void> {
-    return this.runner.stop()
+  protected runJob(job: Job): Promise<void> {
+    return this.attempt(job).catch((err: unknown) =>
+      this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
+    )
   }
 
   /**
