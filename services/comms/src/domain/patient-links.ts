@@ -1,6 +1,7 @@
 import { isUuid, type Ctx } from '@clinic/platform/core'
 import { verifyLink, type AppointmentLink } from '../links/tokens'
 import type { AppointmentDirectory, AppointmentInfo } from './appointment-directory'
+import { systemCtx } from './system-ctx'
 
 /**
  * Patient links (DESIGN.md section 12): `PUBLIC_BASE_URL/p/a/<token>` from a reminder, no API
@@ -98,18 +99,11 @@ function linkOf(deps: LinkDeps, token: string): { link: AppointmentLink } | { pa
 }
 
 /** Who asks: the link, for the token's company only, with no user, token or centers of its own. */
-export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>): Ctx => ({
-  auth: {
-    companyId,
-    userId: '',
-    username: LINK_ACTOR,
-    tokenId: '',
-    companyCenters: [],
-    allowedCenters: null,
-  },
-  log: req.log.child({ company_id: companyId }),
-  requestId: req.requestId,
-})
+export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>): Ctx =>
+  systemCtx(companyId, LINK_ACTOR, {
+    log: req.log.child({ company_id: companyId }),
+    requestId: req.requestId,
+  })
 
 /** `GET /p/a/<token>`: the appointment and what may be answered, or why nothing can be. */
 export async function openPatientLink(deps: LinkDeps, req: LinkRequest): Promise<LinkPage> {

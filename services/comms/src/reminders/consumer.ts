@@ -5,7 +5,8 @@ import type { Logger } from 'pino'
 import type { RemindersRepository } from '../db/repositories/reminders-repository'
 import type { AppointmentDirectory } from '../domain/appointment-directory'
 import { REMINDED_STATUSES, type AppointmentSlot } from './plan'
-import { systemCtx } from './system-ctx'
+import { systemCtx } from '../domain/system-ctx'
+import { REMINDER_ACTOR } from './worker'
 
 export const REMINDERS_QUEUE = 'comms.reminders'
 export const REMINDERS_BINDINGS = ['appointment.created', 'appointment.updated', 'appointment.checked_in']
@@ -41,7 +42,12 @@ async function slotOf(
   if (typeof data.id !== 'string') return null
   if (event.type === 'appointment.created') return slotFrom(data as SlotData)
   if (event.type === 'appointment.updated' && !data.changes?.some((c) => TIMING.includes(c))) return null
-  const current = await appointments.find(systemCtx(event.idempresa, log, event.requestid), data.id)
+  const requestId = event.requestid
+  const ctx = systemCtx(event.idempresa, REMINDER_ACTOR, {
+    log: requestId ? log.child({ request_id: requestId }) : log,
+    requestId,
+  })
+  const current = await appointments.find(ctx, data.id)
   // Gone (or never visible): whatever was pending for it stops.
   return current
     ? slotFrom(current)

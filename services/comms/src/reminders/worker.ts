@@ -11,7 +11,7 @@ import { resolveRecipient } from '../domain/rules'
 import type { ReminderStatus } from '../schemas/reminder'
 import { REMINDED_STATUSES } from './plan'
 import { reminderText, type ReminderText } from './reminder-text'
-import { systemCtx } from './system-ctx'
+import { systemCtx } from '../domain/system-ctx'
 
 /** What the worker hands to the send path: the message of one reminder, addressed and rendered. */
 export interface ReminderMessage {
@@ -48,6 +48,9 @@ export interface ReminderWorkerOptions {
   /** REMINDER_LEASE_MS; LEASE_MS unless given. */
   leaseMs?: number
 }
+
+/** Who sends reminders, on the audit trail (the queued events' actor). */
+export const REMINDER_ACTOR = 'comms-reminders'
 
 /** Longer than a reminder's lookups and its transaction: a lease that runs out means the worker died. */
 export const LEASE_MS = 60_000
@@ -90,7 +93,7 @@ export class ReminderWorker extends JobRunner<ClaimedReminder> {
   }
 
   private async send(r: ClaimedReminder): Promise<void> {
-    const ctx = systemCtx(r.companyId, this.o.log)
+    const ctx = systemCtx(r.companyId, REMINDER_ACTOR, { log: this.o.log })
     try {
       const prepared = await this.prepare(ctx, r)
       const status = await this.commits.submit({ r, ctx, prepared })
