@@ -2,7 +2,8 @@ import type { Channel } from 'amqplib'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { assertWorkQueue, type Amqp } from './amqp'
-import { Counter, type Registry } from 'prom-client'
+import type { Counter, Registry } from 'prom-client'
+import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
 import { checkEventSignature, type EventKeys } from './event-signing'
 import { parseEvent, type CloudEvent } from './events'
@@ -48,15 +49,11 @@ export interface ConsumerOptions {
 const REFUSED = 'events_refused_total'
 /** One counter per registry, shared by the consumers of a process. */
 function refusedCounter(metrics: Registry): Counter<'queue' | 'reason'> {
-  return (
-    (metrics.getSingleMetric(REFUSED) as Counter<'queue' | 'reason'> | undefined) ??
-    new Counter({
-      name: REFUSED,
-      help: 'Events refused by a consumer (unsigned or badly signed), sent to its dead-letter queue',
-      labelNames: ['queue', 'reason'] as const,
-      registers: [metrics],
-    })
-  )
+  return registryCounter(metrics, {
+    name: REFUSED,
+    help: 'Events refused by a consumer (unsigned or badly signed), sent to its dead-letter queue',
+    labelNames: ['queue', 'reason'],
+  })
 }
 
 export const ATTEMPT_HEADER = 'x-clinic-attempt'

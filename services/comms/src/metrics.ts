@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client'
+import { registryCounter } from '@clinic/platform'
+import type { Registry } from 'prom-client'
 import type { AdmissionMetrics } from './domain/queue-message'
 
 const ADMITTED = 'comms_messages_admitted_total'
@@ -9,13 +10,10 @@ const ADMITTED = 'comms_messages_admitted_total'
  * quota_exceeded, destination_not_allowed), sends and reminders alike. One counter per registry.
  */
 export function admissionMetrics(registry: Registry): AdmissionMetrics {
-  const counter =
-    (registry.getSingleMetric(ADMITTED) as Counter<'channel' | 'outcome'> | undefined) ??
-    new Counter({
-      name: ADMITTED,
-      help: 'Messages offered to the send path, by channel and outcome (queued, suppressed, quota_exceeded, destination_not_allowed)',
-      labelNames: ['channel', 'outcome'] as const,
-      registers: [registry],
-    })
+  const counter = registryCounter(registry, {
+    name: ADMITTED,
+    help: 'Messages offered to the send path, by channel and outcome (queued, suppressed, quota_exceeded, destination_not_allowed)',
+    labelNames: ['channel', 'outcome'],
+  })
   return { admitted: (channel, outcome) => counter.inc({ channel, outcome }) }
 }

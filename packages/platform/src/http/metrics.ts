@@ -8,6 +8,20 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The counter `name` of `registry`, made the first time: several consumers or apps of one process
+ * (and tests building many) share one registry, where a name may be registered once.
+ */
+export function registryCounter<L extends string>(
+  registry: Registry,
+  o: { name: string; help: string; labelNames: readonly L[] },
+): Counter<L> {
+  return (
+    (registry.getSingleMetric(o.name) as Counter<L> | undefined) ??
+    new Counter({ ...o, registers: [registry] })
+  )
+}
+
 /** One 'query' listener per knex (tests build many apps on one), feeding each app's counter. */
 const statementCounters = new WeakMap<Knex, Set<Counter>>()
 function countStatements(knex: Knex, counter: Counter) {
