@@ -249,3 +249,76 @@ export async function startStack(base, services, extra = {}) {
     },
   }
 }
+
+/**
+ * Samples the client backends of database `datname` every 100 ms through `mon` (a pg client
+ * connected to another database, so that the sampling is not counted in this one): how many are
+ * active (by `label(query)`) and on what they wait, how many idle in a transaction (after what);
+ * with `cpu`, their CPU seconds too (a backend that appears mid-phase counts from 0). Resolves to
+ * `stop()`, which resolves to the averages per sample and the `top` [active, waits, idle] of each.
+ */
+export async function sampleBackends(mon, datname, { label, excludePid = 0, cpu = false, top = [4, 3, 3] }) {
+  const base0 = new Map()
+  const last = new Map()
+  const active = new Map()
+  const waits = new Map()
+  const idleInTx = new Map()
+  let ticks = 0
+  const bump = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
+  const backends = async () =>
+    (
+      await mon.query(
+        `SELECT pid, state, wait_event_type, wait_event, left(query, 300) AS query FROM pg_stat_activity
+          WHERE datname = $1 AND backend_type = 'client backend' AND pid <> $2`,
+        [datname, excludePid],
+      )
+    ).rows
+  const read = (pid) => {
+    try {
+      last.set(pid, cpuSeconds(pid))
+    } catch {
+      // gone meanwhile: its last reading stays
+    }
+  }
+  if (cpu) for (const r of await backends()) base0.set(r.pid, cpuSeconds(r.pid))
+  let stopped = false
+  const loop = (async () => {
+    while (!stopped) {
+      ticks++
+      for (const r of await backends()) {
+        if (r.state === 'active') {
+          bump(active, label(r.query))
+          if (r.wait_event) bump(waits, `${r.wait_event_type}:${r.wait_event}`)
+        } else if (r.state === 'idle in transaction') bump(idleInTx, label(r.query))
+        if (!cpu) continue
+        if (!base0.has(r.pid)) base0.set(r.pid, 0)
+        if (ticks % 10 === 0) read(r.pid)
+      }
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  })()
+  return async () => {
+    stopped = true
+    await loop
+    let seconds = 0
+    if (cpu) {
+      for (const pid of base0.keys()) read(pid)
+      for (const [pid, b] of base0) seconds += (last.get(pid) ?? b) - b
+    }
+    const best = (m, n) =>
+      [...m.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, n)
+        .map(([k, v]) => `${k} ${(v / ticks).toFixed(2)}`)
+        .join(', ')
+    const sum = (m) => [...m.values()].reduce((s, v) => s + v, 0) / ticks
+    return {
+      ...(cpu ? { cpu: seconds } : {}),
+      active: sum(active),
+      idleInTx: sum(idleInTx),
+      topActive: best(active, top[0]),
+      topWaits: best(waits, top[1]),
+      topIdleInTx: best(idleInTx, top[2]),
+    }
+  }
+}

@@ -17,7 +17,17 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
-import { BENCH_SECRET, benchTenant, cpuOf, cpuSeconds, machine, pidsOf, record, startStack } from './lib.mjs'
+import {
+  BENCH_SECRET,
+  benchTenant,
+  cpuOf,
+  cpuSeconds,
+  machine,
+  pidsOf,
+  record,
+  sampleBackends,
+  startStack,
+} from './lib.mjs'
 
 const REMINDERS = Number(process.env.REMINDERS ?? 50_000)
 const BARE = Number(process.env.BARE ?? 20_000)
@@ -163,53 +173,7 @@ const label = (q) => {
 }
 // This script's own connection (its progress queries) is not the service's work.
 const benchPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
-const sampler = (() => {
-  const active = new Map()
-  const waits = new Map()
-  const idleInTx = new Map()
-  let ticks = 0
-  let stopped = false
-  const bump = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
-  let loop
-  return {
-    start() {
-      loop = (async () => {
-        while (!stopped) {
-          ticks++
-          const { rows } = await mon.query(
-            `SELECT state, wait_event_type, wait_event, left(query, 300) AS query FROM pg_stat_activity
-              WHERE datname = $1 AND backend_type = 'client backend' AND pid <> $2`,
-            [datname, benchPid],
-          )
-          for (const r of rows)
-            if (r.state === 'active') {
-              bump(active, label(r.query))
-              if (r.wait_event) bump(waits, `${r.wait_event_type}:${r.wait_event}`)
-            } else if (r.state === 'idle in transaction') bump(idleInTx, label(r.query))
-          await sleep(100)
-        }
-      })()
-    },
-    async stop() {
-      stopped = true
-      await loop
-      const top = (m, n) =>
-        [...m.entries()]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, n)
-          .map(([k, v]) => `${k} ${(v / ticks).toFixed(2)}`)
-          .join(', ')
-      const sum = (m) => [...m.values()].reduce((s, v) => s + v, 0) / ticks
-      return {
-        active: sum(active),
-        idleInTx: sum(idleInTx),
-        topActive: top(active, 6),
-        topWaits: top(waits, 4),
-        topIdleInTx: top(idleInTx, 4),
-      }
-    },
-  }
-})()
+let stopSampling
 const statements = async () => {
   const body = await (await fetch(`http://127.0.0.1:${ports.comms}/metrics`)).text()
   return [...body.matchAll(/^db_statements_total(?:\{[^}]*\})? (\d+)/gm)].reduce(
@@ -323,7 +287,7 @@ const statements0 = await statements()
 const claims0 = await claims()
 const offsetMs = minute - Date.now()
 writeFileSync(clockFile, String(offsetMs))
-sampler.start()
+stopSampling = await sampleBackends(mon, datname, { label, excludePid: benchPid, top: [6, 4, 4] })
 const movedAt = Date.now()
 const samples = []
 let p = { settled: 0, pending: 0, messages: 0 }
@@ -344,7 +308,7 @@ const wall = (Date.now() - movedAt) / 1000
 const cpu1 = cpuNow()
 const machine1 = machineCpu()
 const pgCpu = await backends.stop()
-const activity = await sampler.stop()
+const activity = await stopSampling()
 const statements1 = await statements()
 await sleep(1100) // the backends' statistics reach pg_stat_* within a second
 const claims1 = await claims()

@@ -106,7 +106,7 @@ function receiver() {
 
 async function main() {
   const lib = await import('./lib.mjs')
-  const { ROOT, BENCH_SECRET, benchTenant, cpuSeconds, cpuOf, pidsOf, machine, record } = lib
+  const { ROOT, BENCH_SECRET, benchTenant, cpuSeconds, cpuOf, pidsOf, machine, record, sampleBackends } = lib
   const { serviceEnv } = await import('../scripts/lib.mjs')
   const pg = (await import('pg')).default
   const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
@@ -308,73 +308,7 @@ async function main() {
     ]
     return known.find(([re]) => re.test(q))?.[1] ?? q.replace(/\s+/g, ' ').trim().slice(0, 30)
   }
-  /**
-   * The backends of this database (pg_stat_activity, read from another database so that the
-   * sampling is not counted in this one): their CPU (one that appears mid-phase counts from 0), and
-   * every 100 ms what each is doing.
-   */
-  const dbSampler = async () => {
-    const base0 = new Map()
-    const last = new Map()
-    const active = new Map()
-    const waits = new Map()
-    const idleInTx = new Map()
-    let ticks = 0
-    const bump = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
-    const backends = async () =>
-      (
-        await mon.query(
-          `SELECT pid, state, wait_event_type, wait_event, left(query, 200) AS query FROM pg_stat_activity
-            WHERE datname = $1 AND backend_type = 'client backend'`,
-          [datname],
-        )
-      ).rows
-    const read = (pid) => {
-      try {
-        last.set(pid, cpuSeconds(pid))
-      } catch {
-        // gone meanwhile: its last reading stays
-      }
-    }
-    for (const r of await backends()) base0.set(r.pid, cpuSeconds(r.pid))
-    let stopped = false
-    const loop = (async () => {
-      while (!stopped) {
-        ticks++
-        for (const r of await backends()) {
-          if (!base0.has(r.pid)) base0.set(r.pid, 0)
-          if (r.state === 'active') {
-            bump(active, label(r.query))
-            if (r.wait_event) bump(waits, `${r.wait_event_type}:${r.wait_event}`)
-          } else if (r.state === 'idle in transaction') bump(idleInTx, label(r.query))
-          if (ticks % 10 === 0) read(r.pid)
-        }
-        await sleep(100)
-      }
-    })()
-    return async () => {
-      stopped = true
-      await loop
-      for (const pid of base0.keys()) read(pid)
-      let cpu = 0
-      for (const [pid, b] of base0) cpu += (last.get(pid) ?? b) - b
-      const top = (m, n) =>
-        [...m.entries()]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, n)
-          .map(([k, v]) => `${k} ${(v / ticks).toFixed(2)}`)
-          .join(', ')
-      const sum = (m) => [...m.values()].reduce((s, v) => s + v, 0) / ticks
-      return {
-        cpu,
-        active: sum(active),
-        idleInTx: sum(idleInTx),
-        topActive: top(active, 4),
-        topWaits: top(waits, 3),
-        topIdleInTx: top(idleInTx, 3),
-      }
-    }
-  }
+  const dbSampler = () => sampleBackends(mon, datname, { label, cpu: true })
   const benchCpu = () => {
     const u = process.cpuUsage()
     return (u.user + u.system) / 1e6
