@@ -10,7 +10,14 @@ import {
   ASSERTION_HEADER,
   type Principal,
 } from '@clinic/platform'
-import { createTestDatabase, dropTestDatabase, gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import {
+  createTestDatabase,
+  createTestVhost,
+  deleteTestVhost,
+  dropTestDatabase,
+  gatewayHeaders,
+  testPrincipal,
+} from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { SMTPServer } from 'smtp-server'
 import { buildApp } from '../src/app'
@@ -134,13 +141,17 @@ export interface Harness {
   knex: Knex
   owner: Knex
   amqp: Amqp
+  /** The broker the harness publishes to: with `providers`, a vhost of its own. */
+  amqpUrl: string
   directory: Directory
   close(): Promise<void>
 }
 
 /**
  * The comms app on the run's database (as the service role), with the directory server above.
- * With `providers`, also the outbox relay and the delivery worker on the run's vhost.
+ * With `providers`, also the outbox relay and the delivery worker, on a database and a vhost of
+ * their own: test files run in parallel, and a worker on a shared `comms.delivery` queue would take
+ * (and, not finding the row in its database, drop) another file's messages.
  */
 export async function startComms(
   o: {
@@ -158,6 +169,7 @@ export async function startComms(
   // A relay publishes and deletes every company's outbox rows: with one (`providers`), a database
   // of its own, so the files that read the outbox of the run's database never race it.
   const url = o.providers ? await createTestDatabase() : process.env.DATABASE_URL!
+  const amqpUrl = o.providers ? await createTestVhost() : process.env.AMQP_URL!
   await migrate(url, SCHEMA, migrations)
   const lines = o.logLines
   const logger = lines
@@ -169,7 +181,7 @@ export async function startComms(
     : createLogger({ service: 'comms', level: process.env.LOG_LEVEL ?? 'silent' })
   const knex = createDb(url, { schema: SCHEMA, role: APP_ROLE, poolMax: 10 })
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
-  const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'comms-test' })
+  const amqp = new Amqp({ url: amqpUrl, log: logger, name: 'comms-test' })
   const directory = await startDirectory()
   const client = { baseUrl: directory.url, secret: secret(), timeoutMs: 2000 }
   const app = await buildApp({
@@ -209,6 +221,7 @@ export async function startComms(
     knex,
     owner,
     amqp,
+    amqpUrl,
     directory,
     async close() {
       await app.close()
@@ -217,7 +230,7 @@ export async function startComms(
       await amqp.close()
       await directory.close()
       await Promise.all([knex.destroy(), owner.destroy()])
-      if (o.providers) await dropTestDatabase(url)
+      if (o.providers) await Promise.all([dropTestDatabase(url), deleteTestVhost(amqpUrl)])
     },
   }
 }

@@ -23,7 +23,6 @@ let tap: Awaited<ReturnType<typeof tapEvents>>
 const logLines: string[] = []
 
 beforeAll(async () => {
-  tap = await tapEvents(process.env.AMQP_URL!, 'comms.message.*')
   smtp = await startSmtp()
   tw = await startTwilio(SID, TOKEN)
   h = await startComms({
@@ -34,6 +33,7 @@ beforeAll(async () => {
     twilio: { authToken: TOKEN, webhookUrl: WEBHOOK },
     logLines,
   })
+  tap = await tapEvents(h.amqpUrl, 'comms.message.*')
 })
 afterAll(async () => {
   await tap.close()
@@ -153,7 +153,7 @@ describe('email over SMTP (a real smtp-server)', () => {
   })
 
   it('a transient failure waits in the broker (comms.delivery.retry, per-message TTL), not in a sleep', async () => {
-    const conn = await amqplib.connect(process.env.AMQP_URL!)
+    const conn = await amqplib.connect(h.amqpUrl)
     const ch = await conn.createChannel()
     const original = h.amqp.sendToQueue.bind(h.amqp)
     const retries: Array<{ queue: string; subject: string; expiration: unknown; attempt: unknown }> = []
@@ -488,7 +488,7 @@ describe('privacy', () => {
 
 describe('poison jobs', () => {
   it('a job that is not an event ends in the dead-letter queue, not in a loop', async () => {
-    const conn = await amqplib.connect(process.env.AMQP_URL!)
+    const conn = await amqplib.connect(h.amqpUrl)
     try {
       const ch = await conn.createChannel()
       const before = (await ch.checkQueue('comms.delivery.dlq')).messageCount

@@ -389,11 +389,11 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
   const noSms: Provider = { send: async () => ({ providerId: 'unused' }) }
 
   beforeAll(async () => {
-    tap = await tapEvents(process.env.AMQP_URL!, 'comms.preference.updated')
     smtp = await startSmtp()
     mail = await startComms({
       providers: { email: new SmtpProvider(smtp.url, 'Clinic <no-reply@clinic.example>', 2), sms: noSms },
     })
+    tap = await tapEvents(mail.amqpUrl, 'comms.preference.updated')
   })
   afterAll(async () => {
     await tap.close()
