@@ -1,5 +1,6 @@
 import { runService } from '@clinic/platform'
 import { buildApp } from './app'
+import { startCheckpoints } from './checkpoints/checkpointer'
 import { loadAuditConfig } from './config'
 import { ensurePartitions } from './db/repositories/audit-events'
 import { SCHEMA, WRITER_ROLE } from './db/migrations'
@@ -31,6 +32,17 @@ runService(
     }, PARTITION_CHECK_MS)
     timer.unref()
 
+    // Signed heads outside the database, so a tail the owner cuts shows in audit:verify: written
+    // once before events are taken (a file that cannot be written stops the start), then
+    // periodically, and last after the consumer stopped, with everything this instance recorded.
+    const checkpoints = await startCheckpoints({
+      knex,
+      log: logger,
+      file: config.AUDIT_CHECKPOINT_FILE,
+      intervalMs: config.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000,
+      chainKey: config.AUDIT_CHAIN_KEY,
+    })
+
     const app = await buildApp(deps)
     const consumer = await startAuditConsumer({
       amqp,
@@ -41,6 +53,9 @@ runService(
       chainKey: config.AUDIT_CHAIN_KEY,
       metrics: app.metrics,
     })
-    return { app, stops: [() => consumer.stop(), async () => clearInterval(timer)] }
+    return {
+      app,
+      stops: [() => consumer.stop(), async () => clearInterval(timer), () => checkpoints.stop()],
+    }
   },
 )

@@ -1,19 +1,27 @@
+import { resolve } from 'node:path'
 import { UsageError, parseCommand, runCli, usageMessage, withAdminDb } from '@clinic/platform'
 import { loadAuditDbConfig, loadAuditVerifyConfig } from '../config'
 import { SCHEMA, WRITER_ROLE } from '../db/migrations'
 import { chainReader, ensurePartitions } from '../db/repositories/audit-events'
 import { dropPartitionsBefore } from '../db/retention'
+import { readCompanyCheckpoints, type CompanyCheckpoints } from '../checkpoints/checkpoint-file'
 import { formatVerifyResult } from '../domain/verify-chain'
-import { verifyCompany } from '../domain/verify-company'
+import { formatCheckpointNote, verifyCompanyAgainst } from '../domain/verify-checkpoint'
 
 const USAGE = `usage: admin <command> [options]
-  audit:verify --company N [--allow-unkeyed N]  recompute company N's hash chain; with
+  audit:verify --company N [--allow-unkeyed N] [--checkpoints FILE]
+                                                recompute company N's hash chain and hold it
+                                                against its highest signed checkpoint (FILE,
+                                                default AUDIT_CHECKPOINT_FILE); with
                                                 --allow-unkeyed, accept that many plain-hash rows
                                                 recorded before keyed hashes at its start
   audit:partitions [--months-ahead N]           create the coming monthly partitions
   audit:retention --before YYYY-MM              drop whole partitions recorded before that month`
 
 const out = (line: string) => process.stdout.write(`${line}\n`)
+type Err = { write(s: string): unknown }
+/** Refused checkpoint lines named one by one; more are counted. */
+const REFUSED_SHOWN = 10
 /** The service role: verification and partitions need no more. */
 const asWriter = { schema: SCHEMA, role: WRITER_ROLE, applicationName: 'audit-admin' }
 
@@ -30,12 +38,9 @@ const wholeNumber = (value: string | undefined, name: string, max = Number.MAX_S
  * Runs one command; returns the exit code (0 ok, 1 broken chain, 2 usage). A usage error is one
  * line on stderr (the whole usage only when no command is given), as in the gateway's admin CLI.
  */
-export async function run(
-  args: string[],
-  err: { write(s: string): unknown } = process.stderr,
-): Promise<number> {
+export async function run(args: string[], err: Err = process.stderr): Promise<number> {
   try {
-    return await runCommand(args)
+    return await runCommand(args, err)
   } catch (e) {
     if (!(e instanceof UsageError)) throw e
     err.write(usageMessage(e, USAGE))
@@ -43,8 +48,14 @@ export async function run(
   }
 }
 
-async function runCommand(args: string[]): Promise<number> {
-  const { command, values } = parseCommand(args, ['company', 'months-ahead', 'before', 'allow-unkeyed'])
+async function runCommand(args: string[], err: Err): Promise<number> {
+  const { command, values } = parseCommand(args, [
+    'company',
+    'months-ahead',
+    'before',
+    'allow-unkeyed',
+    'checkpoints',
+  ])
   if (!command) throw new UsageError('')
   switch (command) {
     case 'audit:verify': {
@@ -52,12 +63,27 @@ async function runCommand(args: string[]): Promise<number> {
       const company = wholeNumber(values.company, 'company', 2_147_483_647)
       const allowUnkeyed =
         values['allow-unkeyed'] === undefined ? 0 : wholeNumber(values['allow-unkeyed'], 'allow-unkeyed')
+      if (values.checkpoints === '') throw new UsageError('--checkpoints needs a file')
       const config = loadAuditDbConfig()
-      const { AUDIT_CHAIN_KEY } = loadAuditVerifyConfig()
+      const { AUDIT_CHAIN_KEY, AUDIT_CHECKPOINT_FILE } = loadAuditVerifyConfig()
+      const file = resolve(values.checkpoints ?? AUDIT_CHECKPOINT_FILE)
+      // The file before the database: a checkpoint written meanwhile names no head beyond the one
+      // verification reads then (heads only move forward), so it can never be a false alarm.
+      const checkpoints = await readCompanyCheckpoints(file, AUDIT_CHAIN_KEY, company)
+      reportCheckpointFile(err, file, checkpoints)
       // Verification only reads: it runs as the service role.
       return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
-        const result = await verifyCompany(chainReader(knex), company, AUDIT_CHAIN_KEY, allowUnkeyed)
+        const { result, note } = await verifyCompanyAgainst(
+          chainReader(knex),
+          company,
+          checkpoints.head,
+          AUDIT_CHAIN_KEY,
+          allowUnkeyed,
+        )
         out(formatVerifyResult(result))
+        if (note) out(formatCheckpointNote(note))
+        else if (result.ok && checkpoints.valid > 0)
+          err.write(`note: no checkpoint names company ${company} (its events came later)\n`)
         return result.ok ? 0 : 1
       })
     }
@@ -88,6 +114,20 @@ async function runCommand(args: string[]): Promise<number> {
     default:
       throw new UsageError(`unknown command ${command}`)
   }
+}
+
+/**
+ * Warnings on stderr (the verdict stays the one line on stdout): no checkpoint, so a cut tail
+ * cannot show; lines refused (bad signature, torn), which are never trusted.
+ */
+function reportCheckpointFile(err: Err, file: string, c: CompanyCheckpoints): void {
+  if (!c.exists) err.write(`warning: no checkpoint: tail truncation cannot be detected (no ${file})\n`)
+  for (const r of c.refused.slice(0, REFUSED_SHOWN))
+    err.write(`warning: ${file} line ${r.line}: ${r.reason}, not trusted\n`)
+  if (c.refused.length > REFUSED_SHOWN)
+    err.write(`warning: ${file}: ${c.refused.length - REFUSED_SHOWN} more lines not trusted\n`)
+  if (c.exists && c.valid === 0)
+    err.write(`warning: no valid checkpoint in ${file}: tail truncation cannot be detected\n`)
 }
 
 // A failure is 2 as for usage: 1 means a broken chain.

@@ -17,6 +17,7 @@ describe('the audit admin command', () => {
       "Option '--allow-unkeyed' argument is ambiguous.",
     ],
     [['audit:verify', '--compnay', '7'], "Unknown option '--compnay'"],
+    [['audit:verify', '--company', '7', '--checkpoints='], '--checkpoints needs a file'],
     [['audit:partitions', '--months-ahead', '25'], '--months-ahead must be a whole number up to 24'],
     [['audit:retention'], 'audit:retention needs --before YYYY-MM'],
     [['audit:retention', '--before', '2026-13'], '--before must be a month, YYYY-MM'],
@@ -34,7 +35,13 @@ describe('the audit admin command', () => {
     const { code, err } = await usage()
     expect(code).toBe(2)
     expect(err).toMatch(/^usage: admin <command>/)
-    for (const command of ['audit:verify', 'audit:partitions', 'audit:retention', '--allow-unkeyed'])
+    for (const command of [
+      'audit:verify',
+      'audit:partitions',
+      'audit:retention',
+      '--allow-unkeyed',
+      '--checkpoints',
+    ])
       expect(err).toContain(command)
   })
 })

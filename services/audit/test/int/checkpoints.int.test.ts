@@ -1,0 +1,264 @@
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { Knex } from 'knex'
+import pino from 'pino'
+import { testPrincipal, waitFor } from '@clinic/platform/testing'
+import { startCheckpoints } from '../../src/checkpoints/checkpointer'
+import { run } from '../../src/cli/admin'
+import { lineDigest, parseCheckpointLine, type Checkpoint } from '../../src/domain/checkpoint'
+import { domainEvent, patientData } from '../helpers'
+import { chainKey, migrateAudit, ownerDb, record, writerDb } from './setup'
+
+jest.setTimeout(60_000)
+
+let writer: Knex
+let owner: Knex
+let dir: string
+
+beforeAll(async () => {
+  await migrateAudit()
+  writer = writerDb()
+  owner = ownerDb()
+  dir = await mkdtemp(path.join(tmpdir(), 'audit-checkpoints-'))
+})
+afterAll(async () => {
+  await writer.destroy()
+  await owner.destroy()
+  await rm(dir, { recursive: true, force: true })
+})
+
+/** A logger whose lines the test reads. */
+function capturedLog() {
+  const lines: Array<Record<string, unknown>> = []
+  const log = pino({ level: 'info' }, { write: (s: string) => lines.push(JSON.parse(s)) })
+  return { log, lines }
+}
+
+const seedCompany = async (n: number) => {
+  const principal = testPrincipal()
+  const events = await record(
+    writer,
+    Array.from({ length: n }, () => domainEvent('patient.created', patientData(), { principal })),
+  )
+  return { principal, company: principal.companyId, events }
+}
+
+/** The file's lines, each checked: every line the writer appends is signed under the chain key. */
+async function checkpointsIn(file: string): Promise<Array<{ line: string; checkpoint: Checkpoint }>> {
+  const lines = (await readFile(file, 'utf8')).split('\n').filter(Boolean)
+  return lines.map((line) => {
+    const parsed = parseCheckpointLine(line, chainKey())
+    if (!parsed.ok) throw new Error(`a line the writer wrote is refused: ${parsed.reason}`)
+    return { line, checkpoint: parsed.checkpoint }
+  })
+}
+const headIn = (c: Checkpoint, company: number) => c.heads.find((h) => h.idempresa === company)
+
+/** The admin CLI as an operator runs it, AUDIT_CHECKPOINT_FILE set to `file` (undefined: unset). */
+async function verify(company: number, file: string | undefined, ...more: string[]) {
+  let out = ''
+  let err = ''
+  const before = process.env.AUDIT_CHECKPOINT_FILE
+  if (file === undefined) delete process.env.AUDIT_CHECKPOINT_FILE
+  else process.env.AUDIT_CHECKPOINT_FILE = file
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out += String(chunk)
+    return true
+  })
+  try {
+    const code = await run(['audit:verify', '--company', String(company), ...more], {
+      write: (s: string) => (err += s),
+    })
+    return { code, out, err }
+  } finally {
+    spy.mockRestore()
+    if (before === undefined) delete process.env.AUDIT_CHECKPOINT_FILE
+    else process.env.AUDIT_CHECKPOINT_FILE = before
+  }
+}
+
+/** What the owner can do with the triggers off: delete the last events and move the head back. */
+async function cutTail(company: number, keep: { seq: number; hash: string }) {
+  await owner.transaction(async (trx) => {
+    await trx.raw('SET LOCAL session_replication_role = replica')
+    await trx('events').where({ idempresa: company }).where('seq', '>', keep.seq).delete()
+    await trx('chain_heads').where({ idempresa: company }).update({ seq: keep.seq, hash: keep.hash })
+  })
+}
+
+describe('a tail cut by the database owner', () => {
+  it('is reported by audit:verify against the checkpoints; without them the chain reads intact', async () => {
+    const file = path.join(dir, 'cut', 'checkpoints.jsonl')
+    const { company, events } = await seedCompany(5)
+    const { log, lines } = capturedLog()
+    const checkpoints = await startCheckpoints({
+      knex: writer,
+      log,
+      file,
+      intervalMs: 60_000,
+      chainKey: chainKey(),
+    })
+    const [written] = await checkpointsIn(file)
+    expect(headIn(written!.checkpoint, company)).toEqual({
+      idempresa: company,
+      seq: 5,
+      hash: events[4]!.hash,
+    })
+    await expect(verify(company, file)).resolves.toEqual({
+      code: 0,
+      out: `ok: company ${company}, 5 events, chain intact\ncheckpoint of ${written!.checkpoint.at}: head at seq 5 is in the chain\n`,
+      err: '',
+    })
+
+    await cutTail(company, events[2]!)
+
+    // What audit:verify said before checkpoints: intact (the proof that the cut went unseen).
+    const missing = path.join(dir, 'none.jsonl')
+    await expect(verify(company, missing)).resolves.toEqual({
+      code: 0,
+      out: `ok: company ${company}, 3 events, chain intact\n`,
+      err: `warning: no checkpoint: tail truncation cannot be detected (no ${missing})\n`,
+    })
+    const cut = `broken: company ${company} at seq 4 (event none): tail missing: checkpoint of ${written!.checkpoint.at} has head 5/${events[4]!.hash}, the database ends at 3\n`
+    await expect(verify(company, file)).resolves.toEqual({ code: 1, out: cut, err: '' })
+
+    // The next checkpoints name the lower head: the writer logs the move back at once, and
+    // verification still holds the chain against the highest head any checkpoint named.
+    await checkpoints.write()
+    await checkpoints.stop()
+    const all = await checkpointsIn(file)
+    expect(all.length).toBeGreaterThanOrEqual(3)
+    expect(headIn(all.at(-1)!.checkpoint, company)).toMatchObject({ seq: 3 })
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        msg: 'audit chain heads moved back since the last checkpoint',
+        companies: expect.arrayContaining([company]),
+      }),
+    )
+    await expect(verify(company, file)).resolves.toEqual({ code: 1, out: cut, err: '' })
+    // --checkpoints names the file too.
+    await expect(verify(company, missing, '--checkpoints', file)).resolves.toMatchObject({
+      code: 1,
+      out: cut,
+    })
+  })
+
+  it('a line that does not verify is reported and never trusted', async () => {
+    const file = path.join(dir, 'forged.jsonl')
+    const { company, events } = await seedCompany(2)
+    const checkpoints = await startCheckpoints({
+      knex: writer,
+      log: capturedLog().log,
+      file,
+      intervalMs: 60_000,
+      chainKey: chainKey(),
+    })
+    await checkpoints.stop()
+    // Someone with the file but not the key raises the company's head, and a write was torn.
+    const { line } = (await checkpointsIn(file)).at(-1)!
+    const forged = line.replace(`"idempresa":${company},"seq":2}`, `"idempresa":${company},"seq":9}`)
+    expect(forged).not.toBe(line)
+    await appendFile(file, `${forged}\n${line.slice(0, 40)}\n`)
+    const lineCount = (await readFile(file, 'utf8')).split('\n').filter(Boolean).length
+    await expect(verify(company, file)).resolves.toEqual({
+      code: 0,
+      out: expect.stringMatching(
+        new RegExp(
+          `^ok: company ${company}, 2 events, chain intact\\ncheckpoint of .*: head at seq 2 is in the chain\\n$`,
+        ),
+      ),
+      err: `warning: ${file} line ${lineCount - 1}: bad signature, not trusted\nwarning: ${file} line ${lineCount}: not JSON, not trusted\n`,
+    })
+    expect(events).toHaveLength(2)
+
+    // Only refused lines: said, and verification goes on without checkpoints.
+    const junk = path.join(dir, 'junk.jsonl')
+    await writeFile(junk, `${forged}\n`)
+    const { code, err } = await verify(company, junk)
+    expect(code).toBe(0)
+    expect(err).toContain(`warning: no valid checkpoint in ${junk}: tail truncation cannot be detected\n`)
+  })
+})
+
+describe('a company no checkpoint names', () => {
+  it('verifies on its chain alone, with a note: its events came after the last checkpoint', async () => {
+    const file = path.join(dir, 'later.jsonl')
+    const checkpoints = await startCheckpoints({
+      knex: writer,
+      log: capturedLog().log,
+      file,
+      intervalMs: 60_000,
+      chainKey: chainKey(),
+    })
+    await checkpoints.stop()
+    const { company } = await seedCompany(2)
+    await expect(verify(company, file)).resolves.toEqual({
+      code: 0,
+      out: `ok: company ${company}, 2 events, chain intact\n`,
+      err: `note: no checkpoint names company ${company} (its events came later)\n`,
+    })
+  })
+})
+
+describe('the checkpoint writer', () => {
+  it('writes every head at start, the heads that moved at each interval, and every head on stop', async () => {
+    const file = path.join(dir, 'timer.jsonl')
+    const { principal, company, events } = await seedCompany(1)
+    const { log, lines } = capturedLog()
+    const checkpoints = await startCheckpoints({
+      knex: writer,
+      log,
+      file,
+      intervalMs: 50,
+      chainKey: chainKey(),
+    })
+    const [first] = await checkpointsIn(file)
+    expect(headIn(first!.checkpoint, company)).toMatchObject({ seq: 1, hash: events[0]!.hash })
+
+    const [next] = await record(writer, [domainEvent('patient.created', patientData(), { principal })])
+    const moved = await waitFor(
+      async () => (await checkpointsIn(file)).find((c) => headIn(c.checkpoint, company)?.seq === 2),
+      { what: 'a checkpoint with the moved head' },
+    )
+    expect(headIn(moved.checkpoint, company)).toEqual({ idempresa: company, seq: 2, hash: next!.hash })
+    // Each line has its log line: the file, how many companies, the line's SHA-256.
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'audit checkpoint',
+        file,
+        companies: moved.checkpoint.heads.length,
+        digest: lineDigest(moved.line),
+      }),
+    )
+    // The lines after it (other companies' heads may move meanwhile) leave the company out: its
+    // head did not move again.
+    await new Promise((r) => setTimeout(r, 300))
+    const written = await checkpointsIn(file)
+    const later = written.slice(written.findIndex((c) => c.line === moved.line) + 1)
+    expect(later.filter((c) => headIn(c.checkpoint, company))).toEqual([])
+
+    await checkpoints.stop()
+    const stopped = await checkpointsIn(file)
+    // The shutdown line is new and names every head, the company's unmoved one too.
+    expect(written.map((c) => c.line)).not.toContain(stopped.at(-1)!.line)
+    expect(headIn(stopped.at(-1)!.checkpoint, company)).toMatchObject({ seq: 2, hash: next!.hash })
+    await new Promise((r) => setTimeout(r, 250))
+    expect(await checkpointsIn(file)).toHaveLength(stopped.length)
+  })
+
+  it('refuses to start when the file cannot be written', async () => {
+    const blocker = path.join(dir, 'a-file')
+    await writeFile(blocker, '')
+    await expect(
+      startCheckpoints({
+        knex: writer,
+        log: capturedLog().log,
+        file: path.join(blocker, 'checkpoints.jsonl'),
+        intervalMs: 60_000,
+        chainKey: chainKey(),
+      }),
+    ).rejects.toThrow(/ENOTDIR|EEXIST/)
+  })
+})
