@@ -8,7 +8,10 @@
 # (`node dist/db/migrate.js`) and, for gateway and audit, the admin CLI (`node dist/cli/admin.js`).
 # See deploy/README.md.
 
-ARG NODE_IMAGE=node:24-slim
+# The base image by tag and digest: the digest is what is pulled, so a build today and one next month
+# start from the same bytes. Refresh both together (deploy/README.md, "Images": Renovate, or
+# `docker buildx imagetools inspect node:24-slim`); deploy/check.sh refuses a FROM without a digest.
+ARG NODE_IMAGE=node:24-slim@sha256:cd84903a12dbd26b46f1f3b8144a2568c41c5d37ddd0c7a80a34c7a19786b35f
 
 # ---------------------------------------------------------------------------------------------
 # build: install the workspace from the lockfile, compile with tsc -b, and `pnpm deploy` the one
@@ -66,9 +69,11 @@ ENV SERVICE=${SERVICE} \
     HOST=0.0.0.0
 WORKDIR /app
 # Owned by root and not writable by the service user; var/ is the only writable path
-# (comms writes .eml/.sms files under var/outbox when SMTP_URL / TWILIO_* are unset).
+# (comms writes .eml/.sms files under var/outbox when SMTP_URL / TWILIO_* are unset), and
+# /var/lib/clinic the mount point of a service's data volume (audit's checkpoints), owned by the
+# service user so that a new Docker volume mounted there is too.
 COPY --from=build /out /app
-RUN mkdir -p /app/var && chown 1000:1000 /app/var
+RUN mkdir -p /app/var /var/lib/clinic && chown 1000:1000 /app/var /var/lib/clinic
 # uid of the image's `node` user, numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
 

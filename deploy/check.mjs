@@ -8,26 +8,51 @@
 //   checks/k8s.mjs              deploy/k8s via `kubectl kustomize` (+ checks/k8s-rules.mjs: API types, rules)
 //   checks/comms-delivery.mjs   both: comms' providers required, never COMMS_DELIVERY=files
 //   checks/rabbitmq.mjs         deploy/rabbitmq/definitions.json: a broker user per service, topic permissions
+//
+//   node deploy/check.mjs [generated] [dockerfile] [compose] [k8s] [rabbitmq]   only those (default: all)
 import { stale } from '../scripts/generate.mjs'
 import { checkEnvExample } from './checks/compose-env.mjs'
 import { checkCompose } from './checks/compose.mjs'
-import { checkDockerfile, checkDockerignore } from './checks/dockerfile.mjs'
+import { checkDockerfile, checkDockerignore, checkOtherDockerfiles } from './checks/dockerfile.mjs'
 import { checkK8s } from './checks/k8s.mjs'
 import { checkRabbitDefinitions } from './checks/rabbitmq.mjs'
-import { report, state } from './checks/lib.mjs'
+import { report, state, unmarkedSecrets } from './checks/lib.mjs'
 
-const outdated = await stale()
-report(
-  'generated files',
-  outdated.map((f) => `${f} differs from what services.json makes: run node scripts/generate.mjs`),
-  'tsconfig.json, .env.example, Compose, Kubernetes and the broker definitions match packages/platform/services.json',
-)
-checkDockerfile()
-checkDockerignore()
-checkCompose()
-checkEnvExample()
-checkK8s()
-checkRabbitDefinitions()
+const CHECKS = {
+  generated: async () => {
+    const outdated = await stale()
+    report(
+      'generated files',
+      outdated.map((f) => `${f} differs from what services.json makes: run node scripts/generate.mjs`),
+      'tsconfig.json, .env.example, Compose, Kubernetes and the broker definitions match packages/platform/services.json',
+    )
+  },
+  dockerfile: () => {
+    checkDockerfile()
+    checkDockerignore()
+    checkOtherDockerfiles()
+  },
+  compose: () => {
+    checkCompose()
+    checkEnvExample()
+  },
+  k8s: checkK8s,
+  rabbitmq: checkRabbitDefinitions,
+}
+const wanted = process.argv.slice(2)
+for (const w of wanted)
+  if (!CHECKS[w]) {
+    console.error(`unknown check ${w}: one of ${Object.keys(CHECKS).join(', ')}`)
+    process.exit(2)
+  }
+for (const [name, run] of Object.entries(CHECKS)) if (!wanted.length || wanted.includes(name)) await run()
+// Every secret a service reads is declared `secret: true`, so start-up refuses a placeholder.
+if (!wanted.length)
+  report(
+    'services/*/src/config.ts',
+    unmarkedSecrets().map((n) => `${n} is not declared v.*({ secret: true }): a placeholder would start`),
+    "every secret refuses the examples' placeholders at start-up",
+  )
 if (state.failed) {
   console.log(`deploy checks: ${state.failed} file(s) failed`)
   process.exit(1)

@@ -2,10 +2,13 @@
 // the names packages/platform/naming.cjs makes of each entry; one module per target:
 //   generate/env.mjs        tsconfig.json (project references), .env.example (ports and URLs)
 //   generate/compose.mjs    deploy/compose/compose.yaml (x-env ports and URLs, migrate-<name> and
-//                           <name> entries, broker-users' passwords), deploy/compose/.env.example
-//                           (each service's database and broker passwords and event signing key)
-//   generate/k8s.mjs        deploy/k8s/{configmap,secret.example,kustomization,networkpolicy}.yaml,
-//                           deploy/k8s/services/<name>/{values,kustomization}.yaml (+ patch.yaml if present)
+//                           <name> entries with their assertion keys and limits, broker-users'
+//                           passwords), deploy/compose/.env.example (each service's database and
+//                           broker passwords and event signing key, the assertion keys)
+//   generate/k8s.mjs        deploy/k8s/{configmap,secret.example,kustomization}.yaml,
+//                           deploy/k8s/services/<name>/{values,kustomization}.yaml (+ patch.yaml and
+//                           the service's own objects if present; its assertion keys as a patch)
+//   generate/networkpolicy.mjs  deploy/k8s/networkpolicy.yaml (ingress, monitoring, egress)
 //   generate/rabbitmq.mjs   deploy/rabbitmq/definitions.json (broker users and permissions)
 //   Dockerfile              nothing: it reads services.json and naming.cjs at build and run time
 //

@@ -53,7 +53,7 @@ export function checkEnvExample() {
   for (const k of new Set(required))
     if (!(k in env)) problems.push(`${k} (required by compose.yaml) is not listed`)
   for (const [k, v] of Object.entries(env))
-    if (/PASSWORD|SECRET|TOKEN/.test(k) && v && !/change-me/i.test(v))
+    if (/PASSWORD|SECRET|TOKEN|_KEYS?$/.test(k) && v && !/change-me/i.test(v))
       problems.push(`${k} looks like a real value: examples must be placeholders (change-me...)`)
   report(file, problems, `${Object.keys(env).length} variables, every required one listed, placeholders only`)
 }

@@ -1,7 +1,9 @@
 // deploy/compose/compose.yaml: the compose-spec JSON schema and lint rules (dclint), then the stack's
 // own rules after ${VAR} interpolation with .env.example, against packages/platform/services.json
 // (database roles: compose-db.mjs; broker users and event keys: compose-broker.mjs; comms' providers:
-// comms-delivery.mjs); plus `docker compose config` when the compose plugin is installed.
+// comms-delivery.mjs; images pinned, quorum queues, limits, Redis's password, placeholders:
+// compose-hardening.mjs; assertion keys: assertion-keys.mjs); plus `docker compose config` when the
+// compose plugin is installed.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -22,7 +24,9 @@ import {
   root,
   skip,
 } from './lib.mjs'
+import { checkComposeAssertionKeys } from './assertion-keys.mjs'
 import { checkBrokerUsers } from './compose-broker.mjs'
+import { checkComposeHardening } from './compose-hardening.mjs'
 import { checkComposeDelivery } from './comms-delivery.mjs'
 import { checkDatabaseRoles } from './compose-db.mjs'
 import { interpolate, parseEnvFile } from './compose-env.mjs'
@@ -42,7 +46,7 @@ export function checkCompose() {
 
   // compose-spec JSON schema and lint rules (dclint bundles the schema), on the file as Compose
   // validates it: after interpolation (same line numbers as compose.yaml).
-  const work = path.join(root, 'node_modules', '.cache', 'clinic-deploy-check', 'compose')
+  const work = path.join(root, 'node_modules', '.cache', 'clinic-deploy-check', `compose-${process.pid}`)
   mkdirSync(work, { recursive: true })
   writeFileSync(path.join(work, 'compose.yaml'), text)
   const dclint = spawnSync(
@@ -72,14 +76,6 @@ export function checkCompose() {
     return report(file, [...problems, `YAML: ${err.message}`], '')
   }
   const services = doc?.services ?? {}
-  const images = {
-    postgres: /^postgres:15(\.|$)/,
-    rabbitmq: /^rabbitmq:3\.10(\.\d+)?-management$/,
-    redis: /^redis:7(\.|$)/,
-  }
-  for (const [name, re] of Object.entries(images))
-    if (!re.test(services[name]?.image ?? ''))
-      problems.push(`${name}: image ${services[name]?.image} does not match ${re}`)
   for (const name of ['postgres', 'rabbitmq', 'redis'])
     if (!services[name]?.healthcheck?.test) problems.push(`${name}: no healthcheck`)
 
@@ -112,21 +108,15 @@ export function checkCompose() {
     if (!test.includes(`:${PORTS[s]}/health/live`))
       problems.push(`${s}: healthcheck does not probe :${PORTS[s]}/health/live`)
     const e = env0(svc)
-    for (const k of [
-      'DATABASE_URL',
-      'AMQP_URL',
-      'INTERNAL_AUTH_SECRET',
-      'EVENT_SIGNING_SECRET',
-      'AMQP_QUEUE_TYPE',
-    ])
+    for (const k of ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET', 'AMQP_QUEUE_TYPE'])
       if (!e[k]) problems.push(`${s}: ${k} not set`)
     for (const k of requiredVars(s))
       if (!e[k]) problems.push(`${s}: ${k} (required by services/${s}/src/config.ts) not set`)
     if (e.HOST !== '0.0.0.0') problems.push(`${s}: HOST must be 0.0.0.0`)
     if (String(e[envName(s, 'PORT')]) !== String(PORTS[s]))
       problems.push(`${s}: ${envName(s, 'PORT')} is not ${PORTS[s]}`)
-    for (const k of ['INTERNAL_AUTH_SECRET', 'EVENT_SIGNING_SECRET'])
-      if ((e[k] ?? '').length < 32) problems.push(`${s}: ${k} from .env.example is under 32 characters`)
+    if ((e.EVENT_SIGNING_SECRET ?? '').length < 32)
+      problems.push(`${s}: EVENT_SIGNING_SECRET from .env.example is under 32 characters`)
 
     const deps = svc.depends_on ?? {}
     if (Array.isArray(deps)) problems.push(`${s}: depends_on must use conditions`)
@@ -162,8 +152,11 @@ export function checkCompose() {
   }
   checkDatabaseRoles(services, env0, problems)
   checkBrokerUsers(services, env0, problems)
-  // comms names its providers, as required settings; never COMMS_DELIVERY=files (comms-delivery.mjs).
   const rawServices = YAML.parse(read(file), { merge: true, maxAliasCount: -1 })?.services ?? {}
+  // Images pinned, quorum queues, limits, Redis's password, no placeholder by default, audit's volume.
+  checkComposeHardening(services, rawServices, env0, problems)
+  checkComposeAssertionKeys(services, rawServices, env0, problems)
+  // comms names its providers, as required settings; never COMMS_DELIVERY=files (comms-delivery.mjs).
   checkComposeDelivery(
     Object.fromEntries(Object.keys(services).map((n) => [n, env0(rawServices[n])])),
     Object.fromEntries(Object.entries(services).map(([n, svc]) => [n, env0(svc)])),
@@ -173,7 +166,7 @@ export function checkCompose() {
   for (const s of RESOURCES)
     if (g[envName(s, 'URL')] !== `http://${s}:${PORTS[s]}`)
       problems.push(`gateway: ${envName(s, 'URL')} is not http://${s}:${PORTS[s]}`)
-  if (!/^redis:\/\/redis:6379/.test(g.REDIS_URL ?? ''))
+  if (!/^redis:\/\/([^@/]*@)?redis:6379/.test(g.REDIS_URL ?? ''))
     problems.push('gateway: REDIS_URL must point at the redis service (shared rate limiter)')
   if (get(services, 'gateway.depends_on.redis.condition') !== 'service_healthy')
     problems.push('gateway: must wait for redis')

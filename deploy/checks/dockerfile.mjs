@@ -1,7 +1,9 @@
-// The Dockerfile and .dockerignore: static checks (base image, pnpm pin, deploy --prod, non-root user,
-// HEALTHCHECK, CMD) against the workspace's package.json files and packages/platform/services.json.
+// The Dockerfile and .dockerignore: static checks (base image pinned by digest, pnpm pin, deploy
+// --prod, non-root user, HEALTHCHECK, CMD) against the workspace's package.json files and
+// packages/platform/services.json; any other Dockerfile: every FROM pinned by digest.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
+import { dockerfiles, pinProblem, tagOf } from './images.mjs'
 import { SERVICES, read, report, root } from './lib.mjs'
 
 function parseDockerfile(text) {
@@ -24,6 +26,40 @@ function parseDockerfile(text) {
   return out
 }
 
+/** The image each FROM names, ${ARG}s resolved; a FROM naming an earlier stage is not an image. */
+function fromImages(ins, args) {
+  const stages = new Set()
+  const out = []
+  for (const i of ins.filter((x) => x.op === 'FROM')) {
+    const [image, as, stage] = i.args.split(/\s+/)
+    const resolved = image.replace(/^\$\{?(\w+)\}?$/, (_, a) => args[a] ?? '?')
+    if (!stages.has(resolved)) out.push(resolved)
+    if (/^as$/i.test(as ?? '') && stage) stages.add(stage)
+  }
+  return out
+}
+
+/**
+ * Every other Dockerfile of the repository (none today: every service's image is built from the
+ * root one): each FROM that is an image pinned by digest.
+ */
+export function checkOtherDockerfiles() {
+  for (const file of dockerfiles().filter((f) => f !== 'Dockerfile')) {
+    const ins = parseDockerfile(read(file))
+    const args = Object.fromEntries(
+      ins
+        .filter((i) => i.op === 'ARG' && i.args.includes('='))
+        .map((i) => i.args.split('=').map((s) => s.trim().replace(/^"|"$/g, ''))),
+    )
+    const froms = fromImages(ins, args).filter((f) => f !== 'scratch')
+    report(
+      file,
+      froms.flatMap((f) => pinProblem(f) ?? []).map((p) => `FROM ${p}`),
+      `${froms.length} FROM pinned by digest`,
+    )
+  }
+}
+
 export function checkDockerfile() {
   const problems = []
   const file = 'Dockerfile'
@@ -37,11 +73,13 @@ export function checkDockerfile() {
       .filter((i) => i.op === 'ARG' && i.args.includes('='))
       .map((i) => i.args.split('=').map((s) => s.trim().replace(/^"|"$/g, ''))),
   )
-  const froms = ins
-    .filter((i) => i.op === 'FROM')
-    .map((i) => i.args.split(/\s+/)[0].replace(/^\$\{?NODE_IMAGE\}?$/, args.NODE_IMAGE ?? '?'))
+  const froms = fromImages(ins, args)
   if (froms.length < 2) problems.push('expected a multi-stage build (build + runtime)')
-  for (const f of froms) if (f !== 'node:24-slim') problems.push(`stage FROM ${f}: expected node:24-slim`)
+  for (const f of froms) {
+    if (tagOf(f) !== 'node:24-slim') problems.push(`stage FROM ${f}: expected node:24-slim`)
+    const pin = pinProblem(f)
+    if (pin) problems.push(`stage FROM ${pin}`)
+  }
   if (args.PNPM_VERSION !== pnpmVersion)
     problems.push(
       `PNPM_VERSION ${args.PNPM_VERSION} differs from package.json packageManager pnpm@${pnpmVersion}`,
@@ -92,7 +130,7 @@ export function checkDockerfile() {
   report(
     file,
     problems,
-    `${froms.length} stages on node:24-slim, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
+    `${froms.length} stages on node:24-slim pinned by digest, pnpm@${pnpmVersion}, USER ${user}, HEALTHCHECK, CMD`,
   )
 }
 

@@ -104,7 +104,14 @@ function checkJob(job, ctx, problems, all) {
       problems.push(`${where}: its pods match Deployment ${d.metadata?.name}'s selector (Service, PDB, HPA)`)
   }
   for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])]) {
-    checkContainer(c, `${where} container ${c.name}`, pod, ctx, `clinic/${service}`, problems)
+    checkContainer(
+      c,
+      `${where} container ${c.name}`,
+      pod,
+      ctx,
+      c.name === 'migrate' && `clinic/${service}`,
+      problems,
+    )
     const mig = refOf(c, 'MIGRATION_DATABASE_URL')
     if (mig?.name !== MIGRATION_SECRET)
       problems.push(`${where} container ${c.name}: MIGRATION_DATABASE_URL must come from ${MIGRATION_SECRET}`)

@@ -1,9 +1,11 @@
-// Rules for the Kubernetes objects: Deployments (probes, resources, securityContext, ...), containers,
-// NetworkPolicies. API types: k8s-types.mjs; migration Jobs and Secrets: k8s-migrations.mjs.
+// Rules for the Kubernetes objects: Deployments (probes, resources, securityContext, metrics port,
+// ...), containers. API types: k8s-types.mjs; migration Jobs and Secrets: k8s-migrations.mjs;
+// NetworkPolicies: k8s-network.mjs; assertion keys: assertion-keys.mjs.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { NON_PUBLIC, BASE_EGRESS_PORTS } from '../../scripts/generate/k8s.mjs'
-import { PORTS, SERVICES, envName, get, read, requiredVars, root } from './lib.mjs'
+import { metricsPort } from '../../scripts/generate/networkpolicy.mjs'
+import { pinProblem } from './images.mjs'
+import { APPS, PORTS, SERVICES, envName, get, read, requiredVars, root } from './lib.mjs'
 
 export function checkDeployment(d, ctx, problems) {
   const name = d.metadata?.name
@@ -31,13 +33,20 @@ export function checkDeployment(d, ctx, problems) {
   if ((pod.initContainers ?? []).some((c) => (c.command ?? []).join(' ').includes('dist/db/migrate.js')))
     problems.push(`Deployment ${name}: migrations run in the ${name}-migrate Job, not in an initContainer`)
   for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])])
-    checkContainer(c, `Deployment ${name} container ${c.name}`, pod, ctx, `clinic/${name}`, problems)
+    checkContainer(
+      c,
+      `Deployment ${name} container ${c.name}`,
+      pod,
+      ctx,
+      c === mainC && `clinic/${name}`,
+      problems,
+    )
   if (mainC) {
     const envNames = new Set([
       ...(mainC.env ?? []).map((e) => e.name),
       ...(mainC.envFrom ?? []).flatMap((ef) => [...(ctx.configMaps.get(ef.configMapRef?.name) ?? [])]),
     ])
-    for (const k of ['DATABASE_URL', 'AMQP_URL', 'INTERNAL_AUTH_SECRET', 'EVENT_SIGNING_SECRET', 'HOST'])
+    for (const k of ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET', 'HOST'])
       if (!envNames.has(k)) problems.push(`Deployment ${name}: ${k} not provided`)
     if (!envNames.has(envName(name, 'PORT')))
       problems.push(`Deployment ${name}: ${envName(name, 'PORT')} not provided`)
@@ -49,6 +58,18 @@ export function checkDeployment(d, ctx, problems) {
     const where = `Deployment ${name}`
     const named = Object.fromEntries((mainC.ports ?? []).map((p) => [p.name, p.containerPort]))
     if (named.http !== port) problems.push(`${where}: container port "http" must be ${port}`)
+    // /metrics on a port of its own, which Prometheus scrapes (and the monitoring namespace reaches).
+    const metrics = metricsPort(APPS.find((a) => a.name === name) ?? { port: 0 })
+    if (named.metrics !== metrics) problems.push(`${where}: container port "metrics" must be ${metrics}`)
+    const metricsEnv = (mainC.env ?? []).find((e) => e.name === 'METRICS_PORT')?.value
+    if (metricsEnv !== undefined && String(metricsEnv) !== String(metrics))
+      problems.push(`${where}: METRICS_PORT ${metricsEnv} is not its metrics port ${metrics}`)
+    const annotations = spec.template?.metadata?.annotations ?? {}
+    if (
+      annotations['prometheus.io/scrape'] === 'true' &&
+      String(annotations['prometheus.io/port']) !== String(metrics)
+    )
+      problems.push(`${where}: prometheus.io/port must be the metrics port ${metrics}, not the API port`)
     const probe = (p) => `${get(mainC, `${p}.httpGet.path`)}@${get(mainC, `${p}.httpGet.port`)}`
     if (probe('livenessProbe') !== '/health/live@http')
       problems.push(`${where}: livenessProbe must GET /health/live on port http`)
@@ -64,8 +85,11 @@ export function checkDeployment(d, ctx, problems) {
 
 /** Hardening, resources, image, volumes and Secret keys of a container (of a Deployment or a Job). */
 export function checkContainer(c, where, pod, ctx, image, problems) {
-  if (!new RegExp(`(^|/)${image}:\\d{6}\\.\\d{2}$`).test(c.image ?? ''))
+  // `image`: the service's own container runs the image built here (kustomization images: the
+  // release); any other container (null: a sidecar) a third-party image pinned by digest.
+  if (image && !new RegExp(`(^|/)${image}:\\d{6}\\.\\d{2}(@sha256:[0-9a-f]{64})?$`).test(c.image ?? ''))
     problems.push(`${where}: image ${c.image}, expected .../${image}:<release> (kustomization images)`)
+  else if (!image && pinProblem(c.image)) problems.push(`${where}: ${pinProblem(c.image)}`)
   const sc = c.securityContext ?? {}
   if (sc.readOnlyRootFilesystem !== true) problems.push(`${where}: readOnlyRootFilesystem must be true`)
   if (sc.allowPrivilegeEscalation !== false) problems.push(`${where}: allowPrivilegeEscalation must be false`)
@@ -121,81 +145,4 @@ export function noteUnsupplied(ctx) {
     console.log(
       `note deploy/k8s: not in the ConfigMap or Secret (service default applies): ${unsupplied.join(', ')}`,
     )
-}
-
-/** Only the Ingress controller reaches the gateway, only clinic pods reach the services. */
-export function checkNetworkPolicies(all, podLabels, problemsOf) {
-  // A default-deny ingress policy, and the gateway's own policy not open to clinic pods at large.
-  const policies = all.filter((o) => o.kind === 'NetworkPolicy')
-  const kustomizeProblems = problemsOf(policies[0])
-  if (
-    !policies.some(
-      (p) => Object.keys(p.spec?.podSelector ?? {}).length === 0 && !(p.spec?.ingress ?? []).length,
-    )
-  )
-    kustomizeProblems.push(
-      'NetworkPolicy: no default-deny ingress policy (podSelector {} and no ingress rule)',
-    )
-  for (const s of SERVICES.filter((x) => x !== 'gateway'))
-    if (!policies.some((p) => (p.spec?.ingress ?? []).length && policySelects(p, podLabels(s))))
-      kustomizeProblems.push(`NetworkPolicy: nothing lets the gateway reach ${s}`)
-  checkEgress(policies, podLabels, problemsOf)
-}
-
-/**
- * Egress policies (webhooks: the internet on 443): a pod whose egress is restricted still reaches
- * DNS, PostgreSQL and RabbitMQ; an ipBlock open to every address leaves out the non-public ranges
- * (private, loopback, link-local: the cloud metadata address), so a receiver URL cannot reach them.
- */
-function checkEgress(policies, podLabels, problemsOf) {
-  const egress = policies.filter((p) => (p.spec?.policyTypes ?? []).includes('Egress'))
-  for (const p of egress) {
-    const problems = problemsOf(p)
-    for (const rule of p.spec?.egress ?? [])
-      for (const to of rule.to ?? []) {
-        const block = to.ipBlock
-        if (!block) continue
-        const missing = (NON_PUBLIC[block.cidr] ?? []).filter((c) => !(block.except ?? []).includes(c))
-        if (missing.length)
-          problems.push(
-            `NetworkPolicy ${p.metadata?.name}: ipBlock ${block.cidr} must except ${missing.join(', ')}`,
-          )
-        if (!NON_PUBLIC[block.cidr] && !rule.ports?.length)
-          problems.push(`NetworkPolicy ${p.metadata?.name}: ipBlock ${block.cidr} on every port`)
-      }
-  }
-  for (const s of SERVICES) {
-    const mine = egress.filter((p) => policySelects(p, podLabels(s)))
-    if (!mine.length) continue
-    // A rule without `to` reaches every address; without `ports`, every port.
-    const open = (protocol, port) =>
-      mine.some((p) =>
-        (p.spec?.egress ?? []).some(
-          (r) =>
-            !(r.to ?? []).length &&
-            (!(r.ports ?? []).length ||
-              r.ports.some((x) => x.port === port && (x.protocol ?? 'TCP') === protocol)),
-        ),
-      )
-    for (const [protocol, ports] of Object.entries(BASE_EGRESS_PORTS))
-      for (const port of ports)
-        if (!open(protocol, port))
-          problemsOf(mine[0]).push(
-            `NetworkPolicy ${mine[0].metadata?.name}: ${s} pods cannot reach ${protocol} ${port} (DNS, PostgreSQL, RabbitMQ)`,
-          )
-  }
-}
-
-/** Does a NetworkPolicy's podSelector (matchLabels and matchExpressions In/NotIn) pick these labels? */
-function policySelects(policy, labels) {
-  const sel = policy.spec?.podSelector ?? {}
-  const byLabels = Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v)
-  const byExpressions = (sel.matchExpressions ?? []).every((e) =>
-    e.operator === 'In'
-      ? e.values.includes(labels[e.key])
-      : e.operator === 'NotIn'
-        ? !e.values.includes(labels[e.key])
-        : false,
-  )
-  return byLabels && byExpressions
 }

@@ -37,7 +37,8 @@ export function loadDocs(file, problems) {
  */
 export function typeCheck(objects) {
   const ts = require('typescript')
-  const work = path.join(root, 'node_modules', '.cache', 'clinic-deploy-check')
+  // One directory per run: two checks at once (CI, a test) do not remove each other's files.
+  const work = path.join(root, 'node_modules', '.cache', 'clinic-deploy-check', `types-${process.pid}`)
   rmSync(work, { recursive: true, force: true })
   mkdirSync(work, { recursive: true })
   const byFile = new Map()

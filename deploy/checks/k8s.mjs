@@ -1,6 +1,8 @@
 // deploy/k8s: rendered with `kubectl kustomize` (what `kubectl apply -k` applies), every object
-// type-checked against the Kubernetes API types, then the deployment rules, against
-// packages/platform/services.json. kubectl is required (see kubectl() for where it comes from).
+// type-checked against the Kubernetes API types, then the deployment rules (k8s-rules.mjs), the
+// NetworkPolicies (k8s-network.mjs), the assertion keys (assertion-keys.mjs) and the migration Jobs
+// (k8s-migrations.mjs), against packages/platform/services.json. kubectl is required (see kubectl()
+// for where it comes from).
 import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
@@ -8,7 +10,10 @@ import YAML from 'yaml'
 import { checkK8sDelivery } from './comms-delivery.mjs'
 import { KUBECTL_PACKAGE, kubectl } from './k8s-kubectl.mjs'
 import { checkMigrations, checkSecretExamples, jobName } from './k8s-migrations.mjs'
-import { checkDeployment, checkNetworkPolicies, noteUnsupplied } from './k8s-rules.mjs'
+import { checkK8sAssertionKeys, checkSecretAssertionKeys } from './assertion-keys.mjs'
+import { checkNetworkPolicies } from './k8s-network.mjs'
+import { checkRedisExample } from './k8s-redis.mjs'
+import { checkDeployment, noteUnsupplied } from './k8s-rules.mjs'
 import { loadDocs, typeCheck } from './k8s-types.mjs'
 import { APPS, PORTS, SERVICES, read, report, root } from './lib.mjs'
 
@@ -19,7 +24,28 @@ function origin(o) {
   if (SERVICES.includes(o.metadata?.name) && o.kind !== 'Ingress') return `${K8S}/services/${o.metadata.name}`
   const job = SERVICES.find((s) => o.kind === 'Job' && o.metadata?.name === jobName(s))
   if (job) return `${K8S}/services/${job}`
+  // A service's own objects (audit's PersistentVolumeClaim) carry its name label.
+  const owner = o.metadata?.labels?.['app.kubernetes.io/name']
+  if (SERVICES.includes(owner) && !['Ingress', 'NetworkPolicy'].includes(o.kind))
+    return `${K8S}/services/${owner}`
   return `${K8S}/${{ Namespace: 'namespace', ConfigMap: 'configmap', Ingress: 'ingress', NetworkPolicy: 'networkpolicy' }[o.kind] ?? o.kind}.yaml`
+}
+
+/** The examples' placeholders: in secret.example.yaml only, never in what `kubectl apply -k` applies. */
+function checkPlaceholders(all, problemsOf) {
+  const placeholder = /change[-_]?me/i
+  for (const o of all) {
+    for (const [k, v] of Object.entries(o.kind === 'ConfigMap' ? (o.data ?? {}) : {}))
+      if (placeholder.test(String(v)))
+        problemsOf(o).push(`ConfigMap ${o.metadata?.name}: ${k} is a placeholder (change-me...)`)
+    const pod = o.spec?.template?.spec ?? {}
+    for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])])
+      for (const e of c.env ?? [])
+        if (placeholder.test(String(e.value ?? '')))
+          problemsOf(o).push(
+            `${o.kind} ${o.metadata?.name} container ${c.name}: ${e.name} is a placeholder (change-me...); a Secret key`,
+          )
+  }
 }
 
 export function checkK8s() {
@@ -36,15 +62,20 @@ export function checkK8s() {
   if (kust.namespace !== 'clinic') kproblems.push('namespace must be clinic')
   if ((kust.resources ?? []).includes('secret.example.yaml'))
     kproblems.push('secret.example.yaml must not be applied (placeholders would overwrite the real Secret)')
-  for (const f of readdirSync(path.join(root, K8S)).filter((f) => /\.ya?ml$/.test(f)))
-    if (!['kustomization.yaml', 'secret.example.yaml'].includes(f) && !kust.resources?.includes(f))
+  for (const f of readdirSync(path.join(root, K8S)).filter((f) => /\.ya?ml$/.test(f))) {
+    const example = /\.example\.ya?ml$/.test(f)
+    if (f !== 'kustomization.yaml' && !example && !kust.resources?.includes(f))
       kproblems.push(`${f} is not listed in resources`)
+    if (example && kust.resources?.includes(f)) kproblems.push(`${f} is an example: it must not be applied`)
+  }
   const imgs = new Map((kust.images ?? []).map((i) => [i.name, i]))
   for (const s of SERVICES) {
     const i = imgs.get(`clinic/${s}`)
     if (!i) kproblems.push(`images: no entry for clinic/${s}`)
     else if (!/^\d{6}\.\d{2}$/.test(String(i.newTag ?? '')))
       kproblems.push(`images: clinic/${s} newTag ${i.newTag} is not a CalVer release`)
+    else if (i.digest !== undefined && !/^sha256:[0-9a-f]{64}$/.test(String(i.digest)))
+      kproblems.push(`images: clinic/${s} digest ${i.digest} is not sha256:<64 hex>`)
   }
 
   // Problems per origin; the Secret example is checked too, though it is not applied.
@@ -53,13 +84,16 @@ export function checkK8s() {
   const secretFile = `${K8S}/secret.example.yaml`
   const secrets = existsSync(path.join(root, secretFile)) ? loadDocs(secretFile, problemsOf(secretFile)) : []
   if (!secrets.length) problemsOf(secretFile).push('no Secret example')
+  const redisFile = `${K8S}/redis.example.yaml`
+  const redis = existsSync(path.join(root, redisFile)) ? loadDocs(redisFile, problemsOf(redisFile)) : []
   const objects = all.map((obj) => ({ file: undefined, obj }))
   for (const secret of secrets) objects.push({ file: secretFile, obj: secret })
+  redis.forEach((obj, n) => objects.push({ file: `${redisFile}#${n}`, obj }))
   for (const [key, list] of typeCheck(objects)) {
     const o = all.find((x) => `${x.kind} ${x.metadata?.name}` === key)
-    problemsOf(o ? origin(o) : key === secretFile ? secretFile : kfile).push(
-      ...list.map((m) => `${key}: ${m}`),
-    )
+    problemsOf(
+      o ? origin(o) : key === secretFile ? secretFile : key.startsWith(redisFile) ? redisFile : kfile,
+    ).push(...list.map((m) => `${key}: ${m}`))
   }
 
   const ctx = {
@@ -147,10 +181,19 @@ export function checkK8s() {
     }
   }
   checkNetworkPolicies(all, podLabels, (o) => problemsOf(o ? origin(o) : kfile))
+  checkK8sAssertionKeys(all, (o) => problemsOf(origin(o)))
+  checkPlaceholders(all, (o) => problemsOf(origin(o)))
   checkMigrations(all, ctx, (o) => problemsOf(origin(o)))
   // comms names its providers, as required settings; never COMMS_DELIVERY=files (comms-delivery.mjs).
   checkK8sDelivery(all, ctx, (o) => problemsOf(origin(o)))
-  if (secrets.length) checkSecretExamples(secrets, problemsOf(secretFile))
+  if (redis.length) checkRedisExample(redis, ctx, problemsOf(redisFile))
+  if (secrets.length) {
+    checkSecretExamples(secrets, problemsOf(secretFile))
+    checkSecretAssertionKeys(secrets, problemsOf(secretFile))
+    const redis = secrets.find((x) => x.metadata?.name === 'clinic-secrets')?.stringData?.REDIS_URL
+    if (!/^rediss?:\/\/[^@/]*:[^@/]+@/.test(String(redis ?? '')))
+      problemsOf(secretFile).push('clinic-secrets: REDIS_URL must carry the password Redis requires')
+  }
   for (const s of SERVICES)
     for (const k of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Job'])
       if (!all.some((o) => o.kind === k && o.metadata?.name === (k === 'Job' ? jobName(s) : s)))
@@ -164,7 +207,11 @@ export function checkK8s() {
 
   for (const [f, problems] of [...perFile].sort()) {
     const kinds =
-      f === secretFile ? secrets.map(() => 'Secret') : all.filter((o) => origin(o) === f).map((o) => o.kind)
+      f === secretFile
+        ? secrets.map(() => 'Secret')
+        : f === redisFile
+          ? redis.map((o) => o.kind)
+          : all.filter((o) => origin(o) === f).map((o) => o.kind)
     report(f, problems, `${kinds.join(', ')}: API types + rules`)
   }
   const kinds = {}

@@ -38,6 +38,27 @@ export function requiredVars(service) {
     .map((m) => m[1])
 }
 
+/** Public keys: a placeholder there fails to parse anyway (a key, not a secret). */
+const PUBLIC_KEYS = ['GATEWAY_VERIFY_KEY', 'SERVICE_VERIFY_KEYS']
+/** Secrets by name: keys, passwords, tokens, and the URLs that carry a password. */
+const SECRET_NAME =
+  /(SECRET|PASSWORD|AUTH_TOKEN|_KEY|_KEYS)$|^(MIGRATION_)?DATABASE_URL$|^(AMQP|REDIS|SMTP)_URL$/
+
+/**
+ * The variables of the services' config.ts and the shared ones (packages/platform/src/service.ts)
+ * that hold a secret but are not declared `secret: true`, so a placeholder (change-me...) left in
+ * them would start the service instead of stopping it.
+ */
+export function unmarkedSecrets() {
+  const files = [...SERVICES.map((s) => `services/${s}/src/config.ts`), 'packages/platform/src/service.ts']
+  const out = new Set()
+  for (const f of files.filter((x) => existsSync(path.join(root, x))))
+    for (const [, name, opts] of read(f).matchAll(/\b([A-Z][A-Z0-9_]+):\s*v\.\w+\(([^)]*)\)/g))
+      if (SECRET_NAME.test(name) && !PUBLIC_KEYS.includes(name) && !/\bsecret:\s*true\b/.test(opts))
+        out.add(name)
+  return [...out]
+}
+
 export const state = { failed: 0 }
 /** One line per file: ok with what was checked, or FAIL with every problem found. */
 export function report(file, problems, what) {

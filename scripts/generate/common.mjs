@@ -1,8 +1,8 @@
-// Shared by the generators (scripts/generate/*.mjs): reading committed files, and the
-// BEGIN/END GENERATED sections inside hand-written ones.
+// Shared by the generators (scripts/generate/*.mjs) and the deploy checks: reading committed files,
+// the BEGIN/END GENERATED sections inside hand-written ones, and who gets which assertion keys.
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { root } from '../lib.mjs'
+import { apps, root } from '../lib.mjs'
 
 /** A file of the repository (from the root), or '' when it does not exist. */
 export const read = (file) =>
@@ -19,4 +19,22 @@ export function section(text, id, lines, file) {
   )
   if (!re.test(text)) throw new Error(`${file}: no BEGIN/END GENERATED ${id} markers`)
   return text.replace(re, (_, begin, end) => `${begin}${lines.join('\n')}\n${end.replace(/^\n/, '')}`)
+}
+
+/** The services that call `name` over signed internal HTTP (services.json `calls`); not the gateway. */
+export const serviceCallers = (name) => apps.filter((s) => (s.calls ?? []).includes(name)).map((s) => s.name)
+
+/**
+ * The assertion keys a process gets (deploy/README.md, "Assertion keys"): the gateway its private
+ * key, every other service the gateway's public key; a service that calls others (`calls`) its own
+ * private key; a service others call its callers' public keys, and only theirs.
+ */
+export function assertionKeysOf(name) {
+  const app = apps.find((s) => s.name === name)
+  return {
+    gatewaySigning: name === 'gateway',
+    gatewayVerify: name !== 'gateway',
+    serviceSigning: (app?.calls ?? []).length > 0,
+    callers: serviceCallers(name),
+  }
 }

@@ -1,8 +1,9 @@
 // deploy/compose/compose.yaml (x-env ports and URLs, one migrate-<name> and one <name> entry per
-// service, broker-users' passwords) and deploy/compose/.env.example (each service's database and
-// broker passwords and event signing key).
-import { apps, eventVerifiers, namesOf, serviceList } from '../lib.mjs'
-import { read, section } from './common.mjs'
+// service with its assertion keys and resource limits, broker-users' passwords) and
+// deploy/compose/.env.example (each service's database and broker passwords and event signing key,
+// the assertion keys).
+import { apps, envName, eventVerifiers, namesOf, serviceList } from '../lib.mjs'
+import { assertionKeysOf, read, section } from './common.mjs'
 
 const resources = serviceList.services
 const required = (v, what = '') => `\${${v}:?set ${v}${what} in deploy/compose/.env}`
@@ -24,6 +25,46 @@ const broker = (name) => [
       ]
     : []),
 ]
+
+/**
+ * Its assertion keys (deploy/README.md, "Assertion keys"), from services.json: the gateway's private
+ * key to the gateway alone, its public key to every other service; a calling service (`calls`) its
+ * own private key; a called service the public key of each of its callers.
+ */
+function assertionKeys(name) {
+  const k = assertionKeysOf(name)
+  const key = (v, what) => required(v, ` (${what})`)
+  return [
+    ...(k.gatewaySigning
+      ? [`      GATEWAY_SIGNING_KEY: ${key('GATEWAY_SIGNING_KEY', 'Ed25519 private key')}`]
+      : []),
+    ...(k.gatewayVerify
+      ? [`      GATEWAY_VERIFY_KEY: ${key('GATEWAY_VERIFY_KEY', 'Ed25519 public key')}`]
+      : []),
+    ...(k.serviceSigning
+      ? [`      SERVICE_SIGNING_KEY: ${key(envName(name, 'SERVICE_SIGNING_KEY'), 'Ed25519 private key')}`]
+      : []),
+    ...(k.callers.length
+      ? [
+          `      SERVICE_VERIFY_KEYS: ${k.callers.map((c) => `${c}=${required(envName(c, 'SERVICE_VERIFY_KEY'))}`).join(',')}`,
+        ]
+      : []),
+  ]
+}
+
+/** Limits of every long-running container (Compose `deploy.resources`), as the Kubernetes ones. */
+const RESOURCES = {
+  gateway: { limits: ['1', '512M'], reservations: ['0.2', '192M'] },
+  service: { limits: ['1', '512M'], reservations: ['0.1', '160M'] },
+}
+const limits = (name) => {
+  const r = RESOURCES[name] ?? RESOURCES.service
+  return [
+    '      resources:',
+    `        limits: { cpus: '${r.limits[0]}', memory: ${r.limits[1]} }`,
+    `        reservations: { cpus: '${r.reservations[0]}', memory: ${r.reservations[1]} }`,
+  ]
+}
 
 const healthcheck = (port) => [
   '    healthcheck:',
@@ -48,8 +89,9 @@ const image = (name) => [
 const extras = {
   gateway: {
     environment: [
-      '      # Shared by all gateway replicas, so the per-token limit holds however many run.',
-      '      REDIS_URL: redis://redis:6379',
+      '      # Shared by all gateway replicas, so the per-token limit holds however many run; the',
+      '      # password is the one the redis service requires (--requirepass).',
+      `      REDIS_URL: redis://:${required('REDIS_PASSWORD')}@redis:6379`,
       '      RATE_LIMIT_PER_MINUTE: ${RATE_LIMIT_PER_MINUTE:-600}',
       '      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: ${RATE_LIMIT_PER_ADDRESS_PER_MINUTE:-3000}',
       '      CORS_ORIGINS: ${CORS_ORIGINS:-}',
@@ -78,6 +120,16 @@ const extras = {
       '      # Where people open those links: the gateway as the public reaches it.',
       `      PUBLIC_BASE_URL: ${required('PUBLIC_BASE_URL', " (the gateway's public address, https://...)")}`,
     ],
+  },
+  audit: {
+    environment: [
+      '      # The key of its hash chain: audit only. Keep it outside the database, and keep it.',
+      `      AUDIT_CHAIN_KEY: ${required('AUDIT_CHAIN_KEY', ' (32+ characters)')}`,
+      '      # Signed checkpoints of the chain heads, outside the database: a volume of their own.',
+      '      AUDIT_CHECKPOINT_FILE: /var/lib/clinic/audit-checkpoints.jsonl',
+      '      AUDIT_CHECKPOINT_INTERVAL_SECONDS: ${AUDIT_CHECKPOINT_INTERVAL_SECONDS:-300}',
+    ],
+    more: ['    volumes:', '      - audit-checkpoints:/var/lib/clinic'],
   },
   webhooks: {
     environment: [
@@ -109,9 +161,12 @@ function service(s) {
     '      <<: *env',
     databaseUrl(s.name),
     ...broker(s.name),
+    ...assertionKeys(s.name),
     ...(x.environment ?? []),
     ...(x.more ?? []),
-    ...(s === serviceList.gateway ? [] : ['    deploy:', `      replicas: ${s.replicas.min}`]),
+    '    deploy:',
+    ...(s === serviceList.gateway ? [] : [`      replicas: ${s.replicas.min}`]),
+    ...limits(s.name),
     '    depends_on:',
     '      <<: *infra',
     '      broker-users:',
@@ -161,10 +216,24 @@ export function composeEnvExample() {
     lines('amqpPassword', (n) => `change-me-amqp-${n}`),
     file,
   )
-  return section(
+  text = section(
     text,
     'event-keys',
     lines('eventSigningSecret', (n) => `change-me-events-${n}-to-64-hex-characters-from-openssl`),
+    file,
+  )
+  const callers = apps.filter((s) => assertionKeysOf(s.name).serviceSigning)
+  return section(
+    text,
+    'assertion-keys',
+    [
+      'GATEWAY_SIGNING_KEY=change-me-gateway-ed25519-private-key-base64url-pkcs8-der',
+      'GATEWAY_VERIFY_KEY=change-me-gateway-ed25519-public-key-base64url-spki-der',
+      ...callers.flatMap((s) => [
+        `${envName(s, 'SERVICE_SIGNING_KEY')}=change-me-${s.name}-ed25519-private-key-base64url-pkcs8-der`,
+        `${envName(s, 'SERVICE_VERIFY_KEY')}=change-me-${s.name}-ed25519-public-key-base64url-spki-der`,
+      ]),
+    ],
     file,
   )
 }

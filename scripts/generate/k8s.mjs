@@ -1,11 +1,14 @@
 // deploy/k8s: configmap.yaml (ports and URLs), secret.example.yaml (each service's <NAME>_DATABASE_URL,
-// _AMQP_URL and _EVENT_SIGNING_SECRET, the EVENT_VERIFY_KEYS of audit and webhooks), kustomization.yaml
-// (resources and images), services/<name>/{values,kustomization}.yaml, and networkpolicy.yaml (who
-// reaches whom; and where the services that call out to the internet may go: webhooks).
-import { existsSync } from 'node:fs'
+// _AMQP_URL and _EVENT_SIGNING_SECRET, the EVENT_VERIFY_KEYS of audit and webhooks, the assertion
+// keys), kustomization.yaml (resources and images), services/<name>/{values,kustomization}.yaml (the
+// kustomization patches in the service's assertion keys), and networkpolicy.yaml (networkpolicy.mjs).
+import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
-import { apps, namesOf, root, serviceList } from '../lib.mjs'
-import { HEAD, read, section } from './common.mjs'
+import { apps, envName, namesOf, root, serviceList } from '../lib.mjs'
+import { HEAD, assertionKeysOf, read, section } from './common.mjs'
+import { metricsPort } from './networkpolicy.mjs'
+
+export { networkPolicy } from './networkpolicy.mjs'
 
 const resources = serviceList.services
 
@@ -22,7 +25,7 @@ export function secretExample() {
   )
   const keyPlaceholder = (s) =>
     `CHANGE_ME_${namesOf(s).envPrefix}_EVENT_KEY_64_HEX_CHARACTERS_FROM_OPENSSL_RAND_HEX_32`
-  return section(
+  const withBroker = section(
     text,
     'broker',
     [
@@ -32,6 +35,30 @@ export function secretExample() {
       ),
       ...apps.map((s) => `  ${namesOf(s).env.eventSigningSecret}: ${keyPlaceholder(s)}`),
       `  EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${keyPlaceholder(s)}`).join(',')}`,
+    ],
+    file,
+  )
+  const publicKey = (n) => `CHANGE_ME_${envName(n, 'ED25519_PUBLIC_KEY_BASE64URL_SPKI_DER')}`
+  return section(
+    withBroker,
+    'assertion-keys',
+    [
+      '  GATEWAY_SIGNING_KEY: CHANGE_ME_GATEWAY_ED25519_PRIVATE_KEY_BASE64URL_PKCS8_DER',
+      `  GATEWAY_VERIFY_KEY: ${publicKey('gateway')}`,
+      ...apps
+        .filter((s) => assertionKeysOf(s.name).serviceSigning)
+        .map(
+          (s) =>
+            `  ${envName(s, 'SERVICE_SIGNING_KEY')}: CHANGE_ME_${envName(s, 'ED25519_PRIVATE_KEY_BASE64URL_PKCS8_DER')}`,
+        ),
+      ...apps
+        .filter((s) => assertionKeysOf(s.name).callers.length)
+        .map(
+          (s) =>
+            `  ${envName(s, 'SERVICE_VERIFY_KEYS')}: ${assertionKeysOf(s.name)
+              .callers.map((c) => `${c}=${publicKey(c)}`)
+              .join(',')}`,
+        ),
     ],
     file,
   )
@@ -86,9 +113,52 @@ export function kustomization() {
   ].join('\n')
 }
 
+/** A strategic-merge patch of the service's container: its assertion keys, key by key from clinic-secrets. */
+function assertionKeysPatch(s) {
+  const k = assertionKeysOf(s.name)
+  const env = [
+    ...(k.gatewaySigning ? [['GATEWAY_SIGNING_KEY', 'GATEWAY_SIGNING_KEY']] : []),
+    ...(k.gatewayVerify ? [['GATEWAY_VERIFY_KEY', 'GATEWAY_VERIFY_KEY']] : []),
+    ...(k.serviceSigning ? [['SERVICE_SIGNING_KEY', envName(s, 'SERVICE_SIGNING_KEY')]] : []),
+    ...(k.callers.length ? [['SERVICE_VERIFY_KEYS', envName(s, 'SERVICE_VERIFY_KEYS')]] : []),
+  ]
+  return [
+    '  # Its assertion keys (deploy/README.md, "Assertion keys"), from services.json:',
+    `  # ${
+      k.gatewaySigning
+        ? "the gateway's private key"
+        : `the gateway's public key${k.serviceSigning ? ', its own private key (it calls others)' : ''}${
+            k.callers.length ? `, its callers' public keys (${k.callers.join(', ')})` : ''
+          }`
+    }.`,
+    '  - patch: |-',
+    '      apiVersion: apps/v1',
+    '      kind: Deployment',
+    '      metadata:',
+    `        name: ${s.name}`,
+    '      spec:',
+    '        template:',
+    '          spec:',
+    '            containers:',
+    `              - name: ${s.name}`,
+    '                env:',
+    ...env.flatMap(([name, key]) => [
+      `                  - name: ${name}`,
+      '                    valueFrom:',
+      `                      secretKeyRef: { name: clinic-secrets, key: ${key} }`,
+    ]),
+  ]
+}
+
 export function k8sService(s) {
   const dir = `deploy/k8s/services/${s.name}`
   const patch = existsSync(path.join(root, dir, 'patch.yaml'))
+  // Hand-written objects of the service (audit: its checkpoints' volume claim), beside the generated files.
+  const own = existsSync(path.join(root, dir))
+    ? readdirSync(path.join(root, dir))
+        .filter((f) => /\.yaml$/.test(f) && !['values.yaml', 'kustomization.yaml', 'patch.yaml'].includes(f))
+        .sort()
+    : []
   return {
     [`${dir}/values.yaml`]: [
       HEAD,
@@ -102,6 +172,8 @@ export function k8sService(s) {
       'data:',
       `  name: ${s.name}`,
       `  port: '${s.port}'`,
+      '  # GET /metrics only (METRICS_PORT): what the monitoring namespace may reach, not the API port.',
+      `  metrics_port: '${metricsPort(s)}'`,
       '  # Its DATABASE_URL is the key <env_prefix>_DATABASE_URL of the Secret clinic-secrets.',
       `  env_prefix: ${namesOf(s).envPrefix}`,
       `  min_replicas: '${s.replicas.min}'`,
@@ -115,164 +187,13 @@ export function k8sService(s) {
       'kind: Kustomization',
       'resources:',
       '  - values.yaml',
+      ...own.map((f) => `  - ${f}`),
       'components:',
       '  - ../../components/service',
-      ...(patch ? ['patches:', '  - path: patch.yaml'] : []),
+      'patches:',
+      ...(patch ? ['  - path: patch.yaml'] : []),
+      ...assertionKeysPatch(s),
       '',
     ].join('\n'),
   }
-}
-
-/** Who calls each resource service: the gateway (it routes every family), then services.json `calls`. */
-export function callersOf(name) {
-  return ['gateway', ...resources.filter((s) => (s.calls ?? []).includes(name)).map((s) => s.name)]
-}
-
-const pods = (name) => [
-  '        - podSelector:',
-  '            matchLabels:',
-  `              app.kubernetes.io/name: ${name}`,
-]
-const monitoring = [
-  '        - namespaceSelector:',
-  '            matchLabels:',
-  '              kubernetes.io/metadata.name: monitoring',
-]
-const policy = (name, target, from, port) => [
-  '---',
-  'apiVersion: networking.k8s.io/v1',
-  'kind: NetworkPolicy',
-  'metadata:',
-  `  name: ${name}`,
-  'spec:',
-  '  podSelector:',
-  '    matchLabels:',
-  `      app.kubernetes.io/name: ${target}`,
-  '  policyTypes: [Ingress]',
-  '  ingress:',
-  ...from,
-  '      ports:',
-  `        - port: ${port}`,
-  '          protocol: TCP',
-]
-
-/**
- * The services whose work is calling out to the internet, and on which port: their pods get an egress
- * policy (any other pod's egress is not restricted). webhooks delivers to integrators' https URLs.
- */
-export const INTERNET_EGRESS = { webhooks: 443 }
-
-/** Never reached from an internet-egress pod: private, shared (CGNAT), loopback, link-local (cloud metadata). */
-export const NON_PUBLIC = {
-  '0.0.0.0/0': [
-    '10.0.0.0/8',
-    '100.64.0.0/10',
-    '127.0.0.0/8',
-    '169.254.0.0/16',
-    '172.16.0.0/12',
-    '192.168.0.0/16',
-  ],
-  '::/0': ['::1/128', 'fc00::/7', 'fe80::/10'],
-}
-/** What every pod needs whatever else its egress policy says: DNS, PostgreSQL, RabbitMQ (amqps, amqp). */
-export const BASE_EGRESS_PORTS = { UDP: [53], TCP: [53, 5432, 5671, 5672] }
-
-const egressPolicy = (s, port) => [
-  '---',
-  'apiVersion: networking.k8s.io/v1',
-  'kind: NetworkPolicy',
-  'metadata:',
-  `  name: ${s.name}-egress`,
-  'spec:',
-  '  podSelector:',
-  '    matchLabels:',
-  `      app.kubernetes.io/name: ${s.name}`,
-  '  policyTypes: [Egress]',
-  '  egress:',
-  '    # DNS, PostgreSQL and RabbitMQ, wherever the Secret points them (another port: add it here).',
-  '    - ports:',
-  ...Object.entries(BASE_EGRESS_PORTS).flatMap(([protocol, ports]) =>
-    ports.flatMap((p) => [`        - port: ${p}`, `          protocol: ${protocol}`]),
-  ),
-  ...(s.calls ?? []).flatMap((c) => [
-    `    # Its signed service calls (services.json calls): ${c}.`,
-    '    - to:',
-    ...pods(c),
-    '      ports:',
-    `        - port: ${resources.find((r) => r.name === c).port}`,
-    '          protocol: TCP',
-  ]),
-  '    # The internet: any public address, never a private, loopback or link-local one (cloud',
-  '    # metadata); the service refuses those addresses itself too.',
-  '    - to:',
-  ...Object.entries(NON_PUBLIC).flatMap(([cidr, except]) => [
-    '        - ipBlock:',
-    `            cidr: '${cidr}'`,
-    `            except: [${except.map((c) => `'${c}'`).join(', ')}]`,
-  ]),
-  '      ports:',
-  `        - port: ${port}`,
-  '          protocol: TCP',
-]
-
-export function networkPolicy() {
-  const gw = serviceList.gateway
-  const calls = resources
-    .filter((s) => callersOf(s.name).length > 1)
-    .map((s) => `#   ${callersOf(s.name).slice(1).join(', ').padEnd(18)} -> ${s.name} ${s.port}`)
-  const internet = resources.filter((s) => INTERNET_EGRESS[s.name])
-  return [
-    HEAD,
-    '# Who may reach what inside the cluster (needs a CNI that enforces NetworkPolicy: Calico, Cilium...).',
-    "# Nothing reaches a pod of the namespace unless a policy below lets it, and then only on the pod's",
-    '# own port (services.json; `calls`: the signed service calls of services/*/src/clients):',
-    `#   ingress controller -> gateway ${gw.port}`,
-    `#   gateway            -> ${resources.map((s) => `${s.name} ${s.port}`).join(', ')}`,
-    ...calls,
-    "#   monitoring namespace -> every pod's port   (Prometheus scrapes /metrics)",
-    '# Any other pod, of the clinic or not, reaches no service, its /metrics or its /openapi.json (which',
-    '# the services also refuse, 404, to addresses outside INTERNAL_NETWORKS without an assertion).',
-    ...(internet.length
-      ? [
-          '# Egress is open but for the services that call out to the internet, which reach only DNS,',
-          '# PostgreSQL, RabbitMQ, the services they call, and public addresses on one port:',
-          ...internet.map(
-            (s) => `#   ${s.name.padEnd(18)} -> internet ${INTERNET_EGRESS[s.name]} (no private address)`,
-          ),
-        ]
-      : []),
-    'apiVersion: networking.k8s.io/v1',
-    'kind: NetworkPolicy',
-    'metadata:',
-    '  name: default-deny-ingress',
-    'spec:',
-    '  podSelector: {}',
-    '  policyTypes: [Ingress]',
-    ...policy(
-      'gateway-from-ingress',
-      'gateway',
-      [
-        "    # The ingress-nginx controller's pods (one `from` entry: that namespace AND those pods).",
-        '    - from:',
-        '        - namespaceSelector:',
-        '            matchLabels:',
-        '              kubernetes.io/metadata.name: ingress-nginx',
-        '          podSelector:',
-        '            matchLabels:',
-        '              app.kubernetes.io/name: ingress-nginx',
-        ...monitoring,
-      ],
-      gw.port,
-    ),
-    ...resources.flatMap((s) =>
-      policy(
-        `${s.name}-from-${callersOf(s.name).join('-')}`,
-        s.name,
-        ['    - from:', ...callersOf(s.name).flatMap(pods), ...monitoring],
-        s.port,
-      ),
-    ),
-    ...internet.flatMap((s) => egressPolicy(s, INTERNET_EGRESS[s.name])),
-    '',
-  ].join('\n')
 }

@@ -14,6 +14,11 @@ interface VarSpec<K extends Kind> {
   protocols?: string[]
   /** Allowed values of a string. */
   choices?: readonly string[]
+  /**
+   * A secret (a string, a list of `name=key` entries, or a URL whose password is one): a value that
+   * is still an example's placeholder (`change-me...`, `CHANGE_ME...`) is refused at start-up.
+   */
+  secret?: boolean
 }
 type Value<K extends Kind> = K extends 'int' | 'port'
   ? number
@@ -41,6 +46,25 @@ export const v = {
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
+
+/** The examples' placeholders (.env.example `change-me-...`, secret.example.yaml `CHANGE_ME_...`). */
+const PLACEHOLDER = /^change[-_]?me/i
+
+/** The parts of a secret's value that must not be a placeholder: the value, each entry's key, a URL's password. */
+function secretParts(spec: VarSpec<Kind>, raw: string): string[] {
+  if (spec.kind === 'url') {
+    try {
+      return [decodeURIComponent(new URL(raw).password)]
+    } catch {
+      return []
+    }
+  }
+  // `name=key,...` (EVENT_VERIFY_KEYS, SERVICE_VERIFY_KEYS): each key, and the value as a whole.
+  return [raw, ...raw.split(',').map((e) => e.slice(e.indexOf('=') + 1).trim())]
+}
+
+const isPlaceholder = (spec: VarSpec<Kind>, raw: string) =>
+  spec.secret === true && secretParts(spec, raw).some((p) => PLACEHOLDER.test(p.trim()))
 
 function coerce(name: string, spec: VarSpec<Kind>, raw: string): { value?: unknown; error?: string } {
   switch (spec.kind) {
@@ -92,6 +116,10 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     const raw = given === undefined || given === '' ? s.default : given
     if (raw === undefined) {
       if (!s.optional) errors.push(`${name} is required`)
+      continue
+    }
+    if (isPlaceholder(s, raw)) {
+      errors.push(`${name} is a placeholder (change-me...): set a real secret`)
       continue
     }
     const { value, error } = coerce(name, s, raw)

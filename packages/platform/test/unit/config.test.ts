@@ -175,3 +175,41 @@ describe('loadConfig', () => {
     }
   })
 })
+
+/** `secret: true`: a value still the examples' placeholder stops the service at start-up (exit 78). */
+describe('loadConfig: secrets left as placeholders', () => {
+  const secrets = {
+    EVENT_SIGNING_SECRET: v.string({ min: 32, secret: true }),
+    SERVICE_VERIFY_KEYS: v.list({ optional: true, secret: true }),
+    DATABASE_URL: v.url({ protocols: ['postgres:'], secret: true }),
+    LOG_LEVEL: v.string({ default: 'info' }),
+  }
+  const real = {
+    EVENT_SIGNING_SECRET: 'f3'.repeat(32),
+    DATABASE_URL: 'postgres://clinic_patients:s3cret-value@db:5432/clinic',
+  }
+
+  it('accepts real values', () => {
+    expect(loadConfig(secrets, { ...real, SERVICE_VERIFY_KEYS: 'comms=MCowBQYDK2VwAyEA' })).toMatchObject(
+      real,
+    )
+  })
+
+  it.each([
+    ['EVENT_SIGNING_SECRET', 'change-me-events-patients-to-64-hex-characters-from-openssl'],
+    ['EVENT_SIGNING_SECRET', 'CHANGE_ME_PATIENTS_EVENT_KEY_64_HEX_CHARACTERS_FROM_OPENSSL_RAND_HEX_32'],
+    ['EVENT_SIGNING_SECRET', 'Change-Me-and-long-enough-to-pass-the-32-characters'],
+    ['SERVICE_VERIFY_KEYS', 'appointments=MCowBQYDK2VwAyEA,comms=change-me-comms-service-verify-key'],
+    ['DATABASE_URL', 'postgres://clinic_patients:change-me-db-patients@postgres:5432/clinic'],
+    ['DATABASE_URL', 'postgres://clinic_patients:CHANGE_ME@postgres.example.internal:5432/clinic'],
+  ])('refuses %s = %s with one line naming it', (name, value) => {
+    const err = errorOf(() => loadConfig(secrets, { ...real, [name]: value }))
+    expect(err.message).toBe(
+      `Invalid configuration: ${name} is a placeholder (change-me...): set a real secret`,
+    )
+  })
+
+  it('leaves variables that are not secrets alone', () => {
+    expect(loadConfig({ NOTE: v.string() }, { NOTE: 'change-me' }).NOTE).toBe('change-me')
+  })
+})
