@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { waitFor } from '@clinic/platform/testing'
 import fc from 'fast-check'
 import { signLink } from '../../services/comms/src/links/tokens'
 import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from '../src/client'
@@ -9,9 +12,10 @@ import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from 
  * and the services. Four kinds of HTTP cases, sampled up front from a fixed seed (FUZZ_SEED):
  *
  * - schema: query strings, headers and bodies derived from each operation's schemas (types, enums,
- *   formats, patterns, lengths, bounds, examples, required fields) and the tenant's own ids, so
- *   most of them pass validation and reach the domain code (creates, updates, transitions,
- *   conflicts, lists with every filter);
+ *   formats, patterns, lengths, bounds, examples, required fields) and the tenant's own ids
+ *   (patients, appointments, messages, registered practitioners with their time off and holds,
+ *   webhook endpoints and their deliveries), so most of them pass validation and reach the domain
+ *   code (creates, updates, transitions, conflicts, lists with every filter);
  * - mutated: a schema case with one field (nested ones too) or query parameter set to a hostile
  *   value (control characters, NUL, lone surrogates, huge numbers, wrong types, long strings);
  * - hostile: known and unknown names with arbitrary values, arbitrary JSON, 20,000-deep and
@@ -22,7 +26,8 @@ import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from 
  *   text that is not base64url or not UTF-8, and the lists' real cursors with one value replaced.
  *
  * Property: every answer is a 2xx, or a 4xx problem+json with a `code`, within TIMEOUT_MS (each
- * request is aborted then: a hang is a failure); never a 5xx.
+ * request is aborted then: a hang is a failure); never a 5xx. Every operation of the document gets
+ * its share of the cases (a `fuzz coverage` line shows how many each got and which never had a 2xx).
  *
  * Alongside, raw cases over a `net` socket, bytes no HTTP client would send: CRLF inside header
  * values, bare CR or LF, NUL, obsolete line folding, `X-Forwarded-*`, `Forwarded`, `X-Real-IP`,
@@ -93,6 +98,8 @@ interface Case {
   kind: Kind
   op: Operation
   id: string
+  /** The path's second parameter (a time off's `{time_off_id}`), when it has one. */
+  sub?: string
   query: Array<[string, unknown]>
   headers: Record<string, string>
   payload: Payload
@@ -103,6 +110,13 @@ interface Pool {
   patients: string[]
   appointments: string[]
   messages: string[]
+  /** Registered practitioners (their slugs), each with a time off and a hold. */
+  practitioners: string[]
+  timeOffs: string[]
+  holds: string[]
+  /** Webhook endpoints, and deliveries of theirs. */
+  endpoints: string[]
+  deliveries: string[]
   centers: string[]
   /** Real `meta.next` cursors, decoded, by list path. */
   cursors: Record<string, unknown[][]>
@@ -217,14 +231,28 @@ interface Gen {
 const deref = (s: Schema, g: Gen): Schema =>
   s.$ref ? (g.doc.components?.schemas?.[s.$ref.split('/').pop()!] ?? {}) : s
 
-/** Ids of the tenant's records for a field or path parameter, by what it refers to. */
+/**
+ * Ids of the tenant's records for a field or path parameter, by what it refers to (the more
+ * specific families first: a hold's path is under /appointments, a time off's under /practitioners).
+ */
 function idsFor(name: string, path: string, pool: Pool): string[] {
-  const family = name === 'id' ? path : name
+  const family = name === 'id' ? path.replace(/\{id\}.*/, '') : name
+  const mine = (ids: string[]) => (ids.length ? ids : [...pool.patients, ...pool.appointments])
+  if (/time_off/.test(family)) return mine(pool.timeOffs)
+  if (/hold/.test(family)) return mine(pool.holds)
+  if (/practitioner/.test(family)) return mine(pool.practitioners)
+  if (/deliver/.test(family)) return mine(pool.deliveries)
+  if (/endpoint|webhook/.test(family)) return mine(pool.endpoints)
   if (/patient/.test(family)) return pool.patients
   if (/appointment/.test(family)) return pool.appointments
   if (/message|comms/.test(family)) return pool.messages
   return [...pool.patients, ...pool.appointments, ...pool.messages]
 }
+/** The other path parameters than `{id}` (a time off's `{time_off_id}`). */
+const subParam = (path: string) => /\{(?!id\})(\w+)\}/.exec(path)?.[1]
+/** An operation's path with the case's ids in it. */
+const pathOf = (op: Operation, id: string, sub?: string) =>
+  op.path.replace('{id}', encodePath(id)).replace(/\{\w+\}/, encodePath(sub ?? id))
 
 function stringOf(s: Schema, name: string, path: string, g: Gen): fc.Arbitrary<string> {
   const min = s.minLength ?? 0
@@ -267,6 +295,12 @@ function stringOf(s: Schema, name: string, path: string, g: Gen): fc.Arbitrary<s
   // A consent's address is an email address or an E.164 number, mostly (free text is always refused).
   if (name === 'address')
     base = fc.oneof({ weight: 6, arbitrary: fc.oneof(email, phone) }, { weight: 1, arbitrary: base })
+  // A registered practitioner, mostly (their hours, holds and time off decide bookings).
+  if (name === 'practitioner' && g.pool.practitioners.length)
+    base = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...g.pool.practitioners) },
+      { weight: 1, arbitrary: base },
+    )
   // A center of the company, mostly (the pattern alone would name unknown centers).
   if (name === 'codalmacen')
     base = fc.oneof(
@@ -555,6 +589,13 @@ function operationArbitrary(op: Operation, g: Gen): fc.Arbitrary<Case> {
       { weight: 4, arbitrary: fc.constantFrom(...idsFor('id', op.path, g.pool)) },
       { weight: 1, arbitrary: fc.uuid() },
     )
+    const subName = subParam(op.path)
+    const sub = subName
+      ? fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...idsFor(subName, op.path, g.pool)) },
+          { weight: 1, arbitrary: fc.uuid() },
+        )
+      : fc.constant(undefined)
     const fromBody = op.body && fromSchema(op.body, '', op.path, g)
     const validBody: fc.Arbitrary<Payload> = (
       fromBody && op.example !== undefined
@@ -566,6 +607,7 @@ function operationArbitrary(op: Operation, g: Gen): fc.Arbitrary<Case> {
       kind: fc.constant<Kind>('schema'),
       op: fc.constant(op),
       id,
+      sub,
       query: validQuery,
       headers: validHeaders,
       payload: validBody,
@@ -591,6 +633,12 @@ function operationArbitrary(op: Operation, g: Gen): fc.Arbitrary<Case> {
         fc.uuid(),
         nasty.map((s) => String(s)),
       ),
+      sub: subName
+        ? fc.oneof(
+            sub,
+            nasty.map((s) => String(s)),
+          )
+        : fc.constant(undefined),
       query: fc
         .dictionary(
           fc.oneof(fc.constantFrom(...op.params.map((p) => p.name), 'idempresa', 'codalmacen'), fc.string()),
@@ -720,7 +768,7 @@ function rawArbitrary(ops: Operation[], g: Gen, token: string, host: string): fc
       .chain((op) =>
         fc
           .constantFrom(...idsFor('id', op.path, g.pool))
-          .map((id) => ({ method: op.method.toUpperCase(), path: `/api${op.path.replace('{id}', id)}`, op })),
+          .map((id) => ({ method: op.method.toUpperCase(), path: `/api${pathOf(op, id)}`, op })),
       ),
   )
   const odd = fc.constantFrom(
@@ -1119,6 +1167,8 @@ let t: Tenant
 let api: string
 let stop: () => Promise<void>
 let pool: Pool
+/** Where the fuzz tenant's webhook endpoints post: a receiver in this process that answers 204. */
+let receiver: Server | undefined
 beforeAll(async () => {
   t = await makeTenant(['ALM1', 'ALM2'])
   // A gateway of its own whose limits do not hide answers behind 429.
@@ -1131,6 +1181,16 @@ beforeAll(async () => {
     if (res.status >= 300) throw new Error(`setup ${path}: ${res.status} ${JSON.stringify(res.body)}`)
     return (res.body as { id: string }).id
   }
+  // Webhook endpoints first, so that the records made below give them deliveries.
+  receiver = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(204).end())
+  })
+  await new Promise<void>((resolve) => receiver!.listen(0, '127.0.0.1', resolve))
+  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const endpoints: string[] = []
+  for (const codalmacen of ['ALM1', 'ALM2', null])
+    endpoints.push(await made('/webhooks/endpoints', { url: hook, event_types: ['*'], codalmacen }))
   const patients: string[] = []
   for (const [i, codalmacen] of ['ALM1', 'ALM2', null].entries())
     patients.push(
@@ -1158,9 +1218,75 @@ beforeAll(async () => {
     await made('/comms/send', { patient_id: patients[0], body: `${MARK} hola` }),
     await made('/comms/send', { patient_id: patients[1], channel: 'sms', body: `${MARK} hola` }),
   ]
-  pool = { patients, appointments, messages, centers: t.centers, cursors: {} }
+  // Registered practitioners working every day at one center, 06:00-22:00 UTC (around the schema
+  // cases' instants, so bookings and holds get to the calendar), each with a time off and a hold.
+  const practitioners: string[] = []
+  const timeOffs: string[] = []
+  const holds: string[] = []
+  for (const [i, codalmacen] of ['ALM1', 'ALM2'].entries()) {
+    const id = await made('/practitioners', {
+      id: `fuzz-${i}-${MARK.toLowerCase()}`,
+      name: `${MARK} Dra ${i}`,
+      time_zone: 'UTC',
+      slot_minutes: 15,
+      working_hours: [1, 2, 3, 4, 5, 6, 7].map((weekday) => ({
+        codalmacen,
+        weekday,
+        start: '06:00',
+        end: '22:00',
+      })),
+    })
+    practitioners.push(id)
+    timeOffs.push(
+      await made(`/practitioners/${id}/time-off`, {
+        starts_at: `2031-10-0${i + 1}T12:00:00Z`,
+        ends_at: `2031-10-0${i + 1}T13:00:00Z`,
+        reason: `${MARK} vacaciones`,
+      }),
+    )
+    holds.push(
+      await made('/appointments/holds', {
+        practitioner: id,
+        codalmacen,
+        starts_at: `2031-10-0${i + 1}T07:00:00Z`,
+        ends_at: `2031-10-0${i + 1}T07:15:00Z`,
+      }),
+    )
+  }
+  // A delivery of each endpoint (the records above made events), for the delivery operations.
+  const deliveries = await waitFor(
+    async () => {
+      const found: string[] = []
+      for (const e of endpoints) {
+        const res = await call('GET', `/webhooks/endpoints/${e}/deliveries?limit=2`, {
+          base: api,
+          token: t.token,
+          timeoutMs: TIMEOUT_MS,
+        })
+        found.push(...((res.body as { data?: Array<{ id: string }> }).data ?? []).map((d) => d.id))
+      }
+      return found.length >= endpoints.length ? found : null
+    },
+    { what: 'deliveries of the fuzz endpoints', timeoutMs: 60_000, intervalMs: 250 },
+  )
+  pool = {
+    patients,
+    appointments,
+    messages,
+    practitioners,
+    timeOffs,
+    holds,
+    endpoints,
+    deliveries,
+    centers: t.centers,
+    cursors: {},
+  }
 }, 120_000)
-afterAll(() => stop?.())
+afterAll(async () => {
+  await stop?.()
+  receiver?.closeAllConnections()
+  await new Promise((resolve) => receiver?.close(resolve) ?? resolve(undefined))
+})
 
 test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC_CASES} to public routes: never a 5xx, never a hang`, async () => {
   const doc = (await call('GET', '/openapi.json', { base: api, timeoutMs: TIMEOUT_MS })).body as {
@@ -1243,13 +1369,17 @@ test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC
   const fivexx = new Map<string, string>()
   const seen = new Map<number, number>()
   const kinds: Record<string, Record<string, number>> = {}
+  /** Per operation: its cases, and how many a 2xx answered (they reached the domain and did something). */
+  const byOp = new Map(
+    ops.map((o) => [`${o.method} ${o.path}`, { cases: 0, ok: 0, statuses: {} as Record<number, number> }]),
+  )
   let maxMs = 0
   let hangs = 0
   let next = 0
   const worker = async () => {
     while (next < cases.length) {
       const c = cases[next++]!
-      const path = c.op.path.replace('{id}', encodePath(c.id))
+      const path = pathOf(c.op, c.id, c.sub)
       const qs = queryString(c.query)
       const caseStarted = Date.now()
       const polls = longPollMs(c.query)
@@ -1278,6 +1408,10 @@ test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC
       // The time beyond a long poll's wait.
       maxMs = Math.max(maxMs, Date.now() - caseStarted - polls)
       seen.set(status, (seen.get(status) ?? 0) + 1)
+      const op = byOp.get(`${c.op.method} ${c.op.path}`)!
+      op.cases++
+      op.statuses[status] = (op.statuses[status] ?? 0) + 1
+      if (status >= 200 && status < 300) op.ok++
       const k = (kinds[c.kind] ??= {})
       const klass = status ? `${String(status)[0]}xx` : 'none'
       k[klass] = (k[klass] ?? 0) + 1
@@ -1398,6 +1532,14 @@ test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC
       `raw_statuses=${JSON.stringify(Object.fromEntries(rawSeen))} public=${publics.length} public_max_ms=${publicMaxMs} ` +
       `public_statuses=${JSON.stringify(Object.fromEntries([...publicSeen].sort()))}\n`,
   )
+  const perOp = [...byOp.values()].map((o) => o.cases)
+  const never2xx = [...byOp]
+    .filter(([, o]) => o.ok === 0)
+    .map(([k, o]) => `${k} ${JSON.stringify(o.statuses)}`)
+  process.stdout.write(
+    `fuzz coverage: operations=${byOp.size} cases_per_operation=${Math.min(...perOp)}..${Math.max(...perOp)} ` +
+      `operations_with_2xx=${byOp.size - never2xx.length} without_2xx=${JSON.stringify(never2xx)}\n`,
+  )
   if (keptOpen.size)
     process.stdout.write(
       `fuzz answered keep-alive to Connection: close: ${[...keptOpen].sort().join(', ')}\n`,
@@ -1407,6 +1549,9 @@ test(`${CASES} requests over every operation, ${RAW_CASES} raw ones and ${PUBLIC
   if (fivexx.size)
     process.stdout.write(`fuzz 5xx:\n${[...fivexx].map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n`)
   expect(failures.slice(0, 20)).toEqual([])
+  // Every operation of the document had its share of the cases (each is drawn equally often).
+  expect(cases.length).toBeGreaterThanOrEqual(CASES)
+  expect(Math.min(...perOp)).toBeGreaterThanOrEqual(Math.floor(CASES / ops.length / 3))
   expect(hangs).toBe(0)
   expect(maxMs).toBeLessThan(TIMEOUT_MS)
   expect(rawMaxMs).toBeLessThan(TIMEOUT_MS)

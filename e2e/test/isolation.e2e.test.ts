@@ -6,7 +6,7 @@ import { waitFor } from '@clinic/platform/testing'
 import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/client'
 
 /**
- * Tenant and center isolation, generated from the gateway's merged OpenAPI route table. Two
+ * Tenant and center isolation, generated from the gateway's merged OpenAPI route table. Three
  * loops over every operation and method of /api/openapi.json (webhooks aside: public,
  * signature-checked, no company):
  *
@@ -17,7 +17,10 @@ import { call, makeTenant, tokenFor, type Answer, type Tenant } from '../src/cli
  *   404, bodies naming ALM1 are 403 center_forbidden, bodies referencing ALM1 records 404 or 422
  *   (DESIGN.md), `?codalmacen=ALM1` is 403 on every operation, lists show nothing of ALM1; no id
  *   of an ALM1 record the request did not send, and no text of one, appears in any answer; ALM1's
- *   records, totals and audit actors are unchanged afterwards.
+ *   records, totals and audit actors are unchanged afterwards;
+ * - a token of A with every center asking `?codalmacen=ALM2` on every operation on one record (a
+ *   path with an id) about A's ALM1 records: 404 (DESIGN.md section 2), ALM1 unchanged afterwards,
+ *   and every such read answers 200 under `?codalmacen=ALM1`.
  *
  * Webhook endpoints, their delivery logs and the change feed too: another company's or center's
  * endpoint and delivery ids are 404 on every operation, an endpoint of ALM1 cannot be made with a
@@ -1304,6 +1307,99 @@ test('a token limited to one center reaches nothing of the company’s other cen
   expect(r.unexpected).toEqual([])
   // ALM1's records, ALM1's totals and who acted on ALM1's records are as they were.
   expect(await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })).toEqual(before)
+}, 120_000)
+
+// ---------------------------------------------------------------------------------------------
+// A token of A with every center, asking for ALM2, on A's records of ALM1
+
+/**
+ * What a token of every center sends, with `?codalmacen=ALM2`, to each operation on one record (a
+ * path with an id) about A's ALM1 records: 404, as another company's (DESIGN.md section 2: on
+ * read-one a resource outside the center asked for is 404; the operations that change or act on
+ * one record hold to it too). The token may use ALM2, so the gateway lets every request through:
+ * the service decides. Operations without a record in their path take no part (lists filter by the
+ * center and creates place in it: the loops above cover them); one with an id and no generator here
+ * fails the suite.
+ */
+function askedCenterTargets(method: string, path: string): Array<{ url: string; body?: unknown }> | null {
+  const since = { since: new Date(Date.now() - 3600_000).toISOString() }
+  const endpoint = `/webhooks/endpoints/${alm1.endpoint}`
+  const targets: Record<string, Array<{ url: string; body?: unknown }>> = {
+    'get /patients/{id}': [{ url: `/patients/${alm1.patient}` }],
+    'patch /patients/{id}': [{ url: `/patients/${alm1.patient}`, body: { notes: 'changed under ALM2' } }],
+    'get /appointments/{id}': [
+      { url: `/appointments/${alm1.appointment}` },
+      // An ALM1 appointment of an ALM2 patient: the appointment's center decides.
+      { url: `/appointments/${alm1.otherAppointment}` },
+    ],
+    'patch /appointments/{id}': [
+      { url: `/appointments/${alm1.appointment}`, body: { notes: 'changed under ALM2' } },
+      { url: `/appointments/${alm1.otherAppointment}`, body: { codalmacen: 'ALM2' } },
+    ],
+    'post /appointments/{id}/checkin': [{ url: `/appointments/${alm1.appointment}/checkin` }],
+    'get /comms/messages/{id}': [{ url: `/comms/messages/${alm1.message}` }],
+    'get /practitioners/{id}': [{ url: `/practitioners/${alm1.practitioner}` }],
+    'patch /practitioners/{id}': [
+      { url: `/practitioners/${alm1.practitioner}`, body: { name: 'changed under ALM2' } },
+    ],
+    'post /practitioners/{id}/time-off': [
+      { url: `/practitioners/${alm1.practitioner}/time-off`, body: { ...slotAt(8), reason: 'x' } },
+    ],
+    'get /practitioners/{id}/time-off': [{ url: `/practitioners/${alm1.practitioner}/time-off` }],
+    'delete /practitioners/{id}/time-off/{time_off_id}': [
+      { url: `/practitioners/${alm1.practitioner}/time-off/${alm1.timeOff}` },
+    ],
+    'delete /appointments/holds/{id}': [{ url: `/appointments/holds/${alm1.hold}` }],
+    'get /webhooks/endpoints/{id}': [{ url: endpoint }],
+    'patch /webhooks/endpoints/{id}': [{ url: endpoint, body: { description: 'changed under ALM2' } }],
+    'delete /webhooks/endpoints/{id}': [{ url: endpoint }],
+    'post /webhooks/endpoints/{id}/rotate-secret': [{ url: `${endpoint}/rotate-secret` }],
+    'post /webhooks/endpoints/{id}/test': [{ url: `${endpoint}/test` }],
+    'get /webhooks/endpoints/{id}/deliveries': [{ url: `${endpoint}/deliveries` }],
+    'post /webhooks/endpoints/{id}/replay': [{ url: `${endpoint}/replay`, body: since }],
+    'post /webhooks/deliveries/{id}/retry': [{ url: `/webhooks/deliveries/${alm1.delivery}/retry` }],
+  }
+  if (!path.includes('{')) return null
+  const found = targets[`${method} ${path}`]
+  if (!found)
+    throw new Error(`no asked-center generator for ${method} ${path}: cover it in isolation.e2e.test.ts`)
+  return found
+}
+
+const withCenter = (url: string, code: string) => `${url}${url.includes('?') ? '&' : '?'}codalmacen=${code}`
+
+function askedCenterProbes(method: string, path: string): Probe[] {
+  return (askedCenterTargets(method, path) ?? []).map((t) => ({
+    url: withCenter(t.url, 'ALM2'),
+    body: t.body,
+    status: [404],
+    code: 'not_found',
+  }))
+}
+
+test('a token of every center asking for ALM2 reaches no record of ALM1, on every operation on one record', async () => {
+  const records = recordsOf(alm1, { consent: false })
+  const ids = Object.keys(records)
+  const before = await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })
+  const r = await sweep(a, a.token, askedCenterProbes, { ids, markers: [alm1.marker] }, { known: new Set() })
+  const probed = operationsOf(await openapi()).filter((o) => askedCenterTargets(o.method, o.path)).length
+  process.stdout.write(
+    `isolation (asked center): operations=${r.operations} with_id=${probed} requests=${r.requests} leaks=${r.leaks.length} unexpected=${r.unexpected.length}\n`,
+  )
+  expect(r.leaks).toEqual([])
+  expect(r.unexpected).toEqual([])
+  expect(probed).toBeGreaterThanOrEqual(20)
+  // ALM1's records, totals and who acted on them are as they were...
+  expect(await snapshot(a, records, { query: '?codalmacen=ALM1', actions: false })).toEqual(before)
+  // ...and each read answers under its own center: the 404s were about the center asked for.
+  const reads = operationsOf(await openapi()).flatMap((o) =>
+    o.method === 'get' ? (askedCenterTargets(o.method, o.path) ?? []) : [],
+  )
+  for (const t of reads)
+    expect([t.url, (await call('GET', withCenter(t.url, 'ALM1'), { token: a.token })).status]).toEqual([
+      t.url,
+      200,
+    ])
 }, 120_000)
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import {
   UnknownPatient,
   assertCenter,
   uuidv7,
+  visibleCenters,
   type Ctx,
   type StoredResponse,
   idempotencyOf,
@@ -65,11 +66,18 @@ export async function createHold(
   return result
 }
 
-/** Releases a live hold of the caller's company and centers; anything else is 404. */
-export async function releaseHold(ctx: Ctx, store: AppointmentStore, id: string): Promise<void> {
-  const released = await store.transaction(ctx.auth.companyId, (tx) =>
-    tx.releaseHold(id.toLowerCase(), ctx.auth.allowedCenters),
-  )
+/**
+ * Releases a live hold of the caller's company, at the center of `?codalmacen=` (when given) and
+ * the token's centers; anything else is 404.
+ */
+export async function releaseHold(
+  ctx: Ctx,
+  store: AppointmentStore,
+  input: { id: string; queryCenter: string | undefined },
+): Promise<void> {
+  const centers = visibleCenters(ctx.auth, input.queryCenter)
+  const id = input.id.toLowerCase()
+  const released = await store.transaction(ctx.auth.companyId, (tx) => tx.releaseHold(id, centers))
   if (!released) throw new NotFound('No such hold (or it has expired)')
   ctx.log.info({ hold_id: id }, 'hold released')
 }

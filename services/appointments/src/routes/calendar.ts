@@ -61,7 +61,8 @@ const releaseRoute = {
     tags,
     operationId: 'deleteHold',
     summary: 'Release a hold',
-    description: 'Frees the slot at once. A hold that has expired or was booked is 404.',
+    description:
+      "Frees the slot at once. A hold that has expired or was booked, or one outside `codalmacen` or the token's centers, is 404.",
     params: IdParams,
     querystring: CenterQuery,
     response: { 204: Type.Null({ description: 'Released' }) },
@@ -91,7 +92,7 @@ export const calendarRoutes: FastifyPluginAsyncTypebox<CalendarRoutesOptions> = 
   })
 
   app.delete('/appointments/holds/:id', releaseRoute, async (req, reply) => {
-    await releaseHold(req.ctx, deps.store, req.params.id)
+    await releaseHold(req.ctx, deps.store, { id: req.params.id, queryCenter: req.query.codalmacen })
     return reply.code(204).send(null)
   })
 }

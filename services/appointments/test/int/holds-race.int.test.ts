@@ -295,6 +295,20 @@ describe('holds', () => {
     expect((await remove(h, c, `/appointments/holds/${held.id}`)).statusCode).toBe(204)
   })
 
+  test('?codalmacen= of another center: a token of every center cannot release the hold either (404)', async () => {
+    const c = companyOf(h)
+    const practitioner = await setUp(c)
+    const s = slotAt(practitioner, '17:00')
+    const held = (await hold(c, s)).json()
+    const other = await remove(h, c, `/appointments/holds/${held.id}?codalmacen=ALM2`)
+    expect([other.statusCode, other.json().code]).toEqual([404, 'not_found'])
+    expect(await claims(c, s)).toEqual([{ kind: 'hold' }])
+    const unknown = await remove(h, c, `/appointments/holds/${held.id}?codalmacen=NOPE`)
+    expect([unknown.statusCode, unknown.json().code]).toEqual([400, 'unknown_center'])
+    expect((await remove(h, c, `/appointments/holds/${held.id}?codalmacen=ALM1`)).statusCode).toBe(204)
+    expect(await claims(c, s)).toEqual([])
+  })
+
   test('an expired hold blocks nothing, with no sweeper: others book and hold its slot', async () => {
     const c = companyOf(h)
     const practitioner = await setUp(c)

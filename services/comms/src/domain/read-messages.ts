@@ -2,9 +2,16 @@ import { findVisible, keyset, keysetPage, visibleCenters, type Ctx, type Page } 
 import type { ListMessagesQuery, VersionedMessage } from '../schemas/message'
 import type { MessageStore } from './message-store'
 
-/** A message of the caller's company, visible under the token's centers (else 404, as missing). */
-export async function getMessage(ctx: Ctx, store: MessageStore, id: string): Promise<VersionedMessage> {
-  return findVisible(ctx, store, id, { notFound: 'No such message' })
+/**
+ * A message of the caller's company, visible under `?codalmacen=` and the token's centers (else 404,
+ * as missing: DESIGN.md section 2, a read-one outside the center asked for).
+ */
+export async function getMessage(
+  ctx: Ctx,
+  store: MessageStore,
+  input: { id: string; queryCenter: string | undefined },
+): Promise<VersionedMessage> {
+  return findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: 'No such message' })
 }
 
 /** Newest first; a cursor's instant must be exactly as the list wrote it (strict: parseKeyset). */

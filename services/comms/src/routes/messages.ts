@@ -1,4 +1,5 @@
 import {
+  CenterQuery,
   ETagHeader,
   IdParams,
   PostHeaders,
@@ -80,7 +81,9 @@ const getMessageRoute = {
     tags,
     operationId: 'getMessage',
     summary: 'A message and its delivery state',
+    description: "A message outside `codalmacen` or the token's centers is 404.",
     params: IdParams,
+    querystring: CenterQuery,
     response: { 200: { ...Message, headers: ETagHeader } },
   },
 }
@@ -99,6 +102,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox<MessageRoutesOptions> = as
   app.get('/comms/messages', listMessagesRoute, async (req) => listMessages(req.ctx, deps.store, req.query))
 
   app.get('/comms/messages/:id', getMessageRoute, async (req, reply) =>
-    sendResource(reply, { body: await getMessage(req.ctx, deps.store, req.params.id) }),
+    sendResource(reply, {
+      body: await getMessage(req.ctx, deps.store, { id: req.params.id, queryCenter: req.query.codalmacen }),
+    }),
   )
 }

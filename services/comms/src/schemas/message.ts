@@ -1,4 +1,4 @@
-import { CenterCode, Instant, ListQuery, Uuid, nullable } from '@clinic/platform'
+import { CenterCode, Instant, ListQuery, SINGLE_LINE, Uuid, nullable } from '@clinic/platform'
 import { Type, type Static } from '@sinclair/typebox'
 
 export const CHANNELS = ['email', 'sms'] as const
@@ -39,7 +39,12 @@ export const SendMessageBody = Type.Object(
       }),
     ),
     subject: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 255, description: 'email only; no CR or LF' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: SINGLE_LINE,
+        description: 'email only; one line: no CR, LF or other control characters',
+      }),
     ),
     body: Type.Optional(
       Type.String({ minLength: 1, description: 'email: at most 64 KiB; sms: at most 1,600 characters' }),

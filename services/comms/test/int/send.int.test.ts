@@ -183,6 +183,35 @@ describe('POST /comms/send', () => {
       expect((await client.post('/comms/send', { patient_id: patient.id, ...ok })).statusCode).toBe(202)
   })
 
+  it('the subject is one line: CR, LF, tabs, C0 and C1 controls and line separators are 400 naming it', async () => {
+    const { client, patient, principal } = setup()
+    for (const subject of [
+      'Hola\tBcc',
+      'Hola \u0007',
+      'Hola \u001b[31m',
+      'Hola \u007f',
+      'Hola \u0085Bcc: x',
+      'Hola \u009b31m',
+      'Hola \u2028Bcc: x',
+      'Hola \u2029',
+      '   ',
+    ]) {
+      const res = await client.post('/comms/send', { patient_id: patient.id, body: 'x', subject })
+      expect([res.statusCode, res.json().code]).toEqual([400, 'validation_failed'])
+      expect(res.json().errors).toEqual([
+        { path: '/subject', message: 'must not be blank nor contain line breaks or control characters' },
+      ])
+    }
+    expect(await h.owner('messages').where({ idempresa: principal.companyId })).toHaveLength(0)
+    // Accents and punctuation are fine.
+    const ok = await client.post('/comms/send', {
+      patient_id: patient.id,
+      body: 'x',
+      subject: 'Recordatorio: cita el 23/11 a las 9:30 — Centro Norte',
+    })
+    expect(ok.statusCode).toBe(202)
+  })
+
   it('Idempotency-Key: a retry replays the first answer and queues nothing new', async () => {
     const { client, patient, principal } = setup()
     const body = { patient_id: patient.id, body: 'Una vez' }
@@ -318,6 +347,29 @@ describe('GET /comms/messages', () => {
     const id = all.json().data[0].id
     expect((await other.get(`/comms/messages/${id}`)).statusCode).toBe(404)
     expect((await a.client.get('/comms/messages?status=bogus')).statusCode).toBe(400)
+  })
+
+  it('GET /comms/messages/{id}?codalmacen= honours the center (DESIGN.md section 2): another center is 404, an unknown one 400', async () => {
+    const a = setup(makeContact({ codalmacen: 'ALM1' }))
+    const sent = await a.client.post('/comms/send', { patient_id: a.patient.id, body: 'hola' })
+    expect(sent.statusCode).toBe(202)
+    const id = sent.json().id as string
+    expect(sent.json().codalmacen).toBe('ALM1')
+    // A token of every center: the center asked for decides.
+    expect((await a.client.get(`/comms/messages/${id}`)).statusCode).toBe(200)
+    expect((await a.client.get(`/comms/messages/${id}?codalmacen=ALM1`)).json().id).toBe(id)
+    const other = await a.client.get(`/comms/messages/${id}?codalmacen=ALM2`)
+    expect([other.statusCode, other.json().code]).toEqual([404, 'not_found'])
+    expect(JSON.stringify(other.json())).not.toContain(id)
+    const unknown = await a.client.get(`/comms/messages/${id}?codalmacen=NOPE`)
+    expect([unknown.statusCode, unknown.json().code]).toEqual([400, 'unknown_center'])
+    // A token limited to ALM1 asking for ALM2: forbidden, whatever the message.
+    const limited = clientFor(h.app, { ...a.principal, allowedCenters: ['ALM1'] })
+    expect((await limited.get(`/comms/messages/${id}`)).statusCode).toBe(200)
+    const forbidden = await limited.get(`/comms/messages/${id}?codalmacen=ALM2`)
+    expect([forbidden.statusCode, forbidden.json().code]).toEqual([403, 'center_forbidden'])
+    // Only codalmacen: any other query parameter is refused, as on every read-one.
+    expect((await a.client.get(`/comms/messages/${id}?idempresa=1`)).statusCode).toBe(400)
   })
 
   it('refuses offset together with after (DESIGN.md), as every list does', async () => {

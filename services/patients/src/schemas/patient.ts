@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateOnly, Instant, Uuid, centerCode, nullable } from '@clinic/platform/http'
+import { DateOnly, Instant, MULTI_LINE, SINGLE_LINE, Uuid, centerCode, nullable } from '@clinic/platform/http'
 
 /**
  * The Patient contract (DESIGN.md section 4). These schemas validate requests, filter responses
@@ -10,19 +10,24 @@ export const E164 = '^\\+[1-9]\\d{6,14}$'
 export const BCP47 = '^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{2,8})*$'
 export const COUNTRY = '^[A-Z]{2}$'
 export const NATIONAL_ID = '^[A-Za-z0-9./-]+$'
-export const NOT_BLANK = '\\S'
 
-/** Plain words for those patterns in a 400 (a regex is no message for a person). */
+/**
+ * Plain words for those patterns in a 400 (a regex is no message for a person); the platform's
+ * text patterns (SINGLE_LINE, MULTI_LINE) have theirs.
+ */
 export const PATTERN_MESSAGES: Record<string, string> = {
   [E164]: 'must be an E.164 phone number, e.g. +34600111222',
   [BCP47]: 'must be a BCP 47 language tag, e.g. es or en-GB',
   [COUNTRY]: 'must be an ISO 3166-1 alpha-2 country code, e.g. ES',
   [NATIONAL_ID]: 'may contain only letters, digits, ".", "/" and "-"',
-  [NOT_BLANK]: 'must not be blank',
 }
 
+/**
+ * A single-line field (names, address parts, the guardian's relationship): not blank, no line
+ * breaks, tabs or control characters, as the appointments' practitioner. Only `notes` is free text.
+ */
 const text = (maxLength: number, description?: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: NOT_BLANK, ...(description ? { description } : {}) })
+  Type.String({ minLength: 1, maxLength, pattern: SINGLE_LINE, ...(description ? { description } : {}) })
 export const SEXES = ['female', 'male', 'other', 'unknown'] as const
 export const CHANNELS = ['email', 'sms'] as const
 
@@ -80,7 +85,14 @@ const writable = {
   language: Type.String({ pattern: BCP47, maxLength: 35, description: 'BCP 47, e.g. es, ca, en-GB' }),
   requires_legal_guardian: Type.Boolean(),
   guardian: nullable(GuardianInput),
-  notes: nullable(Type.String({ maxLength: 4000, description: 'free text; never sent in events' })),
+  notes: nullable(
+    Type.String({
+      maxLength: 4000,
+      pattern: MULTI_LINE,
+      description:
+        'free text, line breaks allowed (no control characters; null clears it); never sent in events',
+    }),
+  ),
 }
 
 export const CreatePatientBody = Type.Object(

@@ -1,16 +1,19 @@
 import { NotFound, ValidationFailed, keysetPage, type Ctx, type Page } from '@clinic/platform/core'
 import type { Delivery, ListDeliveriesInput } from '../schemas/endpoint'
 import type { EndpointStore } from './endpoint-store'
-import { seenEndpoint, type EndpointDeps } from './endpoints'
+import { seenEndpoint, type EndpointDeps, type EndpointTarget } from './endpoints'
 import { DELIVERY_KEYSET } from './keysets'
 
-/** An endpoint's delivery log, newest first (the endpoint must be one the caller sees). */
+/**
+ * An endpoint's delivery log, newest first. The endpoint must be one the caller sees under
+ * `?codalmacen=` and the token's centers (else 404, as a practitioner's time off).
+ */
 export async function listDeliveries(
   ctx: Ctx,
   store: EndpointStore,
   input: ListDeliveriesInput & { endpointId: string },
 ): Promise<Page<Delivery>> {
-  seenEndpoint(ctx, await store.findById(ctx.auth.companyId, input.endpointId))
+  seenEndpoint(ctx, await store.findById(ctx.auth.companyId, input.endpointId), input.codalmacen)
   return keysetPage(input, {
     keyset: DELIVERY_KEYSET,
     filter: () => ({ endpointId: input.endpointId, status: input.status, eventType: input.event_type }),
@@ -24,23 +27,29 @@ export const REPLAY_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
 export async function replay(
   ctx: Ctx,
   deps: EndpointDeps,
-  input: { id: string; since: string },
+  input: EndpointTarget & { since: string },
 ): Promise<{ accepted: number }> {
   const now = deps.clock()
   const since = new Date(input.since)
   if (now.getTime() - since.getTime() > REPLAY_WINDOW_MS)
     throw new ValidationFailed([{ path: '/since', message: 'must be at most 7 days ago' }])
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    const e = seenEndpoint(ctx, await tx.findById(input.id))
+    const e = seenEndpoint(ctx, await tx.findById(input.id), input.queryCenter)
     return { accepted: await tx.replay(e, since, now) }
   })
 }
 
-export async function retryDelivery(ctx: Ctx, deps: EndpointDeps, id: string): Promise<{ accepted: number }> {
+/** Sends a delivery again now; its endpoint must be one the caller sees (as `listDeliveries`). */
+export async function retryDelivery(
+  ctx: Ctx,
+  deps: EndpointDeps,
+  target: EndpointTarget,
+): Promise<{ accepted: number }> {
+  const { id } = target
   const delivery = await deps.store.findDelivery(ctx.auth.companyId, id)
   if (!delivery) throw new NotFound('No such delivery')
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    seenEndpoint(ctx, await tx.findById(delivery.endpoint_id))
+    seenEndpoint(ctx, await tx.findById(delivery.endpoint_id), target.queryCenter)
     return { accepted: await tx.retryDelivery(id, deps.clock()) }
   })
 }

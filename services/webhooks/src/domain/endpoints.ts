@@ -62,17 +62,35 @@ function assertEndpointCenter(ctx: Ctx, codalmacen: string | null) {
 
 const eventTypesOf = (types: string[]) => (types.includes('*') ? ['*'] : types)
 
-/** The endpoint if the caller may see it (its center, or any for a token with every center), else 404. */
-export const seenEndpoint = (ctx: Ctx, e: Endpoint | null): Endpoint =>
-  visibleRow(visibleCenters(ctx.auth, undefined), e, 'No such webhook endpoint')
+/**
+ * One endpoint as a request names it: its id, and the center of `?codalmacen=` (DESIGN.md section 2:
+ * an endpoint outside the center asked for is 404, as on every read-one).
+ */
+export interface EndpointTarget {
+  id: string
+  queryCenter?: string | undefined
+}
+
+/**
+ * The endpoint if the caller may see it (its center among `?codalmacen=` and the token's centers;
+ * with neither, any), else 404.
+ */
+export const seenEndpoint = (ctx: Ctx, e: Endpoint | null, queryCenter?: string): Endpoint =>
+  visibleRow(visibleCenters(ctx.auth, queryCenter), e, 'No such webhook endpoint')
 
 export async function createEndpoint(
   ctx: Ctx,
   deps: EndpointDeps,
-  input: { body: CreateEndpointInput; idempotencyKey: string | undefined; requestHash: string },
+  input: {
+    body: CreateEndpointInput
+    /** `?codalmacen=`: the center when the body names none (DESIGN.md section 2). */
+    queryCenter?: string | undefined
+    idempotencyKey: string | undefined
+    requestHash: string
+  },
 ): Promise<StoredResponse<EndpointWithSecret>> {
   const b = input.body
-  const codalmacen = b.codalmacen ?? null
+  const codalmacen = b.codalmacen === undefined ? (input.queryCenter ?? null) : b.codalmacen
   assertEndpointCenter(ctx, codalmacen)
   await assertSafeUrl(b.url, deps.policy)
   const id = uuidv7()
@@ -106,8 +124,8 @@ export async function createEndpoint(
   })
 }
 
-export async function getEndpoint(ctx: Ctx, store: EndpointStore, id: string): Promise<Endpoint> {
-  return seenEndpoint(ctx, await store.findById(ctx.auth.companyId, id))
+export async function getEndpoint(ctx: Ctx, store: EndpointStore, target: EndpointTarget): Promise<Endpoint> {
+  return seenEndpoint(ctx, await store.findById(ctx.auth.companyId, target.id), target.queryCenter)
 }
 
 export function listEndpoints(
@@ -131,14 +149,14 @@ const PATCHABLE = ['url', 'event_types', 'codalmacen', 'description', 'status'] 
 export async function updateEndpoint(
   ctx: Ctx,
   deps: EndpointDeps,
-  input: { id: string; patch: UpdateEndpointInput; ifMatch: string | undefined },
+  input: EndpointTarget & { patch: UpdateEndpointInput; ifMatch: string | undefined },
 ): Promise<Endpoint> {
   const next: EndpointChange = { ...input.patch }
   if (next.event_types) next.event_types = eventTypesOf(next.event_types)
   if (next.codalmacen !== undefined) assertEndpointCenter(ctx, next.codalmacen)
   if (next.url !== undefined) await assertSafeUrl(next.url, deps.policy)
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    const current = seenEndpoint(ctx, await tx.findById(input.id, { forUpdate: true }))
+    const current = seenEndpoint(ctx, await tx.findById(input.id, { forUpdate: true }), input.queryCenter)
     if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
       throw new VersionMismatch()
     const changes = PATCHABLE.filter(
@@ -155,9 +173,10 @@ export async function updateEndpoint(
   })
 }
 
-export async function deleteEndpoint(ctx: Ctx, store: EndpointStore, id: string): Promise<void> {
+export async function deleteEndpoint(ctx: Ctx, store: EndpointStore, target: EndpointTarget): Promise<void> {
+  const { id } = target
   await store.transaction(ctx.auth.companyId, async (tx) => {
-    const current = seenEndpoint(ctx, await tx.findById(id, { forUpdate: true }))
+    const current = seenEndpoint(ctx, await tx.findById(id, { forUpdate: true }), target.queryCenter)
     await tx.remove(id)
     await tx.publish([endpointEvent(ctx, 'webhooks.endpoint.deleted', current)])
   })
@@ -165,10 +184,15 @@ export async function deleteEndpoint(ctx: Ctx, store: EndpointStore, id: string)
 }
 
 /** A new secret, answered once; the old one signs too for ROTATION_OVERLAP_MS. */
-export async function rotateSecret(ctx: Ctx, deps: EndpointDeps, id: string): Promise<EndpointWithSecret> {
+export async function rotateSecret(
+  ctx: Ctx,
+  deps: EndpointDeps,
+  target: EndpointTarget,
+): Promise<EndpointWithSecret> {
+  const { id } = target
   const secret = newSecret()
   const endpoint = await deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    seenEndpoint(ctx, await tx.findById(id, { forUpdate: true }))
+    seenEndpoint(ctx, await tx.findById(id, { forUpdate: true }), target.queryCenter)
     await tx.rotate(id, deps.box.seal(secret, id), new Date(deps.clock().getTime() + ROTATION_OVERLAP_MS))
     const updated = await tx.update(id, {})
     await tx.publish([endpointEvent(ctx, 'webhooks.endpoint.updated', updated, ['secret'])])
@@ -179,10 +203,14 @@ export async function rotateSecret(ctx: Ctx, deps: EndpointDeps, id: string): Pr
 }
 
 /** Queues a `webhook.test` event to this endpoint alone. */
-export async function sendTest(ctx: Ctx, deps: EndpointDeps, id: string): Promise<{ accepted: number }> {
+export async function sendTest(
+  ctx: Ctx,
+  deps: EndpointDeps,
+  target: EndpointTarget,
+): Promise<{ accepted: number }> {
   const now = deps.clock()
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    const e = seenEndpoint(ctx, await tx.findById(id))
+    const e = seenEndpoint(ctx, await tx.findById(target.id), target.queryCenter)
     const event = {
       id: uuidv7(),
       type: TEST_EVENT_TYPE,

@@ -1,4 +1,5 @@
 import {
+  CenterQuery,
   ETagHeader,
   IdParams,
   PatchHeaders,
@@ -47,7 +48,8 @@ const routes = {
     operationId: 'createWebhookEndpoint',
     summary: 'Register a webhook endpoint',
     description:
-      'Events of `event_types` (or `["*"]`) are POSTed to `url`, signed per Standard Webhooks. `secret` is in this answer only: keep it to verify signatures. At most 20 per company (422 endpoint_limit_reached). A token limited to centers must name one of its centers in `codalmacen`.',
+      'Events of `event_types` (or `["*"]`) are POSTed to `url`, signed per Standard Webhooks. `secret` is in this answer only: keep it to verify signatures. At most 20 per company (422 endpoint_limit_reached). The center is `codalmacen` of the body, else of the query string, else every center. A token limited to centers must name one of its centers.',
+    querystring: CenterQuery,
     headers: PostHeaders,
     body: CreateEndpointBody,
     response: {
@@ -67,7 +69,9 @@ const routes = {
   get: {
     operationId: 'getWebhookEndpoint',
     summary: 'Read one webhook endpoint',
+    description: "An endpoint outside `codalmacen` or the token's centers is 404.",
     params: IdParams,
+    querystring: CenterQuery,
     response: { 200: WITH_ETAG },
   },
   update: {
@@ -76,6 +80,7 @@ const routes = {
     description:
       '`status: enabled` after a fix clears `disabled_reason`; deliveries still pending go out again. `If-Match` with a stale version is 412.',
     params: IdParams,
+    querystring: CenterQuery,
     headers: PatchHeaders,
     body: UpdateEndpointBody,
     response: { 200: WITH_ETAG, 403: FORBIDDEN, 412: problem('version_mismatch'), 422: UNSAFE },
@@ -84,6 +89,7 @@ const routes = {
     operationId: 'deleteWebhookEndpoint',
     summary: 'Delete a webhook endpoint and its delivery log',
     params: IdParams,
+    querystring: CenterQuery,
     response: { 204: Type.Null({ description: 'Deleted' }) },
   },
   rotate: {
@@ -92,12 +98,14 @@ const routes = {
     description:
       'Answers the new `secret` (only here). For 24 h deliveries carry two signatures, with the old and the new secret.',
     params: IdParams,
+    querystring: CenterQuery,
     response: { 200: { ...EndpointWithSecret, headers: ETagHeader } },
   },
   test: {
     operationId: 'testWebhookEndpoint',
     summary: 'Send a webhook.test event to this endpoint',
     params: IdParams,
+    querystring: CenterQuery,
     response: { 202: ACCEPTED },
   },
   deliveries: {
@@ -113,6 +121,7 @@ const routes = {
     summary: 'Send a delivery again now',
     description: '`accepted` is 0 when the delivery is in flight or already pending again.',
     params: DeliveryParams,
+    querystring: CenterQuery,
     response: { 202: ACCEPTED },
   },
   replay: {
@@ -120,10 +129,16 @@ const routes = {
     summary: 'Send again every matching event since an instant',
     description: '`since` at most 7 days ago. Events are sent again with their own `webhook-id`.',
     params: IdParams,
+    querystring: CenterQuery,
     body: ReplayBody,
     response: { 202: ACCEPTED },
   },
 }
+/** The endpoint (or delivery) a request names: its id and `?codalmacen=` (404 outside that center). */
+const targetOf = (req: { params: { id: string }; query: { codalmacen?: string } }) => ({
+  id: req.params.id,
+  queryCenter: req.query.codalmacen,
+})
 const route = <S extends object>(schema: S) => ({
   config: { rules: RULES },
   schema: { tags, ...schema },
@@ -135,6 +150,7 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointDeps> = async (ap
   app.post('/webhooks/endpoints', route(routes.create), async (req, reply) => {
     const result = await createEndpoint(req.ctx, deps, {
       body: req.body,
+      queryCenter: req.query.codalmacen,
       idempotencyKey: req.headers['idempotency-key'],
       requestHash: requestHash(req.method, req.url, req.body),
     })
@@ -142,33 +158,33 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointDeps> = async (ap
   })
   app.get('/webhooks/endpoints', route(routes.list), async (req) => listEndpoints(req.ctx, store, req.query))
   app.get('/webhooks/endpoints/:id', route(routes.get), async (req, reply) =>
-    sendResource(reply, { body: await getEndpoint(req.ctx, store, req.params.id) }),
+    sendResource(reply, { body: await getEndpoint(req.ctx, store, targetOf(req)) }),
   )
   app.patch('/webhooks/endpoints/:id', route(routes.update), async (req, reply) => {
     const body = await updateEndpoint(req.ctx, deps, {
-      id: req.params.id,
+      ...targetOf(req),
       patch: req.body,
       ifMatch: req.headers['if-match'],
     })
     return sendResource(reply, { body })
   })
   app.delete('/webhooks/endpoints/:id', route(routes.remove), async (req, reply) => {
-    await deleteEndpoint(req.ctx, store, req.params.id)
+    await deleteEndpoint(req.ctx, store, targetOf(req))
     return reply.code(204).send(null)
   })
   app.post('/webhooks/endpoints/:id/rotate-secret', route(routes.rotate), async (req, reply) =>
-    sendResource(reply, { body: await rotateSecret(req.ctx, deps, req.params.id) }),
+    sendResource(reply, { body: await rotateSecret(req.ctx, deps, targetOf(req)) }),
   )
   app.post('/webhooks/endpoints/:id/test', route(routes.test), async (req, reply) =>
-    reply.code(202).send(await sendTest(req.ctx, deps, req.params.id)),
+    reply.code(202).send(await sendTest(req.ctx, deps, targetOf(req))),
   )
   app.get('/webhooks/endpoints/:id/deliveries', route(routes.deliveries), async (req) =>
     listDeliveries(req.ctx, store, { ...req.query, endpointId: req.params.id }),
   )
   app.post('/webhooks/deliveries/:id/retry', route(routes.retry), async (req, reply) =>
-    reply.code(202).send(await retryDelivery(req.ctx, deps, req.params.id)),
+    reply.code(202).send(await retryDelivery(req.ctx, deps, targetOf(req))),
   )
   app.post('/webhooks/endpoints/:id/replay', route(routes.replay), async (req, reply) =>
-    reply.code(202).send(await replay(req.ctx, deps, { id: req.params.id, since: req.body.since })),
+    reply.code(202).send(await replay(req.ctx, deps, { ...targetOf(req), since: req.body.since })),
   )
 }

@@ -163,6 +163,85 @@ describe('isolation', () => {
   })
 })
 
+describe('?codalmacen= (DESIGN.md section 2)', () => {
+  /** `w.as` with DELETE too (injectAs types GET, POST and PATCH; any method goes the same way). */
+  const send = (
+    p: ReturnType<typeof principal>,
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+  ) => w.as(p)(method as 'GET', url, body)
+
+  test('an endpoint of another center than the one asked for is 404 on every operation, for a token of every center', async () => {
+    const p = principal()
+    const alm1 = (await create(p, { url: rx.url, codalmacen: 'ALM1', description: 'uno' })).json()
+    const before = (await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}`)).json()
+    await w.publish([appointmentCreated(p.companyId, 'ALM1')])
+    await waitFor(() => rx.received.length === 1)
+    const [d] = (await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}/deliveries`)).json().data
+    await waitFor(
+      async () =>
+        (await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}/deliveries`)).json().data[0]?.status ===
+        'succeeded',
+    )
+    const since = { since: new Date(w.now().getTime() - 3600_000).toISOString() }
+    const ops = [
+      ['GET', `/webhooks/endpoints/${alm1.id}`],
+      ['GET', `/webhooks/endpoints/${alm1.id}/deliveries`],
+      ['PATCH', `/webhooks/endpoints/${alm1.id}`, { description: 'changed under ALM2' }],
+      ['POST', `/webhooks/endpoints/${alm1.id}/rotate-secret`],
+      ['POST', `/webhooks/endpoints/${alm1.id}/test`],
+      ['POST', `/webhooks/endpoints/${alm1.id}/replay`, since],
+      ['POST', `/webhooks/deliveries/${d.id}/retry`],
+      ['DELETE', `/webhooks/endpoints/${alm1.id}`],
+    ] as const
+    for (const [method, url, body] of ops) {
+      const res = await send(p, method, `${url}?codalmacen=ALM2`, body)
+      expect([method, url, res.statusCode, res.json().code]).toEqual([method, url, 404, 'not_found'])
+    }
+    // Nothing changed, nothing was sent again; under its own center (or none) it is there.
+    await w.worker.idle()
+    expect(rx.received).toHaveLength(1)
+    expect((await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}?codalmacen=ALM1`)).json()).toEqual(before)
+    expect(
+      (await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}/deliveries?codalmacen=ALM1`)).statusCode,
+    ).toBe(200)
+    const unknown = await w.as(p)('GET', `/webhooks/endpoints/${alm1.id}?codalmacen=NOPE`)
+    expect([unknown.statusCode, unknown.json().code]).toEqual([400, 'unknown_center'])
+    // A company-wide endpoint (no center) is outside every single center.
+    const wide = (await create(p, { url: rx.url })).json().id as string
+    expect((await w.as(p)('GET', `/webhooks/endpoints/${wide}?codalmacen=ALM1`)).statusCode).toBe(404)
+    expect((await send(p, 'DELETE', `/webhooks/endpoints/${alm1.id}?codalmacen=ALM1`)).statusCode).toBe(204)
+  })
+
+  test('on create, ?codalmacen= is the center when the body names none', async () => {
+    const p = principal()
+    const viaQuery = await w.as(p)('POST', '/webhooks/endpoints?codalmacen=ALM2', {
+      url: rx.url,
+      event_types: ['*'],
+    })
+    expect([viaQuery.statusCode, viaQuery.json().codalmacen]).toEqual([201, 'ALM2'])
+    const body = await w.as(p)('POST', '/webhooks/endpoints?codalmacen=ALM2', {
+      url: rx.url,
+      event_types: ['*'],
+      codalmacen: 'ALM1',
+    })
+    expect(body.json().codalmacen).toBe('ALM1')
+    // A token limited to ALM1 may create through the query string too, not for another center.
+    const alm1 = principal({ companyId: p.companyId, allowedCenters: ['ALM1'] })
+    const limited = await w.as(alm1)('POST', '/webhooks/endpoints?codalmacen=ALM1', {
+      url: rx.url,
+      event_types: ['*'],
+    })
+    expect([limited.statusCode, limited.json().codalmacen]).toEqual([201, 'ALM1'])
+    const other = await w.as(alm1)('POST', '/webhooks/endpoints?codalmacen=ALM2', {
+      url: rx.url,
+      event_types: ['*'],
+    })
+    expect([other.statusCode, other.json().code]).toEqual([403, 'center_forbidden'])
+  })
+})
+
 test('at most 20 endpoints per company', async () => {
   const p = principal()
   for (let i = 0; i < 20; i++) expect((await create(p, { url: rx.url })).statusCode).toBe(201)
