@@ -14,12 +14,16 @@ export interface paths {
         /**
          * List patients
          * @description Sorted by last name (default) or newest first. `meta.total` is exact; `meta.next` is a cursor for `?after=` (deep paging without offset cost), null on the last page.
+         *
+         *     Needs the token scope `patients:read` (else 403 insufficient_scope).
          */
         get: operations["listPatients"];
         put?: never;
         /**
          * Create a patient
          * @description The center is `codalmacen` of the body, else of the query string. Send `Idempotency-Key` to make retries safe.
+         *
+         *     Needs the token scope `patients:write` (else 403 insufficient_scope).
          */
         post: operations["createPatient"];
         delete?: never;
@@ -38,6 +42,8 @@ export interface paths {
         /**
          * Read one patient
          * @description `ETag` is the version. A patient outside `codalmacen` or the token's centers is 404.
+         *
+         *     Needs the token scope `patients:read` (else 403 insufficient_scope).
          */
         get: operations["getPatient"];
         put?: never;
@@ -48,6 +54,8 @@ export interface paths {
         /**
          * Change some fields of a patient
          * @description Only the fields sent change; null clears a nullable field. `address` and `guardian` are replaced as a whole. Read-only fields (id, version, timestamps, company) are 400. `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `patients:write` (else 403 insufficient_scope).
          */
         patch: operations["updatePatient"];
         trace?: never;
@@ -62,12 +70,16 @@ export interface paths {
         /**
          * List appointments (a center's day: codalmacen + from + to)
          * @description Earliest first (default) or `-starts_at`. `from`/`to` bound `starts_at` (from inclusive, to exclusive). `status` repeats for several. `meta.total` is exact; `meta.next` is a cursor for `?after=`, null on the last page. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["listAppointments"];
         put?: never;
         /**
          * Book an appointment
          * @description Always `scheduled`. The center is `codalmacen` of the body, else of the query string. The practitioner and the patient must be free for the whole time (409 slot_conflict, the detail says which; for a registered practitioner with up to 3 `alternatives`, the next free slots). A registered practitioner must work then (422 outside_working_hours unless `outside_hours: true`). `hold_id` turns that hold into this appointment. `patient_id` must be a patient of the company (422 unknown_patient); if the patients service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         post: operations["createAppointment"];
         delete?: never;
@@ -86,6 +98,8 @@ export interface paths {
         /**
          * Read one appointment
          * @description `ETag` is the version. An appointment outside `codalmacen` or the token's centers is 404.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["getAppointment"];
         put?: never;
@@ -96,6 +110,8 @@ export interface paths {
         /**
          * Move, confirm, cancel or annotate an appointment
          * @description Only the fields sent change. Times, practitioner, center and time zone change only while scheduled or confirmed; completed, cancelled and no-show appointments take only `notes`; `status` follows the state machine (check-in has its own endpoint; cancelling needs `cancellation_reason`): else 409 invalid_transition. Moving onto a taken slot is 409 slot_conflict and changes nothing. `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         patch: operations["updateAppointment"];
         trace?: never;
@@ -112,6 +128,8 @@ export interface paths {
         /**
          * Check the patient in
          * @description From scheduled or confirmed: status `checked_in` and `checked_in_at` set now; answers the appointment. From any other status: 409 invalid_transition. No body needed.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         post: operations["checkInAppointment"];
         delete?: never;
@@ -130,6 +148,8 @@ export interface paths {
         /**
          * Free slots at a center (`limit=1`: the next available)
          * @description The slot grid of each active registered practitioner who works at the center (every `slot_minutes` from the start of each working window, in the practitioner's time zone, correct across daylight-saving changes), minus appointments that are not cancelled or no-show, live holds, time off and the past. Sorted by `starts_at`, then practitioner. `to - from` at most 31 days.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["getAvailability"];
         put?: never;
@@ -152,6 +172,8 @@ export interface paths {
         /**
          * Hold a slot while the patient decides
          * @description The hold blocks the slot as an appointment does until `expires_at` (HOLD_TTL_SECONDS, default 300 s); then it blocks nothing. Book it with `hold_id` in POST /appointments. Taken: 409 slot_conflict with the next free `alternatives`; outside the working hours of a registered practitioner: 422 outside_working_hours.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         post: operations["createHold"];
         delete?: never;
@@ -172,7 +194,9 @@ export interface paths {
         post?: never;
         /**
          * Release a hold
-         * @description Frees the slot at once. A hold that has expired or was booked is 404.
+         * @description Frees the slot at once. A hold that has expired or was booked, or one outside `codalmacen` or the token's centers, is 404.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         delete: operations["deleteHold"];
         options?: never;
@@ -190,12 +214,16 @@ export interface paths {
         /**
          * List practitioners
          * @description By id. `codalmacen` (or a token limited to centers): those who work at that center. `meta.next` is a cursor for `?after=`.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["listPractitioners"];
         put?: never;
         /**
          * Register a practitioner with working hours
          * @description `id` is the slug appointments name in `practitioner`. Working hours are local times in `time_zone`, per weekday and center; entries of one weekday may not overlap. Bookings of a registered practitioner are checked against them (422 outside_working_hours). A token limited to centers may only name its centers. The same id again is 409 duplicate_practitioner.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         post: operations["createPractitioner"];
         delete?: never;
@@ -214,6 +242,8 @@ export interface paths {
         /**
          * Read one practitioner
          * @description `ETag` is the version. A token limited to centers sees those who work at one of its centers.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["getPractitioner"];
         put?: never;
@@ -224,6 +254,8 @@ export interface paths {
         /**
          * Change name, time zone, slot length, working hours or active
          * @description Only the fields sent change; `working_hours` is replaced as a whole. Existing appointments stay. `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         patch: operations["updatePractitioner"];
         trace?: never;
@@ -238,12 +270,16 @@ export interface paths {
         /**
          * List a practitioner's time off
          * @description Earliest first; `from`/`to` keep the time off that meets that range.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
          */
         get: operations["listTimeOff"];
         put?: never;
         /**
          * Add time off
          * @description No bookings (422 outside_working_hours unless `outside_hours`) and no availability in it. Appointments already booked stay.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         post: operations["createTimeOff"];
         delete?: never;
@@ -262,7 +298,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove time off */
+        /**
+         * Remove time off
+         * @description Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
         delete: operations["deleteTimeOff"];
         options?: never;
         head?: never;
@@ -281,6 +320,8 @@ export interface paths {
         /**
          * Queue a message to a patient or their guardian
          * @description Answers 202 with the queued message; delivery is asynchronous (follow it with GET /comms/messages/{id}). A patient who requires a legal guardian is written to through the guardian; `recipient: "patient"` for such a patient needs `override_guardian: true` (else 422 guardian_override_required), recorded on the message and the audit trail. The channel defaults to the patient's preferred channel, else the first the recipient has an address for (email, then sms). Another company's patient, or one outside the token's centers, is 422 unknown_patient. SMS go only to valid numbers of the allowed countries, never premium-rate or shared-cost ones (422 destination_not_allowed). An address that opted out gets the message `suppressed` (202, never sent). Each company may queue a number of messages per channel and UTC day, and each recipient address receives at most a few an hour: over either, 429 messaging_quota_exceeded with Retry-After (the detail names the limit), and nothing is stored. Send `Idempotency-Key` to make retries safe: nothing is sent twice, and a refused send may be retried with the same key.
+         *
+         *     Needs the token scope `comms:send` (else 403 insufficient_scope).
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -299,6 +340,8 @@ export interface paths {
         /**
          * List messages and their delivery state
          * @description Newest first. `from`/`to` bound `created_at` (from inclusive, to exclusive). `meta.total` is exact; `meta.next` a cursor for `?after=`. A token limited to centers sees only messages of its centers.
+         *
+         *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
         get: operations["listMessages"];
         put?: never;
@@ -316,7 +359,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A message and its delivery state */
+        /**
+         * A message and its delivery state
+         * @description A message outside `codalmacen` or the token's centers is 404.
+         *
+         *     Needs the token scope `comms:read` (else 403 insufficient_scope).
+         */
         get: operations["getMessage"];
         put?: never;
         post?: never;
@@ -353,11 +401,15 @@ export interface paths {
         /**
          * Consent of an address (opted out or not), per channel
          * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). Always `{items: [...]}`: with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one item today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).
+         *
+         *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
         get: operations["getPreferences"];
         /**
          * Opt an address out of a channel, or back in
          * @description Sets the company's preference for the channel and address (source `api`) and answers it. A change is on the audit trail as comms.preference.updated (no address in it: `resource_id` is the preference's `id`). Setting the value it already has writes nothing and answers the preference as it is: `source` and `updated_at` stay those of the last change. Messages to an opted-out address are `suppressed`, never sent.
+         *
+         *     Needs the token scope `comms:send` (else 403 insufficient_scope).
          */
         put: operations["putPreference"];
         post?: never;
@@ -397,11 +449,15 @@ export interface paths {
         /**
          * The company's reminder policy
          * @description Off until set. `offsets` are ISO 8601 durations before `starts_at`; `quiet_hours` are local times in each appointment’s time zone.
+         *
+         *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
         get: operations["getReminderPolicy"];
         /**
          * Set the reminder policy
          * @description Applies to appointments booked or moved from now on. A reminder due in quiet hours goes out at the last minute before they begin (or is `skipped` if that had passed when it was scheduled). With `confirm_links`, each reminder carries a link to confirm or cancel the appointment. A token limited to centers cannot change it (403 center_forbidden). `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `comms:send` (else 403 insufficient_scope).
          */
         put: operations["putReminderPolicy"];
         post?: never;
@@ -421,6 +477,8 @@ export interface paths {
         /**
          * List scheduled and past reminders
          * @description Soonest due first; `appointment_id` gives one appointment’s. A token limited to centers sees the reminders of its centers.
+         *
+         *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
         get: operations["listReminders"];
         put?: never;
@@ -441,6 +499,8 @@ export interface paths {
         /**
          * List audit events
          * @description The company's audit trail, newest first: domain events and every request through the gateway. Append-only and hash-chained per company (seq, prev_hash, hash).
+         *
+         *     Needs the token scope `audit:read` (else 403 insufficient_scope).
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -461,12 +521,16 @@ export interface paths {
         /**
          * List webhook endpoints
          * @description Oldest first. A token limited to centers sees the endpoints of its centers.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Events of `event_types` (or `["*"]`) are POSTed to `url`, signed per Standard Webhooks. `secret` is in this answer only: keep it to verify signatures. At most 20 per company (422 endpoint_limit_reached). A token limited to centers must name one of its centers in `codalmacen`.
+         * @description Events of `event_types` (or `["*"]`) are POSTed to `url`, signed per Standard Webhooks. `secret` is in this answer only: keep it to verify signatures. At most 20 per company (422 endpoint_limit_reached). The center is `codalmacen` of the body, else of the query string, else every center. A token limited to centers must name one of its centers.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -482,17 +546,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one webhook endpoint */
+        /**
+         * Read one webhook endpoint
+         * @description An endpoint outside `codalmacen` or the token's centers is 404.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
+         */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its delivery log */
+        /**
+         * Delete a webhook endpoint and its delivery log
+         * @description Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
+         */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /**
          * Change url, event types, center, description or status
          * @description `status: enabled` after a fix clears `disabled_reason`; deliveries still pending go out again. `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -509,6 +583,8 @@ export interface paths {
         /**
          * Rotate the signing secret
          * @description Answers the new `secret` (only here). For 24 h deliveries carry two signatures, with the old and the new secret.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -526,7 +602,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to this endpoint */
+        /**
+         * Send a webhook.test event to this endpoint
+         * @description Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
+         */
         post: operations["testWebhookEndpoint"];
         delete?: never;
         options?: never;
@@ -544,6 +623,8 @@ export interface paths {
         /**
          * An endpoint's delivery log
          * @description Newest first; one row per event, with its attempts so far and the last outcome.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -566,6 +647,8 @@ export interface paths {
         /**
          * Send a delivery again now
          * @description `accepted` is 0 when the delivery is in flight or already pending again.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -586,6 +669,8 @@ export interface paths {
         /**
          * Send again every matching event since an instant
          * @description `since` at most 7 days ago. Events are sent again with their own `webhook-id`.
+         *
+         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
          */
         post: operations["replayWebhookEvents"];
         delete?: never;
@@ -604,6 +689,8 @@ export interface paths {
         /**
          * The change feed: every event of the company, in order
          * @description The same events as the webhooks (thin `data`), in the order the service stored them. Pass `meta.next` as `after` to go on; `wait` (up to 30 s) answers as soon as an event arrives. Events are kept `EVENTS_RETENTION_DAYS` (30): an older cursor is 410 cursor_expired. A token limited to centers sees its centers' events.
+         *
+         *     Needs the token scope `events:read` (else 403 insufficient_scope).
          */
         get: operations["listEvents"];
         put?: never;
@@ -1043,7 +1130,7 @@ export interface components {
             recipient?: "patient" | "guardian";
             /** @description true: `recipient: "patient"` for a patient who requires a legal guardian is intended (else 422 guardian_override_required); recorded on the message and the audit trail. Ignored when it overrides nothing. */
             override_guardian?: boolean;
-            /** @description email only; no CR or LF */
+            /** @description email only; one line: no CR, LF or other control characters */
             subject?: string;
             /** @description email: at most 64 KiB; sms: at most 1,600 characters */
             body?: string;
@@ -1144,7 +1231,7 @@ export interface components {
                 /** @description E.164, e.g. +34600111222 */
                 phone?: string | null;
             } | null;
-            /** @description free text; never sent in events */
+            /** @description free text, line breaks allowed (no control characters; null clears it); never sent in events */
             notes?: string | null;
         };
         /** PatientList */
@@ -1194,7 +1281,7 @@ export interface components {
                 /** @description E.164, e.g. +34600111222 */
                 phone?: string | null;
             } | null;
-            /** @description free text; never sent in events */
+            /** @description free text, line breaks allowed (no control characters; null clears it); never sent in events */
             notes?: string | null;
         };
         /**
@@ -1746,8 +1833,8 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description center_forbidden: the token may not use that center */
-        CenterForbidden: {
+        /** @description insufficient_scope: the token lacks the scope of the operation (its `x-scope`; `detail` names it), or center_forbidden: the token may not use that center */
+        Forbidden: {
             headers: {
                 "X-service-Version": components["headers"]["ServiceVersion"];
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -1909,7 +1996,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -1968,7 +2055,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             /** @description duplicate_national_id or idempotency_conflict */
             409: {
                 headers: {
@@ -2037,7 +2124,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -2090,7 +2177,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description duplicate_national_id */
             409: {
@@ -2196,7 +2283,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -2270,7 +2357,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
             409: {
                 headers: {
@@ -2372,7 +2459,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -2438,7 +2525,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
             409: {
@@ -2545,7 +2632,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description invalid_transition or idempotency_conflict */
             409: {
@@ -2610,7 +2697,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -2673,7 +2760,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             /** @description slot_conflict (with `alternatives` for a registered practitioner), idempotency_conflict, or invalid_transition (PATCH) */
             409: {
                 headers: {
@@ -2752,7 +2839,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -2795,7 +2882,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -2887,7 +2974,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             /** @description duplicate_practitioner or idempotency_conflict */
             409: {
                 headers: {
@@ -2971,7 +3058,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3047,7 +3134,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description version_mismatch */
             412: {
@@ -3120,7 +3207,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3187,7 +3274,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description idempotency_conflict */
             409: {
@@ -3244,7 +3331,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3307,6 +3394,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description idempotency_conflict */
             409: {
                 headers: {
@@ -3414,7 +3502,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3422,7 +3510,10 @@ export interface operations {
     };
     getMessage: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -3450,6 +3541,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3551,7 +3643,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3609,7 +3701,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -3698,6 +3790,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3750,7 +3843,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            /** @description center_forbidden: the policy is the whole company’s */
+            /** @description insufficient_scope: the token lacks comms:send; or center_forbidden: the policy is the whole company’s */
             403: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -3822,7 +3915,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3875,7 +3968,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3916,7 +4009,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -3924,7 +4017,10 @@ export interface operations {
     };
     createWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: {
                 /** @description the same key and body within 24 h replay the first answer */
                 "idempotency-key"?: string;
@@ -3966,7 +4062,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            /** @description center_forbidden: a token limited to centers names one of its centers */
+            /** @description insufficient_scope: the token lacks webhooks:manage; or center_forbidden: a token limited to centers names one of its centers */
             403: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -4017,7 +4113,10 @@ export interface operations {
     };
     getWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4045,6 +4144,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4053,7 +4153,10 @@ export interface operations {
     };
     deleteWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4077,6 +4180,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4085,7 +4189,10 @@ export interface operations {
     };
     updateWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: {
                 /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
                 "if-match"?: string;
@@ -4120,7 +4227,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            /** @description center_forbidden: a token limited to centers names one of its centers */
+            /** @description insufficient_scope: the token lacks webhooks:manage; or center_forbidden: a token limited to centers names one of its centers */
             403: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -4172,7 +4279,10 @@ export interface operations {
     };
     rotateWebhookSecret: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4201,6 +4311,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4209,7 +4320,10 @@ export interface operations {
     };
     testWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4236,6 +4350,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4281,7 +4396,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4290,7 +4405,10 @@ export interface operations {
     };
     retryWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4317,6 +4435,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -4325,7 +4444,10 @@ export interface operations {
     };
     replayWebhookEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */
@@ -4356,6 +4478,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4399,7 +4522,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CenterForbidden"];
+            403: components["responses"]["Forbidden"];
             /** @description cursor_expired */
             410: {
                 headers: {

@@ -63,6 +63,21 @@ const StatusChange = {
   new_status: Type.Union([Type.String(), Type.Null()], { description: 'when the status changed, else null' }),
 }
 
+/**
+ * An API token as the audit trail keeps it (the gateway's admin CLI): whose, where and what it may
+ * use, until when, and who ran the command (`actor`: --actor or the OS user). Never the secret.
+ */
+const TokenChange = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  username: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  centers: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every center' }),
+  scopes: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every scope' }),
+  expires_at: Type.Union([Type.String(), Type.Null()], { description: 'RFC 3339 UTC' }),
+  actor: Type.String(),
+})
+
 /** Present (true) when a booking or move was made outside a registered practitioner's hours on purpose. */
 const OutsideHours = Type.Optional(Type.Literal(true))
 const PractitionerIds = {
@@ -140,6 +155,24 @@ export const eventTypes = {
     /** Up to ten of the paths asked for, without query strings. */
     paths: Type.Array(Type.String()),
   }),
+  /**
+   * Requests served without an API token that reach the API (provider callbacks, CORS preflights),
+   * one event per method, status, client address and minute (no company: 0).
+   */
+  'http.public': Type.Object({
+    method: Type.String(),
+    status: Type.Integer(),
+    ip: Type.String(),
+    count: Type.Integer(),
+    /** The minute counted, as an RFC 3339 instant. */
+    window_start: Type.String(),
+    /** Up to ten of the paths asked for, without query strings. */
+    paths: Type.Array(Type.String()),
+  }),
+  /** An API token made with the admin CLI (DESIGN.md section 13): never the token or its hash. */
+  'token.created': TokenChange,
+  /** An API token revoked with the admin CLI. */
+  'token.revoked': TokenChange,
 } satisfies Record<string, TSchema>
 
 export type EventType = keyof typeof eventTypes

@@ -22,8 +22,22 @@ export interface AccessRecord {
   codalmacen: string | null
 }
 
+/** Requests counted rather than recorded one by one, per key and minute (AccessLog.refused/publicRequest). */
+interface Counted {
+  type: 'http.refused' | 'http.public'
+  companyId: number
+  ip: string
+  /** http.public: the method and status the count is of. */
+  method: string
+  status: number
+  windowStart: number
+  count: number
+  paths: Set<string>
+}
+
 /**
- * `http.request` events for the audit trail (and `http.refused` counts, see refused()), written to the gateway's outbox (so a broker outage
+ * `http.request` events for the audit trail (and `http.refused` / `http.public` counts, see
+ * refused() and publicRequest()), written to the gateway's outbox (so a broker outage
  * loses none) before the answer is released: a group commit. `record()` resolves once the
  * transaction holding the event has committed; events recorded while a write is under way go
  * together in the next one, so a request waits one short insert, whatever the load, and an
@@ -33,11 +47,8 @@ export interface AccessRecord {
  */
 export class AccessLog {
   private buffer: Array<{ event: CloudEvent; done: () => void }> = []
-  /** Refused requests per company, address and minute, until their minute ends. */
-  private refusals = new Map<
-    string,
-    { companyId: number; ip: string; windowStart: number; count: number; paths: Set<string> }
-  >()
+  /** Refused and public requests per key and minute, until their minute ends. */
+  private counts = new Map<string, Counted>()
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout
 
@@ -47,7 +58,7 @@ export class AccessLog {
     private readonly opts: { retryMs?: number; maxBatch?: number; maxBuffered?: number } = {},
   ) {
     this.timer = setInterval(() => {
-      this.closeRefusals()
+      this.closeCounts()
       void this.flush()
     }, opts.retryMs ?? 1000)
     this.timer.unref()
@@ -61,34 +72,52 @@ export class AccessLog {
    * user's), else under company 0 (no token, an unknown one, or refused before the check).
    */
   refused(r: { ip: string; path: string; companyId?: number }, now = Date.now()): void {
+    this.count({ type: 'http.refused', companyId: r.companyId ?? 0, method: '', status: 0, ...r }, now)
+  }
+
+  /**
+   * A request that reached the API without a token on purpose: a provider's callback (its
+   * signature is the service's to check) or a CORS preflight. Counted as refusals are, one
+   * `http.public` event per method, status, client address and minute, under company 0 (no token,
+   * no company): whoever calls the API is on the trail, and a flood of them writes no row each.
+   */
+  publicRequest(r: { method: string; status: number; ip: string; path: string }, now = Date.now()): void {
+    this.count({ type: 'http.public', companyId: 0, ...r }, now)
+  }
+
+  private count(r: Omit<Counted, 'windowStart' | 'count' | 'paths'> & { path: string }, now: number): void {
     const windowStart = now - (now % 60_000)
-    const companyId = r.companyId ?? 0
-    const key = `${companyId}|${r.ip}|${windowStart}`
-    let w = this.refusals.get(key)
+    const key = [r.type, r.companyId, r.method, r.status, r.ip, windowStart].join('|')
+    let w = this.counts.get(key)
     if (!w) {
-      if (this.refusals.size >= (this.opts.maxBuffered ?? 50_000)) return
-      this.refusals.set(key, (w = { companyId, ip: r.ip, windowStart, count: 0, paths: new Set() }))
+      if (this.counts.size >= (this.opts.maxBuffered ?? 50_000)) return
+      const { path: _path, ...rest } = r
+      this.counts.set(key, (w = { ...rest, windowStart, count: 0, paths: new Set() }))
     }
     w.count++
     if (w.paths.size < 10) w.paths.add(r.path)
   }
 
-  /** Turns the refusals of minutes that are over (all of them on close) into events. */
-  private closeRefusals(all = false, now = Date.now()) {
-    for (const [key, w] of this.refusals) {
+  /** Turns the counts of minutes that are over (all of them on close) into events. */
+  private closeCounts(all = false, now = Date.now()) {
+    for (const [key, w] of this.counts) {
       if (!all && w.windowStart + 60_000 > now) continue
-      this.refusals.delete(key)
-      const event = makeEvent({
-        type: 'http.refused',
-        source: 'clinic/gateway',
-        companyId: w.companyId,
-        data: {
-          ip: w.ip,
-          count: w.count,
-          window_start: new Date(w.windowStart).toISOString(),
-          paths: [...w.paths],
-        },
-      })
+      this.counts.delete(key)
+      const counted = {
+        ip: w.ip,
+        count: w.count,
+        window_start: new Date(w.windowStart).toISOString(),
+        paths: [...w.paths],
+      }
+      const event =
+        w.type === 'http.refused'
+          ? makeEvent({ type: w.type, source: 'clinic/gateway', companyId: w.companyId, data: counted })
+          : makeEvent({
+              type: w.type,
+              source: 'clinic/gateway',
+              companyId: 0,
+              data: { method: w.method, status: w.status, ...counted },
+            })
       this.buffer.push({ event, done: () => undefined })
     }
   }
@@ -153,15 +182,15 @@ export class AccessLog {
     }
   }
 
-  /** Every refusal counted so far out as events now, minute over or not (shutdown, tests). */
+  /** Every refusal and public request counted so far out as events now, minute over or not (shutdown, tests). */
   flushRefusals(): Promise<void> {
-    this.closeRefusals(true)
+    this.closeCounts(true)
     return this.flush()
   }
 
   async close(): Promise<void> {
     clearInterval(this.timer)
-    this.closeRefusals(true)
+    this.closeCounts(true)
     await this.writing
     await this.flush()
   }

@@ -8,6 +8,7 @@ import {
   fastifyOptions,
   http,
   readinessOf,
+  type AssertionSigner,
   type ServiceDeps,
 } from '@clinic/platform'
 import type { AccessLog } from './access-log'
@@ -18,14 +19,20 @@ import { addressLimit } from './plugins/address-limit'
 import { authenticate } from './plugins/authenticate'
 import { bodyGuards } from './plugins/body-guards'
 import { centers } from './plugins/centers'
+import { responseHeaders } from './plugins/response-headers'
+import { scopes } from './plugins/scopes'
 import { docsRoutes } from './routes/docs'
 import { healthRoutes } from './routes/health'
 import { proxyRoutes } from './routes/proxy'
 
 export type { Upstreams } from './families'
 
-/** knex: the identity schema (tokens, and the outbox of access events). */
-export interface Deps extends ServiceDeps {
+/**
+ * knex: the identity schema (tokens, and the outbox of access events). The gateway verifies no
+ * assertion: it signs them (`signer`, GATEWAY_SIGNING_KEY).
+ */
+export interface Deps extends Omit<ServiceDeps, 'assertionKeys' | 'serviceSigner'> {
+  signer: AssertionSigner
   authenticator: Authenticator
   accessLog: AccessLog
   /** Base URL per service of the table in ./families (patients -> http://127.0.0.1:8081). */
@@ -35,6 +42,8 @@ export interface Deps extends ServiceDeps {
   healthCacheMs?: number
   /** Requests per minute per client address, before authentication. */
   rateLimitPerAddressPerMinute: number
+  /** Failed authentications per client address and minute before 429 (default 60). */
+  authFailuresPerAddressPerMinute?: number
   corsOrigins: string[]
   /** See TRUST_PROXY (config.ts): false, a hop count, or proxy addresses and ranges. */
   trustProxy: false | number | string
@@ -43,7 +52,8 @@ export interface Deps extends ServiceDeps {
 
 /**
  * The only door. Request path: CORS preflight -> token -> body guards -> per-token rate limit ->
- * `codalmacen` -> 501 for planned areas, else the proxy; an access event after every response.
+ * scope -> `codalmacen` -> 501 for planned areas, else the proxy; an access event after every
+ * response.
  */
 export async function buildApp(deps: Deps) {
   // A hop count trusts that many proxies in front, whoever the peer is (only for a gateway no client
@@ -81,7 +91,7 @@ export async function buildApp(deps: Deps) {
   await app.register(http, {
     service: 'gateway',
     version: deps.version,
-    assertionSecret: null,
+    assertionKeys: null,
     // Its own /metrics and /openapi.json: internal addresses only (req.ip, as TRUST_PROXY allows).
     internalNetworks: deps.internalNetworks,
     readiness: readinessOf(deps.knex, deps.amqp),
@@ -91,7 +101,11 @@ export async function buildApp(deps: Deps) {
   // per client address before authentication (floods of missing or unknown tokens cost no
   // database lookup and no audit row beyond the limit), then per token.
   await app.register(addressLimit, { max: deps.rateLimitPerAddressPerMinute, redis: deps.redis })
-  await app.register(authenticate, { authenticator: deps.authenticator })
+  await app.register(authenticate, {
+    authenticator: deps.authenticator,
+    failuresPerAddressPerMinute: deps.authFailuresPerAddressPerMinute,
+    redis: deps.redis,
+  })
   await app.register(bodyGuards)
   await app.register(rateLimit, {
     global: false,
@@ -110,11 +124,13 @@ export async function buildApp(deps: Deps) {
       keyGenerator: (req) => req.principal?.tokenId ?? 'public',
     }),
   )
+  await app.register(scopes)
   await app.register(centers)
   await app.register(accessEvents, { accessLog: deps.accessLog })
+  await app.register(responseHeaders)
 
   await app.register(healthRoutes, deps)
   await app.register(docsRoutes, deps)
-  await app.register(proxyRoutes, { upstreams: deps.upstreams, assertionSecret: deps.assertionSecret })
+  await app.register(proxyRoutes, { upstreams: deps.upstreams, signer: deps.signer })
   return app
 }

@@ -1,14 +1,37 @@
-import { ConfigError, databaseConfig, loadConfig, sharedConfig, v, type Config } from '@clinic/platform'
+import {
+  ConfigError,
+  GATEWAY_ISSUER,
+  databaseConfig,
+  loadConfig,
+  parsePrivateKey,
+  sharedConfig,
+  v,
+  type AssertionSigner,
+  type Config,
+} from '@clinic/platform'
 import { ROUTED_SERVICES, upstreamEnv, type Upstreams } from './families'
+import { trustProxyOf } from './trust-proxy'
+
+export { trustProxyOf }
 
 export const configSpec = {
   ...sharedConfig,
   GATEWAY_PORT: v.port({ default: '8080' }),
+  /**
+   * The Ed25519 private key (base64 PKCS#8 DER) every assertion to a service is signed with; the
+   * gateway alone holds it, services its public half (GATEWAY_VERIFY_KEY).
+   */
+  GATEWAY_SIGNING_KEY: v.string({ secret: true }),
   /** Unset: each gateway counts alone (fine for one replica). Set it when running several. */
-  REDIS_URL: v.url({ optional: true, protocols: ['redis:', 'rediss:'] }),
+  REDIS_URL: v.url({ optional: true, protocols: ['redis:', 'rediss:'], secret: true }),
   RATE_LIMIT_PER_MINUTE: v.int({ default: '600', min: 1 }),
   /** Per client address, before authentication (a clinic behind one NAT shares it). */
   RATE_LIMIT_PER_ADDRESS_PER_MINUTE: v.int({ default: '3000', min: 1 }),
+  /**
+   * Failed authentications per client address (IPv6 by /64) and minute: over it, credentials that
+   * would be refused are 429 instead of 401 (DESIGN.md section 13); valid tokens are still served.
+   */
+  AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: v.int({ default: '60', min: 1 }),
   CORS_ORIGINS: v.list({ default: '' }),
   /** How long a token check is cached; a revoked token stops working within this time. */
   TOKEN_CACHE_TTL_MS: v.int({ default: '5000', min: 0, max: 60_000 }),
@@ -16,22 +39,10 @@ export const configSpec = {
    * Behind load balancers: `false` (the client is the peer), the number of proxy hops in front of
    * the gateway (`1`), or the proxies' addresses or ranges (`10.0.0.0/8,192.168.1.7`). The client
    * address is then read from X-Forwarded-For that far and no further, so a client cannot choose
-   * the address the audit trail records. `true` (trust every hop) is refused.
+   * the address the audit trail records. `true` (trust every hop), more than 5 hops and ranges
+   * wider than /8 (IPv4) or /32 (IPv6) are refused (trust-proxy.ts).
    */
   TRUST_PROXY: v.string({ default: 'false' }),
-}
-
-/** TRUST_PROXY as Fastify's trustProxy: false, a hop count, or a list of addresses and ranges. */
-export function trustProxyOf(raw: string): false | number | string {
-  const value = raw.trim()
-  if (value === 'false' || value === '0') return false
-  if (/^\d{1,2}$/.test(value)) return Number(value)
-  const parts = value.split(',').map((p) => p.trim())
-  const address = /^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)(\/\d{1,3})?$/i
-  if (value !== '' && parts.every((p) => address.test(p))) return parts.join(',')
-  throw new ConfigError(
-    `TRUST_PROXY must be false, a number of proxy hops (1) or proxy addresses/ranges (10.0.0.0/8), not "${raw}"`,
-  )
 }
 
 /** `<NAME>_URL` for every routed service (PATIENTS_URL ...), default http://127.0.0.1:<port>. */
@@ -45,6 +56,15 @@ export const upstreamSpec = Object.fromEntries(
 export type GatewayConfig = Config<typeof configSpec> & {
   readonly upstreams: Upstreams
   readonly trustProxy: false | number | string
+  readonly signer: AssertionSigner
+}
+
+function signerOf(text: string): AssertionSigner {
+  try {
+    return { issuer: GATEWAY_ISSUER, key: parsePrivateKey(text, 'GATEWAY_SIGNING_KEY') }
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
+  }
 }
 
 /** One check of every variable (one message for all problems); `upstreams` by service name. */
@@ -57,9 +77,19 @@ export function loadGatewayConfig(env = process.env): GatewayConfig {
   return Object.freeze({
     ...(all as Config<typeof configSpec>),
     trustProxy,
+    signer: signerOf(all.GATEWAY_SIGNING_KEY as string),
     upstreams: Object.freeze(upstreams),
   })
 }
 
-/** The admin CLI only needs the database. */
-export const loadAdminConfig = (env = process.env) => loadConfig(databaseConfig, env)
+/**
+ * The admin CLI: the database (the owner's URL), the gateway's event signing key (token:create and
+ * token:revoke write audit events; the other commands run without it) and the longest a token may
+ * live, in days, which is also what a token gets without --expires.
+ */
+export const adminSpec = {
+  ...databaseConfig,
+  EVENT_SIGNING_SECRET: v.string({ optional: true, min: 32, secret: true }),
+  TOKEN_MAX_EXPIRY_DAYS: v.int({ default: '365', min: 1, max: 36_500 }),
+}
+export const loadAdminConfig = (env = process.env) => loadConfig(adminSpec, env)

@@ -16,6 +16,7 @@ runService(
     outbox: true,
     config: loadGatewayConfig,
     port: (c) => c.GATEWAY_PORT,
+    verifiesAssertions: false,
   },
   async (deps, config) => {
     const { logger, knex } = deps
@@ -34,8 +35,10 @@ runService(
       }),
       accessLog,
       upstreams: config.upstreams,
+      signer: config.signer,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
       rateLimitPerAddressPerMinute: config.RATE_LIMIT_PER_ADDRESS_PER_MINUTE,
+      authFailuresPerAddressPerMinute: config.AUTH_FAILURES_PER_ADDRESS_PER_MINUTE,
       corsOrigins: config.CORS_ORIGINS,
       trustProxy: config.trustProxy,
       redis,

@@ -20,7 +20,7 @@ export interface AuditHttp {
   status: number
   duration_ms: number
   ip: string | null
-  /** http.refused: how many requests the event stands for (one per address and minute). */
+  /** http.refused, http.public: how many requests the event stands for (one per address and minute). */
   count?: number
 }
 
@@ -92,18 +92,22 @@ export function toAuditDraft(event: CloudEvent): AuditDraft {
   const isHttp = event.type === 'http.request'
   let http: AuditHttp | null = null
   let outcome: Outcome = domainOutcome(event.type, data)
-  if (event.type === 'http.refused') {
+  // Counted per address and minute by the gateway: refusals (http.refused, a 401 each) and requests
+  // served without a token, provider callbacks and CORS preflights (http.public: one method and status).
+  if (event.type === 'http.refused' || event.type === 'http.public') {
     const count = Number.isInteger(data.count) && (data.count as number) > 0 ? (data.count as number) : 1
     const paths = Array.isArray(data.paths) ? data.paths.map(text).filter((p) => p !== null) : []
+    const refused = event.type === 'http.refused'
+    const status = refused ? 401 : Number.isInteger(data.status) ? (data.status as number) : 0
     http = {
-      method: '',
+      method: refused ? '' : (text(data.method) ?? ''),
       path: paths.join(' ').slice(0, 500),
-      status: 401,
+      status,
       duration_ms: 0,
       ip: nonEmpty(data.ip),
       count,
     }
-    outcome = 'failure'
+    outcome = status > 0 && status < 400 ? 'success' : 'failure'
   }
   if (isHttp) {
     const status = Number.isInteger(data.status) ? (data.status as number) : 0

@@ -262,6 +262,60 @@ describe('toAuditDraft', () => {
     })
   })
 
+  it('maps http.public (callbacks and preflights per address and minute) with its method, status and count', () => {
+    const e = makeEvent({
+      type: 'http.public',
+      source: 'clinic/gateway',
+      companyId: 0,
+      data: {
+        method: 'POST',
+        status: 403,
+        ip: '203.0.113.9',
+        count: 3,
+        window_start: '2026-11-23T04:00:00.000Z',
+        paths: ['/api/comms/webhooks/twilio'],
+      },
+    })
+    expect(toAuditDraft(e)).toMatchObject({
+      idempresa: 0,
+      action: 'http.public',
+      outcome: 'failure',
+      http: { method: 'POST', status: 403, ip: '203.0.113.9', count: 3, path: '/api/comms/webhooks/twilio' },
+    })
+    expect(toAuditDraft({ ...e, data: { ...e.data, method: 'OPTIONS', status: 204 } })).toMatchObject({
+      outcome: 'success',
+      http: { method: 'OPTIONS', status: 204 },
+    })
+  })
+
+  it('maps token.created and token.revoked (the admin CLI) to the token, named by who ran the command', () => {
+    const e = makeEvent({
+      type: 'token.revoked',
+      source: 'clinic/gateway',
+      subject: '0190c5a0-0000-7000-8000-000000000001',
+      companyId: 7,
+      data: {
+        id: '0190c5a0-0000-7000-8000-000000000001',
+        user_id: '0190c5a0-0000-7000-8000-000000000002',
+        username: 'alice',
+        name: null,
+        centers: null,
+        scopes: ['patients:read'],
+        expires_at: null,
+        actor: 'ops',
+      },
+    })
+    expect(toAuditDraft({ ...e, actorname: 'ops' })).toMatchObject({
+      idempresa: 7,
+      action: 'token.revoked',
+      outcome: 'success',
+      resource_type: 'token',
+      resource_id: '0190c5a0-0000-7000-8000-000000000001',
+      actor: { user_id: null, username: 'ops', token_id: null },
+      http: null,
+    })
+  })
+
   it('strips NUL characters, which text columns cannot hold', () => {
     const e = { ...domainEvent('patient.created', patientData()), requestid: 'req\u0000-1' }
     expect(toAuditDraft(e).request_id).toBe('req-1')

@@ -1,9 +1,11 @@
 import type { Principal } from '@clinic/platform'
 import type { IdentityRepository, TokenRecord } from '../db/identity-repository'
+import { SCOPES, isScope, type Scope } from '../scopes'
 import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup } from './tokens'
 
 export type AuthResult =
-  | { ok: true; principal: Principal }
+  /** `scopes`: the token's, every scope for a token made without a list (DESIGN.md section 13). */
+  | { ok: true; principal: Principal; scopes: readonly Scope[] }
   /** `companyId` is known when the token was found (revoked, expired, wrong username): for the audit trail. */
   | { ok: false; reason: string; companyId?: number }
 
@@ -57,6 +59,7 @@ export class Authenticator {
           ? record.centers.filter((c) => record.company_centers.includes(c))
           : null,
       },
+      scopes: record.scopes ? record.scopes.filter(isScope) : SCOPES,
     }
   }
 

@@ -1,16 +1,22 @@
+import { userInfo } from 'node:os'
 import {
   CENTER_CODE,
+  ConfigError,
   UsageError,
   isUniqueViolation,
   parseCommand,
   required,
   runCli,
+  useEventSigningKey,
+  uuidv7,
   withAdminDb,
 } from '@clinic/platform'
 import { loadAdminConfig } from '../config'
 import { identityRepository, type IdentityRepository } from '../db/identity-repository'
 import { SCHEMA } from '../db/migrations'
 import { newToken, parseExpiry } from '../auth/tokens'
+import { SCOPES, isScope } from '../scopes'
+import { tokenEvent } from './token-events'
 
 /**
  * The host system's administration area (DESIGN.md section 7). Results go to stdout (the token
@@ -21,9 +27,13 @@ const USAGE = `usage: admin <command> [options]
   company:create --id <n> --name <name>
   center:create  --company <n> --code <code> --name <name>
   user:create    --company <n> --username <name>
-  token:create   --username <name> [--centers A,B] [--expires 90d|12h|<date>] [--name <label>]
-  token:list     --username <name>      (id, name, centers, created, expires, revoked, last used)
-  token:revoke   --id <token id>
+  token:create   --username <name> [--centers A,B] [--scopes a:b,c:d] [--expires 90d|12h|<date>]
+                 [--name <label>] [--actor <who>]
+                 (scopes: ${SCOPES.join(',')}; all when not given;
+                 expires: at most TOKEN_MAX_EXPIRY_DAYS, 365 by default, which is also the default)
+  token:list     --username <name>      (id, name, centers, scopes, created, expires, revoked, last used)
+  token:revoke   --id <token id> [--actor <who>]
+                 (token:create and token:revoke are on the audit trail, by --actor or the OS user)
   audit:verify   --company <n>          (served by the audit service's CLI)`
 
 const positiveInt = (s: string, name: string): number => {
@@ -37,6 +47,14 @@ interface Io {
   repo: IdentityRepository
   out: NodeJS.WritableStream
   err: NodeJS.WritableStream
+  settings: AdminSettings
+}
+
+export interface AdminSettings {
+  /** The longest a token may live, and what it gets without --expires (TOKEN_MAX_EXPIRY_DAYS). */
+  maxExpiryDays: number
+  /** Who runs the command when --actor is not given: the OS user. */
+  osUser: string
 }
 
 async function createCompany(values: Values, { repo, err }: Io) {
@@ -98,56 +116,98 @@ async function centersOption(repo: IdentityRepository, companyId: number, given:
   return centers
 }
 
-/** `--expires 90d|12h|<date>`: in the future, or null (no expiry) when not given. */
-function expiresOption(given: string | undefined): Date | null {
+/** `--scopes a,b`: known scopes (scopes.ts), each once; null (every scope) when not given. */
+function scopesOption(given: string | undefined): string[] | null {
   if (given === undefined) return null
+  const scopes = [...new Set(given.split(',').map((s) => s.trim()))].filter(Boolean)
+  const unknown = scopes.filter((s) => !isScope(s))
+  if (!scopes.length || unknown.length)
+    throw new UsageError(
+      `--scopes: unknown scopes: ${unknown.join(', ') || '(none given)'} (known: ${SCOPES.join(',')})`,
+    )
+  return scopes
+}
+
+/**
+ * `--expires 90d|12h|<date>`: in the future and at most `maxDays` away; `maxDays` from now when not
+ * given (DESIGN.md section 2: tokens expire; TOKEN_MAX_EXPIRY_DAYS).
+ */
+function expiresOption(given: string | undefined, maxDays: number, now = Date.now()): Date {
+  const latest = now + maxDays * 86_400_000
+  if (given === undefined) return new Date(latest)
   let expiresAt: Date
   try {
-    expiresAt = parseExpiry(given)
+    expiresAt = parseExpiry(given, new Date(now))
   } catch (e) {
     throw new UsageError((e as Error).message)
   }
-  if (expiresAt.getTime() <= Date.now())
+  if (expiresAt.getTime() <= now)
     throw new UsageError(`--expires ${given} is in the past: the token would never work`)
+  if (expiresAt.getTime() > latest)
+    throw new UsageError(
+      `--expires ${given} is beyond the longest a token may live, ${maxDays} days (TOKEN_MAX_EXPIRY_DAYS)`,
+    )
   return expiresAt
 }
 
-async function createToken(values: Values, { repo, out, err }: Io) {
-  const user = await userNamed(repo, required(values, 'username'))
+/** `--actor <who>`, else the OS user: who the audit trail says made or revoked a token. */
+function actorOption(values: Values, settings: AdminSettings): string {
+  const actor = values.actor ?? settings.osUser
+  if (!/^[A-Za-z0-9._@:-]{1,64}$/.test(actor))
+    throw new UsageError('--actor must be 1-64 of letters, digits, . _ @ : -')
+  return actor
+}
+
+async function createToken(values: Values, { repo, out, err, settings }: Io) {
+  const username = required(values, 'username')
+  const scopes = scopesOption(values.scopes)
+  const expiresAt = expiresOption(values.expires, settings.maxExpiryDays)
+  const actor = actorOption(values, settings)
+  const user = await userNamed(repo, username)
   const centers = await centersOption(repo, user.idempresa, values.centers)
-  const expiresAt = expiresOption(values.expires)
   const { token, lookup, hash } = newToken()
-  const id = await repo.createToken({
-    companyId: user.idempresa,
-    userId: user.id,
-    name: values.name ?? null,
-    lookup,
-    hash,
-    centers,
-    expiresAt,
-  })
-  out.write(`${token}\n`)
-  err.write(
-    `token ${id} for ${user.username} (company ${user.idempresa}${centers ? `, centers ${centers.join(',')}` : ''}${expiresAt ? `, expires ${expiresAt.toISOString()}` : ''}); it is shown only once\n`,
+  const t = { id: uuidv7(), name: values.name ?? null, centers, scopes, expires_at: expiresAt }
+  const event = tokenEvent(
+    'token.created',
+    { ...t, idempresa: user.idempresa, user_id: user.id },
+    user,
+    actor,
   )
+  await repo.createToken({ ...t, companyId: user.idempresa, userId: user.id, lookup, hash, expiresAt }, [
+    event,
+  ])
+  out.write(`${token}\n`)
+  const limits = [
+    `company ${user.idempresa}`,
+    ...(centers ? [`centers ${centers.join(',')}`] : []),
+    `scopes ${scopes ? scopes.join(',') : 'all'}`,
+    `expires ${expiresAt.toISOString()}`,
+  ]
+  err.write(`token ${t.id} for ${user.username} (${limits.join(', ')}); it is shown only once\n`)
 }
 
 async function listTokens(values: Values, { repo, out }: Io) {
   const user = await userNamed(repo, required(values, 'username'))
   const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-')
-  out.write('id\tname\tcenters\tcreated\texpires\trevoked\tlast_used\n')
+  out.write('id\tname\tcenters\tscopes\tcreated\texpires\trevoked\tlast_used\n')
   for (const t of await repo.tokensOfUser(user.id))
     out.write(
-      `${[t.id, t.name ?? '-', t.centers?.join(',') ?? 'all', iso(t.created_at), iso(t.expires_at), iso(t.revoked_at), iso(t.last_used_at)].join('\t')}\n`,
+      `${[t.id, t.name ?? '-', t.centers?.join(',') ?? 'all', t.scopes?.join(',') ?? 'all', iso(t.created_at), iso(t.expires_at), iso(t.revoked_at), iso(t.last_used_at)].join('\t')}\n`,
     )
 }
 
-async function revokeToken(values: Values, { repo, err }: Io) {
+async function revokeToken(values: Values, { repo, err, settings }: Io) {
   const id = required(values, 'id')
   if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--id must be a token id (UUID)')
-  if (!(await repo.revokeToken(id))) throw new UsageError(`no token ${id}`)
+  const actor = actorOption(values, settings)
+  const done = await repo.revokeToken(id, (token) => [
+    tokenEvent('token.revoked', token, { username: token.username }, actor),
+  ])
+  if (!done) throw new UsageError(`no token ${id}`)
   err.write(
-    `token ${id} revoked (gateways stop accepting it within their token cache time, 5 s by default)\n`,
+    done.revokedNow
+      ? `token ${id} revoked (gateways stop accepting it within their token cache time, 5 s by default)\n`
+      : `token ${id} was revoked already\n`,
   )
 }
 
@@ -165,6 +225,7 @@ export async function runAdmin(
   repo: IdentityRepository,
   out: NodeJS.WritableStream = process.stdout,
   err: NodeJS.WritableStream = process.stderr,
+  settings: AdminSettings = { maxExpiryDays: 365, osUser: osUser() },
 ): Promise<void> {
   const { command, values } = parseCommand(argv, [
     'id',
@@ -173,19 +234,41 @@ export async function runAdmin(
     'code',
     'username',
     'centers',
+    'scopes',
     'expires',
+    'actor',
   ])
   const run = command ? COMMANDS[command] : undefined
   if (!run) throw new UsageError(command ? `unknown command ${command}` : 'no command given')
-  await run(values, { repo, out, err })
+  await run(values, { repo, out, err, settings })
 }
+
+/** The OS user running the command (a container without a passwd entry: its uid). */
+function osUser(): string {
+  try {
+    return userInfo().username
+  } catch {
+    return `uid-${process.getuid?.() ?? 'unknown'}`
+  }
+}
+
+/** Commands that write audit events (signed with the gateway's key, as its access events). */
+const AUDITED = ['token:create', 'token:revoke']
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2)
   if (!argv.length) throw new UsageError('') // the whole usage, no database needed
   const config = loadAdminConfig()
+  if (AUDITED.includes(argv[0]!)) {
+    if (!config.EVENT_SIGNING_SECRET)
+      throw new ConfigError(
+        `EVENT_SIGNING_SECRET (the gateway's) is required for ${argv[0]}: its audit event is signed with it`,
+      )
+    useEventSigningKey(config.EVENT_SIGNING_SECRET)
+  }
+  const settings = { maxExpiryDays: config.TOKEN_MAX_EXPIRY_DAYS, osUser: osUser() }
   await withAdminDb(config.DATABASE_URL, { schema: SCHEMA, applicationName: 'identity-admin' }, (knex) =>
-    runAdmin(argv, identityRepository(knex)),
+    runAdmin(argv, identityRepository(knex), process.stdout, process.stderr, settings),
   )
   return 0
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { uuidv7 } from '@clinic/platform'
+import { enqueueEvents, uuidv7, type CloudEvent } from '@clinic/platform'
 
 export interface TokenRecord {
   id: string
@@ -8,6 +8,8 @@ export interface TokenRecord {
   username: string
   token_hash: Buffer
   centers: string[] | null
+  /** null: every scope (a token made without a list, or before scopes existed). */
+  scopes: string[] | null
   company_centers: string[]
   expires_at: Date | null
   revoked_at: Date | null
@@ -18,6 +20,7 @@ export interface TokenSummary {
   id: string
   name: string | null
   centers: string[] | null
+  scopes: string[] | null
   created_at: Date
   expires_at: Date | null
   revoked_at: Date | null
@@ -31,7 +34,7 @@ export class KnexIdentityRepository {
   /** Candidate tokens for a lookup prefix, with their owner and the company's centers. */
   async tokensByLookup(lookup: string): Promise<TokenRecord[]> {
     const { rows } = await this.knex.raw(
-      `SELECT t.id, t.idempresa, t.user_id, u.username, t.token_hash, t.centers, t.expires_at,
+      `SELECT t.id, t.idempresa, t.user_id, u.username, t.token_hash, t.centers, t.scopes, t.expires_at,
               t.revoked_at, t.last_used_at,
               coalesce((SELECT array_agg(c.code ORDER BY c.code) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS company_centers
          FROM api_tokens t JOIN users u ON u.idempresa = t.idempresa AND u.id = t.user_id
@@ -75,25 +78,35 @@ export class KnexIdentityRepository {
     )
   }
 
-  async createToken(t: {
-    companyId: number
-    userId: string
-    name: string | null
-    lookup: string
-    hash: Buffer
-    centers: string[] | null
-    expiresAt: Date | null
-  }): Promise<string> {
-    const id = uuidv7()
-    await this.knex('api_tokens').insert({
-      idempresa: t.companyId,
-      id,
-      user_id: t.userId,
-      name: t.name,
-      lookup: t.lookup,
-      token_hash: t.hash,
-      centers: t.centers,
-      expires_at: t.expiresAt,
+  /** A new token and `events` (its `token.created`) in one transaction: both or neither. */
+  async createToken(
+    t: {
+      id?: string
+      companyId: number
+      userId: string
+      name: string | null
+      lookup: string
+      hash: Buffer
+      centers: string[] | null
+      scopes?: string[] | null
+      expiresAt: Date | null
+    },
+    events: CloudEvent[] = [],
+  ): Promise<string> {
+    const id = t.id ?? uuidv7()
+    await this.knex.transaction(async (trx) => {
+      await trx('api_tokens').insert({
+        idempresa: t.companyId,
+        id,
+        user_id: t.userId,
+        name: t.name,
+        lookup: t.lookup,
+        token_hash: t.hash,
+        centers: t.centers,
+        scopes: t.scopes ?? null,
+        expires_at: t.expiresAt,
+      })
+      await enqueueEvents(trx, events)
     })
     return id
   }
@@ -103,16 +116,53 @@ export class KnexIdentityRepository {
     return this.knex('api_tokens')
       .where({ user_id: userId })
       .orderBy('created_at', 'desc')
-      .select('id', 'name', 'centers', 'created_at', 'expires_at', 'revoked_at', 'last_used_at')
+      .select('id', 'name', 'centers', 'scopes', 'created_at', 'expires_at', 'revoked_at', 'last_used_at')
   }
 
-  /** Returns false when there is no such token. Revoking twice keeps the first time. */
-  async revokeToken(id: string): Promise<boolean> {
-    const n = await this.knex('api_tokens')
-      .where({ id })
-      .update({ revoked_at: this.knex.raw('coalesce(revoked_at, now())') })
-    return n > 0
+  /**
+   * Revokes a token; revoking twice keeps the first time. Null when there is no such token, else
+   * what it is and whether this call revoked it: then `events(token)` (its `token.revoked`) are
+   * written in the same transaction.
+   */
+  async revokeToken(
+    id: string,
+    events: (token: RevokedToken) => CloudEvent[] = () => [],
+  ): Promise<{ token: RevokedToken; revokedNow: boolean } | null> {
+    return this.knex.transaction(async (trx) => {
+      const revoked = await trx('api_tokens')
+        .where({ id })
+        .whereNull('revoked_at')
+        .update({ revoked_at: trx.fn.now() }, ['id'])
+      const token: RevokedToken | undefined = await trx('api_tokens as t')
+        .join('users as u', (j) => j.on('u.idempresa', 't.idempresa').andOn('u.id', 't.user_id'))
+        .where('t.id', id)
+        .first(
+          't.id',
+          't.idempresa',
+          't.user_id',
+          'u.username',
+          't.name',
+          't.centers',
+          't.scopes',
+          't.expires_at',
+        )
+      if (!token) return null
+      if (revoked.length) await enqueueEvents(trx, events(token))
+      return { token, revokedNow: revoked.length > 0 }
+    })
   }
+}
+
+/** A revoked token as `token.revoked` names it: never its secret or hash. */
+export interface RevokedToken {
+  id: string
+  idempresa: number
+  user_id: string
+  username: string
+  name: string | null
+  centers: string[] | null
+  scopes: string[] | null
+  expires_at: Date | null
 }
 
 /** What the gateway and the admin CLI use of it (tests give a fake). */

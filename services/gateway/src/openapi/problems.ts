@@ -54,7 +54,11 @@ export function problemResponse(status: string, description: string) {
 export const COMMON_ERRORS: Record<string, [name: string, description: string]> = {
   '400': ['ValidationFailed', 'validation_failed (errors lists each field) or unknown_center'],
   '401': ['Unauthenticated', 'unauthenticated: no token, or an unknown, revoked or expired one'],
-  '403': ['CenterForbidden', 'center_forbidden: the token may not use that center'],
+  '403': [
+    'Forbidden',
+    'insufficient_scope: the token lacks the scope of the operation (its `x-scope`; `detail` names it), ' +
+      'or center_forbidden: the token may not use that center',
+  ],
   '404': ['NotFound', 'not_found: no such resource in this company'],
   '413': ['PayloadTooLarge', 'payload_too_large'],
   '415': ['UnsupportedMediaType', 'unsupported_media_type: send JSON'],

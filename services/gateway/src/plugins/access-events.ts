@@ -6,11 +6,20 @@ import { codalmacenOf } from './centers'
 
 /**
  * An `http.request` event for the audit trail for every non-public answer, committed before the
- * answer leaves (see AccessLog): whoever got an answer is on the trail.
+ * answer leaves (see AccessLog): whoever got an answer is on the trail. Of the public ones,
+ * provider callbacks (services.json `webhooks`) and CORS preflights reach the API without a
+ * token: they are counted per method, status, address and minute (`http.public`, company 0, as
+ * refusals are counted), not recorded one by one. Health, the docs and pages for people are not
+ * on the trail.
  */
 export const accessEvents = fp(
   async (app: FastifyInstance, { accessLog }: { accessLog: AccessLog }) => {
     app.addHook('onSend', async (req, reply, payload) => {
+      if (req.method === 'OPTIONS' || req.routeOptions.config?.webhook === true) {
+        const { method, ip } = req
+        accessLog.publicRequest({ method, status: reply.statusCode, ip, path: req.url.split('?')[0]! })
+        return payload
+      }
       if (isPublic(req)) return payload
       // Refused before it had a principal (no token, an unknown, revoked or expired one, another
       // user's, or refused before the check: 401, 400, 429): counted per company (of a token that

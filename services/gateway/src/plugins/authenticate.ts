@@ -1,11 +1,20 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, Unauthenticated, type Principal } from '@clinic/platform'
+import type { Redis } from 'ioredis'
+import { AppError, RateLimited, Unauthenticated, type Principal } from '@clinic/platform'
+import { addressKey } from '../address-key'
 import type { Authenticator } from '../auth/authenticator'
+import type { Scope } from '../scopes'
+import { retryAfterOf, windowCounter } from './window-counter'
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null
+    /**
+     * The scopes of the request's token (scopes.ts). Beside the principal, not on it: the principal
+     * is what the signed assertion carries to services, and they have no use for scopes.
+     */
+    scopes: readonly Scope[] | null
     /** Company of a token that was found but refused, for the audit trail. */
     refusedCompany: number
   }
@@ -33,25 +42,66 @@ export const isPublic = (req: FastifyRequest) =>
   req.routeOptions.config?.internal === true ||
   req.url.startsWith('/api/docs')
 
+/** The request presents credentials of some kind (a request with none guesses nothing). */
+const presentsCredentials = (req: FastifyRequest) =>
+  req.headers['x-service-token'] !== undefined || req.headers.authorization !== undefined
+
+export interface AuthenticateOptions {
+  authenticator: Authenticator
+  /**
+   * Failed authentications per client address (an IPv6 address by its /64) and minute, default 60
+   * (AUTH_FAILURES_PER_ADDRESS_PER_MINUTE): over it, credentials that would be refused are 429.
+   */
+  failuresPerAddressPerMinute?: number
+  /** Shares the failure counts between gateways (as the other limits). */
+  redis?: Redis
+}
+
 /**
  * Every other request needs a valid token (X-service-Token or Basic `username:token`): sets
- * `req.principal`, or answers 401 `unauthenticated` and keeps the refused token's company.
+ * `req.principal` and `req.scopes`, or answers 401 `unauthenticated` (400 for ambiguous
+ * credentials) and keeps the refused token's company. Failed authentications are limited per
+ * address more strictly than requests (DESIGN.md section 13): once an address is over the limit,
+ * its credentials that would be refused are answered 429 `rate_limited`; a valid token is still
+ * served. Missing credentials are 401 and not counted: they guess nothing.
  */
 export const authenticate = fp(
-  async (app: FastifyInstance, { authenticator }: { authenticator: Authenticator }) => {
+  async (app: FastifyInstance, o: AuthenticateOptions) => {
+    const max = o.failuresPerAddressPerMinute ?? 60
+    const failures = windowCounter({ prefix: 'clinic-gw-authfail-', redis: o.redis })
+    app.addHook('onClose', async () => failures.close())
     app.decorateRequest('principal', null)
+    app.decorateRequest('scopes', null)
     app.decorateRequest('refusedCompany', 0)
+
+    /** The refusal, or 429 once the address is over its failures. */
+    const refusal = async (req: FastifyRequest, error: AppError): Promise<AppError> => {
+      if (!presentsCredentials(req)) return error
+      try {
+        const seen = await failures.count(addressKey(req.ip))
+        if (seen.n <= max) return error
+        req.accessNote = { ...req.accessNote, limited: 'authentication failures' }
+        return new RateLimited(retryAfterOf(seen.resetInMs))
+      } catch (err) {
+        req.log.warn({ err: (err as Error).message }, 'authentication failure limit skipped (redis)')
+        return error
+      }
+    }
+
     app.addHook('onRequest', async (req) => {
       if (isPublic(req)) return
-      if (req.headers['x-service-token'] !== undefined && req.headers.authorization !== undefined)
-        throw new AmbiguousCredentials()
-      const result = await authenticator.authenticate(req.headers)
+      if (req.headers['x-service-token'] !== undefined && req.headers.authorization !== undefined) {
+        req.accessNote = { cause: 'ambiguous credentials' }
+        throw await refusal(req, new AmbiguousCredentials())
+      }
+      const result = await o.authenticator.authenticate(req.headers)
       if (!result.ok) {
         req.refusedCompany = result.companyId ?? 0
         req.accessNote = { cause: result.reason }
-        throw new Unauthenticated()
+        throw await refusal(req, new Unauthenticated())
       }
       req.principal = result.principal
+      req.scopes = result.scopes
     })
   },
   { name: 'authenticate' },

@@ -2,7 +2,7 @@ import type {} from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import { request } from 'undici'
-import { assertionHeaders, uuidv7, type Principal } from '@clinic/platform'
+import { assertionHeaders, uuidv7, type AssertionSigner, type Principal } from '@clinic/platform'
 import { BASES } from '../bases'
 import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 import { finishDocument } from '../openapi/merge'
@@ -87,7 +87,7 @@ export interface DocsOptions {
   version: string
   upstreams: Upstreams
   /** Signs the assertion the gateway reads each service's document with. */
-  assertionSecret: string
+  signer: AssertionSigner
 }
 
 export async function docsRoutes(app: FastifyInstance, deps: DocsOptions) {
@@ -103,7 +103,7 @@ export async function docsRoutes(app: FastifyInstance, deps: DocsOptions) {
           const headers = assertionHeaders(
             { auth: DOCS_READER, requestId: uuidv7() },
             { method: 'GET', path: '/openapi.json', audience: name },
-            deps.assertionSecret,
+            deps.signer,
           )
           const res = await request(`${deps.upstreams[name]!}/openapi.json`, {
             headers,

@@ -9,6 +9,7 @@ import {
   UpstreamUnavailable,
   assertionHeaders,
   sendProblem,
+  type AssertionSigner,
 } from '@clinic/platform'
 import { BASES } from '../bases'
 import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
@@ -38,7 +39,7 @@ export const UPSTREAM_TIMEOUT_MS = 40_000
  */
 export async function proxyRoutes(
   app: FastifyInstance,
-  { upstreams, assertionSecret }: { upstreams: Upstreams; assertionSecret: string },
+  { upstreams, signer }: { upstreams: Upstreams; signer: AssertionSigner },
 ) {
   for (const { service } of ROUTED_SERVICES)
     if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
@@ -51,7 +52,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
     for (const { families, service, webhooks, bodyLimits } of ROUTED_SERVICES) {
-      const options = proxyOptions(upstreams[service]!, { base, service, secret: assertionSecret })
+      const options = proxyOptions(upstreams[service]!, { base, service, signer })
       for (const family of families)
         await app.register(proxy, {
           ...options,
@@ -86,7 +87,7 @@ export async function proxyRoutes(
   for (const { service, pages } of ROUTED_SERVICES)
     for (const page of pages)
       await app.register(proxy, {
-        ...proxyOptions(upstreams[service]!, { base: '', service, secret: assertionSecret }),
+        ...proxyOptions(upstreams[service]!, { base: '', service, signer }),
         prefix: page.slice(0, -1),
         rewritePrefix: page.slice(0, -1),
         httpMethods: ['GET', 'POST'],
@@ -95,7 +96,7 @@ export async function proxyRoutes(
 }
 
 /** How one service is reached under one base ('' for pages): keep-alive, headers, 503 when away. */
-function proxyOptions(upstream: string, o: { base: string; service: string; secret: string }) {
+function proxyOptions(upstream: string, o: { base: string; service: string; signer: AssertionSigner }) {
   const { base, service } = o
   return {
     upstream,
@@ -139,7 +140,7 @@ function proxyOptions(upstream: string, o: { base: string; service: string; secr
 function forwardHeaders(
   req: FastifyRequest,
   headers: Record<string, string | string[] | undefined>,
-  { base, service, secret }: { base: string; service: string; secret: string },
+  { base, service, signer }: { base: string; service: string; signer: AssertionSigner },
 ): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(headers)) {
@@ -156,7 +157,7 @@ function forwardHeaders(
       assertionHeaders(
         { auth: principal, requestId: String(req.id) },
         { method: req.method, path, body: req.rawBody, audience: service },
-        secret,
+        signer,
       ),
     )
   out['x-request-id'] = String(req.id)

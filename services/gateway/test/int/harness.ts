@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { ASSERTION_HEADER, Amqp, createDb, createLogger, migrate, verifyAssertion } from '@clinic/platform'
-import { freshCompanyId, uniqueName } from '@clinic/platform/testing'
+import { freshCompanyId, testAssertionKeys, testSigner, uniqueName } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
 import { buildApp, type Upstreams } from '../../src/app'
 import { ROUTED_SERVICES } from '../../src/families'
@@ -15,7 +15,8 @@ import { identityRepository } from '../../src/db/identity-repository'
 import { SCHEMA, migrations } from '../../src/db/migrations'
 
 export const VERSION = '991231.42'
-export const SECRET = () => process.env.INTERNAL_AUTH_SECRET!
+/** What the services verify the gateway's assertions with (GATEWAY_VERIFY_KEY of the run). */
+export const VERIFY_KEYS = () => testAssertionKeys()
 export const logger = createLogger({ service: 'gateway-test', level: 'silent' })
 
 export interface Received {
@@ -58,7 +59,7 @@ export class FakeUpstream {
     )
     this.app.get('/openapi.json', async (req, reply) => {
       if (o.openapiFromOutside) {
-        const v = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, SECRET(), {
+        const v = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, VERIFY_KEYS(), {
           method: 'GET',
           path: '/openapi.json',
           audience: this.name,
@@ -129,6 +130,8 @@ export interface GatewayOptions {
   upstreams: Upstreams
   rateLimitPerMinute?: number
   rateLimitPerAddressPerMinute?: number
+  /** Failed authentications per address and minute before 429 (default: too many to matter). */
+  authFailuresPerAddressPerMinute?: number
   healthCacheMs?: number
   corsOrigins?: string[]
   redis?: Redis
@@ -144,12 +147,13 @@ export async function gateway(o: GatewayOptions) {
     knex: o.knex,
     amqp: o.amqp,
     version: VERSION,
-    assertionSecret: SECRET(),
+    signer: testSigner(),
     authenticator: new Authenticator(identityRepository(o.knex), { ttlMs: 5000 }),
     accessLog,
     upstreams: o.upstreams,
     rateLimitPerMinute: o.rateLimitPerMinute ?? 1000,
     rateLimitPerAddressPerMinute: o.rateLimitPerAddressPerMinute ?? 100_000,
+    authFailuresPerAddressPerMinute: o.authFailuresPerAddressPerMinute ?? 100_000,
     healthCacheMs: o.healthCacheMs ?? 0,
     corsOrigins: o.corsOrigins ?? [],
     trustProxy: o.trustProxy ?? false,
@@ -159,8 +163,14 @@ export async function gateway(o: GatewayOptions) {
   return { app, accessLog, close: async () => (await app.close(), await accessLog.close()) }
 }
 
-/** A company with centers ALM1 and ALM2, one user and a token (optionally limited or revoked). */
-export async function tenant(knex: Knex, opts: { centers?: string[]; revoked?: boolean } = {}) {
+/**
+ * A company with centers ALM1 and ALM2, one user and a token (optionally limited to centers or
+ * scopes, or revoked).
+ */
+export async function tenant(
+  knex: Knex,
+  opts: { centers?: string[]; scopes?: string[]; revoked?: boolean } = {},
+) {
   const repo = identityRepository(knex)
   const companyId = freshCompanyId()
   const username = uniqueName('user')
@@ -176,6 +186,7 @@ export async function tenant(knex: Knex, opts: { centers?: string[]; revoked?: b
     lookup,
     hash,
     centers: opts.centers ?? null,
+    scopes: opts.scopes ?? null,
     expiresAt: null,
   })
   if (opts.revoked) await repo.revokeToken(tokenId)

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
-import { createDb, migrate } from '@clinic/platform'
+import { createDb, makeEvent, migrate } from '@clinic/platform'
 import { freshCompanyId, uniqueName, waitFor } from '@clinic/platform/testing'
 import { Authenticator } from '../../src/auth/authenticator'
+import { newToken } from '../../src/auth/tokens'
+import { SCOPES } from '../../src/scopes'
 import { runAdmin } from '../../src/cli/admin'
 import { identityRepository, type IdentityRepository } from '../../src/db/identity-repository'
 import { SCHEMA, migrations } from '../../src/db/migrations'
@@ -70,7 +72,9 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     const token = out.trim()
     expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
     const row = await knex('api_tokens').where({ idempresa: c.id }).first()
-    expect(err).toContain(`token ${row.id} for ${c.username} (company ${c.id}, centers ALM1, expires `)
+    expect(err).toContain(
+      `token ${row.id} for ${c.username} (company ${c.id}, centers ALM1, scopes all, expires `,
+    )
 
     const [record, ...others] = await repo.tokensByLookup(token.slice(0, 16))
     expect(others).toHaveLength(0)
@@ -150,6 +154,102 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     expect((await knex('api_tokens').where({ id }).first('revoked_at')).revoked_at).toEqual(first)
     const unknown = '0190c5a0-0000-7000-8000-00000000dead'
     expect(await usageError('token:revoke', '--id', unknown)).toBe(`no token ${unknown}`)
+  })
+
+  it('stores scopes (null: all), which the authenticator carries; the database refuses unknown ones', async () => {
+    const c = await company()
+    const token = (
+      await admin('token:create', '--username', c.username, '--scopes', 'appointments:read,comms:send')
+    ).out.trim()
+    const all = (await admin('token:create', '--username', c.username)).out.trim()
+    const auth = new Authenticator(repo, { ttlMs: 0 })
+    expect(await auth.authenticate({ 'x-service-token': token })).toMatchObject({
+      ok: true,
+      scopes: ['appointments:read', 'comms:send'],
+    })
+    expect(await auth.authenticate({ 'x-service-token': all })).toMatchObject({ ok: true, scopes: SCOPES })
+    const [row] = await knex('api_tokens').where({ idempresa: c.id }).whereNotNull('scopes')
+    await expect(
+      knex('api_tokens')
+        .where({ id: row.id })
+        .update({ scopes: ['patients:delete'] }),
+    ).rejects.toThrow(/api_tokens_scopes/)
+    await expect(knex('api_tokens').where({ id: row.id }).update({ scopes: [] })).rejects.toThrow(
+      /api_tokens_scopes/,
+    )
+    const { out } = await admin('token:list', '--username', c.username)
+    expect(
+      out
+        .split('\n')
+        .slice(1, 3)
+        .map((l) => l.split('\t')[3]),
+    ).toEqual(['all', 'appointments:read,comms:send'])
+  })
+
+  it('writes token.created and token.revoked to the outbox with the change, never the secret', async () => {
+    const c = await company()
+    const token = (
+      await admin('token:create', '--username', c.username, '--scopes', 'audit:read', '--actor', 'ops-1')
+    ).out.trim()
+    const { id } = await knex('api_tokens').where({ idempresa: c.id }).first('id')
+    await admin('token:revoke', '--id', id, '--actor', 'ops-2')
+    await admin('token:revoke', '--id', id)
+    const rows = await knex('outbox')
+      .where({ idempresa: c.id })
+      .whereIn('type', ['token.created', 'token.revoked'])
+      .orderBy('id')
+    expect(rows.map((r) => [r.type, r.payload.subject, r.payload.actorname, r.payload.data.actor])).toEqual([
+      ['token.created', id, 'ops-1', 'ops-1'],
+      ['token.revoked', id, 'ops-2', 'ops-2'],
+    ])
+    expect(rows[0].payload).toMatchObject({
+      source: 'clinic/gateway',
+      data: {
+        id,
+        username: c.username,
+        scopes: ['audit:read'],
+        centers: null,
+        expires_at: expect.any(String),
+      },
+    })
+    expect(JSON.stringify(rows)).not.toContain(token.slice(4))
+  })
+
+  it('writes no token and no event when the insert fails', async () => {
+    const c = await company()
+    const user = await repo.userByName(c.username)
+    const { lookup, hash } = newToken()
+    const event = makeEvent({
+      type: 'token.created',
+      source: 'clinic/gateway',
+      companyId: c.id,
+      data: {
+        id: 'x',
+        user_id: user!.id,
+        username: c.username,
+        name: null,
+        centers: null,
+        scopes: null,
+        expires_at: null,
+        actor: 'ops',
+      },
+    })
+    await expect(
+      repo.createToken(
+        {
+          companyId: c.id,
+          userId: user!.id,
+          name: null,
+          lookup,
+          hash,
+          centers: null,
+          scopes: ['nope'],
+          expiresAt: null,
+        },
+        [event],
+      ),
+    ).rejects.toThrow(/api_tokens_scopes/)
+    expect(await knex('outbox').where({ event_id: event.id })).toEqual([])
   })
 
   it('authenticates against the database: ok, then last_used_at set, then refused once revoked', async () => {

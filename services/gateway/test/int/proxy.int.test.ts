@@ -1,9 +1,10 @@
-import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { AddressInfo } from 'node:net'
+import Fastify, { type InjectOptions, type LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
 import { ASSERTION_HEADER, bodyHashOf, verifyAssertion, type CloudEvent } from '@clinic/platform'
 import {
   FakeUpstream,
-  SECRET,
+  VERIFY_KEYS,
   VERSION,
   deadUrl,
   gateway,
@@ -99,7 +100,7 @@ describe('forwarding to the services', () => {
     expect(got.headers.accept).toBe('application/json')
     expect(got.headers['x-request-id']).toBe('client-req-1')
 
-    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
       method: 'GET',
       path: `/patients/${PATIENT}`,
       query: 'codalmacen=ALM1&q=x',
@@ -124,11 +125,13 @@ describe('forwarding to the services', () => {
     })
     // Bound to this request: not valid for another path, nor at another service.
     expect(
-      verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), { method: 'GET', path: '/patients' })
-        .ok,
+      verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+        method: 'GET',
+        path: '/patients',
+      }).ok,
     ).toBe(false)
     expect(
-      verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+      verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
         method: 'GET',
         path: `/patients/${PATIENT}`,
         query: 'codalmacen=ALM1&q=x',
@@ -151,7 +154,7 @@ describe('forwarding to the services', () => {
     const got = echoed(res)
     expect(got.url).toBe('/appointments')
     expect(got.headers).not.toHaveProperty('authorization')
-    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, SECRET(), {
+    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
       method: 'GET',
       path: '/appointments',
       audience: 'appointments',
@@ -171,7 +174,7 @@ describe('forwarding to the services', () => {
       expect(res.statusCode).toBe(201)
       const { id } = json(res) as { id: string }
       expect(res.headers.location).toBe(`${base}/patients/${id}`)
-      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, SECRET(), {
+      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
         method: 'POST',
         path: '/patients',
       })
@@ -614,7 +617,7 @@ describe('access events', () => {
     expect(JSON.stringify(rows.at(-1)!.payload)).not.toContain('name-')
   })
 
-  it('leaves public routes and preflights out', async () => {
+  it('records no http.request for public routes and preflights', async () => {
     const rid = `public-${Date.now().toString(36)}`
     await inject({ method: 'GET', url: '/api/openapi.json', headers: { 'x-request-id': rid } })
     await inject({ method: 'GET', url: '/api/3/health', headers: { 'x-request-id': rid } })
@@ -640,6 +643,130 @@ describe('access events', () => {
       .where({ type: 'http.request' })
       .whereRaw("payload->>'requestid' like ?", [`${rid}%`])
     expect(rows.map((r) => (r.payload as CloudEvent).requestid)).toEqual([`${rid}-control`])
+  })
+})
+
+describe('provider callbacks and preflights on the access trail', () => {
+  it('counts them per method, status, address and minute (http.public, company 0), as refusals are', async () => {
+    // An address of this test alone, so the counts below are its own.
+    const ip = `192.0.2.${1 + Math.floor(Math.random() * 250)}`
+    const form = { 'content-type': 'application/x-www-form-urlencoded' }
+    await gw.accessLog.flushRefusals() // what earlier tests left
+    for (const url of ['/api/comms/webhooks/twilio?x=secret', '/api/3/comms/webhooks/twilio/inbound'])
+      expect(
+        (await inject({ method: 'POST', url, remoteAddress: ip, headers: form, payload: 'MessageSid=SM1' }))
+          .statusCode,
+      ).toBe(201)
+    // Refused before it reached the service (not a form): counted under its own status.
+    expect(
+      (
+        await inject({
+          method: 'POST',
+          url: '/api/comms/webhooks/twilio',
+          remoteAddress: ip,
+          headers: { 'content-type': 'text/plain' },
+          payload: 'x',
+        })
+      ).statusCode,
+    ).toBe(415)
+    for (let i = 0; i < 3; i++)
+      expect(
+        (
+          await inject({
+            method: 'OPTIONS',
+            url: '/api/patients',
+            remoteAddress: ip,
+            headers: { origin: 'https://portal.example', 'access-control-request-method': 'GET' },
+          })
+        ).statusCode,
+      ).toBe(204)
+    await gw.accessLog.flushRefusals()
+    const rows = await knex('outbox')
+      .where({ type: 'http.public', idempresa: 0 })
+      .whereRaw("payload->'data'->>'ip' = ?", [ip])
+    const counted = rows
+      .map((r) => (r.payload as CloudEvent<'http.public'>).data)
+      .map((d) => ({ ...d, paths: [...d.paths].sort() }))
+      .sort((a, b) => a.status - b.status)
+    expect(counted).toEqual([
+      {
+        method: 'POST',
+        status: 201,
+        ip,
+        count: 2,
+        window_start: expect.any(String),
+        paths: ['/api/3/comms/webhooks/twilio/inbound', '/api/comms/webhooks/twilio'],
+      },
+      {
+        method: 'OPTIONS',
+        status: 204,
+        ip,
+        count: 3,
+        window_start: expect.any(String),
+        paths: ['/api/patients'],
+      },
+      {
+        method: 'POST',
+        status: 415,
+        ip,
+        count: 1,
+        window_start: expect.any(String),
+        paths: ['/api/comms/webhooks/twilio'],
+      },
+    ])
+    expect(JSON.stringify(rows)).not.toContain('secret')
+  })
+})
+
+describe('answers are not cached or sniffed', () => {
+  it('sends Cache-Control: no-store and X-Content-Type-Options: nosniff on proxied and problem answers', async () => {
+    const t = await tenant(knex, { scopes: ['patients:read'] })
+    for (const [request, status] of [
+      [{ method: 'GET', url: `/api/patients/${PATIENT}`, headers: t.headers }, 200],
+      [{ method: 'GET', url: '/api/3/patients' }, 401],
+      [{ method: 'GET', url: '/api/audit/events', headers: t.headers }, 403],
+      [{ method: 'GET', url: '/api/3/nothing-here', headers: t.headers }, 404],
+      [{ method: 'GET', url: '/api/documents', headers: t.headers }, 501],
+      [
+        {
+          method: 'POST',
+          url: '/api/comms/webhooks/twilio',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'a=b',
+        },
+        201,
+      ],
+      // audit is down in this file: the gateway's own 503.
+      [{ method: 'GET', url: '/api/health' }, 503],
+    ] as const) {
+      const res = await inject(request as InjectOptions)
+      expect([request.url, res.statusCode]).toEqual([request.url, status])
+      expect([request.url, res.headers['cache-control']]).toEqual([request.url, 'no-store'])
+      expect([request.url, res.headers['x-content-type-options']]).toEqual([request.url, 'nosniff'])
+    }
+  })
+
+  it("keeps a service's own Cache-Control", async () => {
+    const own = Fastify()
+    own.get('/*', async (_req, reply) => reply.header('cache-control', 'private, max-age=60').send({ ok: 1 }))
+    await own.listen({ port: 0, host: '127.0.0.1' })
+    const behind = await gateway({
+      knex,
+      amqp: env.amqp,
+      upstreams: upstreamsTo(upstream.url, {
+        patients: `http://127.0.0.1:${(own.server.address() as AddressInfo).port}`,
+      }),
+    })
+    try {
+      const t = await tenant(knex)
+      const res = await behind.app.inject({ method: 'GET', url: '/api/patients', headers: t.headers })
+      expect(res.statusCode).toBe(200)
+      expect(res.headers['cache-control']).toBe('private, max-age=60')
+      expect(res.headers['x-content-type-options']).toBe('nosniff')
+    } finally {
+      await behind.close()
+      await own.close()
+    }
   })
 })
 

@@ -111,8 +111,19 @@ describe('mergeOpenApi', () => {
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
       headers: expect.any(Object),
     })
-    // A body: 400, 413, 415; a token: 401; always 429, 500, 503. No path id: no 404.
-    expect(Object.keys(create)).toEqual(['201', '400', '401', '409', '413', '415', '429', '500', '503'])
+    // A body: 400, 413, 415; a token: 401, and 403 without its scope; always 429, 500, 503. No path id: no 404.
+    expect(Object.keys(create)).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '409',
+      '413',
+      '415',
+      '429',
+      '500',
+      '503',
+    ])
     expect(create['400']).toEqual({ $ref: '#/components/responses/ValidationFailed' })
     expect(Object.keys(ops['/patients/{id}']!.get!.responses!)).toContain('404')
     // Public: no 401.

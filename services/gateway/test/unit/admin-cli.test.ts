@@ -1,23 +1,36 @@
 import { UsageError } from '@clinic/platform'
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { runAdmin } from '../../src/cli/admin'
+import { runAdmin, type AdminSettings } from '../../src/cli/admin'
+import { SCOPES } from '../../src/scopes'
 import { FakeIdentityRepository, Sink } from './fake-identity-repository'
 
 type Out = Parameters<typeof runAdmin>[2]
 type Err = Parameters<typeof runAdmin>[3]
 
+const SETTINGS: AdminSettings = { maxExpiryDays: 365, osUser: 'ops-carla' }
+
 async function admin(repo: FakeIdentityRepository, ...argv: string[]) {
+  return adminWith(SETTINGS, repo, ...argv)
+}
+
+async function adminWith(settings: AdminSettings, repo: FakeIdentityRepository, ...argv: string[]) {
   const out = new Sink()
   const err = new Sink()
-  await runAdmin(argv, repo, out as unknown as Out, err as unknown as Err)
+  await runAdmin(argv, repo, out as unknown as Out, err as unknown as Err, settings)
   return { out: out.text, err: err.text }
 }
 
 /** The CLI maps a UsageError to exit code 2 with the usage text; anything else is a crash (exit 1). */
 async function usageError(repo: FakeIdentityRepository, ...argv: string[]): Promise<string> {
   const out = new Sink()
-  const caught = await runAdmin(argv, repo, out as unknown as Out, new Sink() as unknown as Err).then(
+  const caught = await runAdmin(
+    argv,
+    repo,
+    out as unknown as Out,
+    new Sink() as unknown as Err,
+    SETTINGS,
+  ).then(
     () => null,
     (e: Error) => e,
   )
@@ -86,14 +99,21 @@ describe('runAdmin', () => {
     const days = (stored.expires_at!.getTime() - Date.now()) / 86_400_000
     expect(days).toBeGreaterThan(89.9)
     expect(days).toBeLessThanOrEqual(90)
-    expect(err).toContain(`token ${stored.id} for alice (company 7, centers ALM2,ALM1, expires `)
+    expect(err).toContain(`token ${stored.id} for alice (company 7, centers ALM2,ALM1, scopes all, expires `)
     expect(err).not.toContain(token)
   })
 
-  it('token:create without --centers or --expires makes an unrestricted, non-expiring token', async () => {
+  it('token:create without --centers, --scopes or --expires: every center and scope, expiring after TOKEN_MAX_EXPIRY_DAYS', async () => {
     const repo = await seeded()
     await admin(repo, 'token:create', '--username', 'alice')
-    expect(repo.tokens[0]).toMatchObject({ centers: null, expires_at: null, name: null })
+    expect(repo.tokens[0]).toMatchObject({ centers: null, scopes: null, name: null })
+    const days = (repo.tokens[0]!.expires_at!.getTime() - Date.now()) / 86_400_000
+    expect(days).toBeGreaterThan(364.9)
+    expect(days).toBeLessThanOrEqual(365)
+    await adminWith({ ...SETTINGS, maxExpiryDays: 30 }, repo, 'token:create', '--username', 'alice')
+    const shorter = (repo.tokens[1]!.expires_at!.getTime() - Date.now()) / 86_400_000
+    expect(shorter).toBeGreaterThan(29.9)
+    expect(shorter).toBeLessThanOrEqual(30)
   })
 
   it.each([
@@ -200,11 +220,11 @@ describe('runAdmin', () => {
     const { out } = await admin(repo, 'token:list', '--username', 'ALICE')
     const [header, newest, oldest, ...rest] = out.trim().split('\n')
     expect(rest).toEqual([])
-    expect(header).toBe('id\tname\tcenters\tcreated\texpires\trevoked\tlast_used')
-    expect(newest!.split('\t').slice(0, 3)).toEqual([repo.tokens[1]!.id, '-', 'ALM1'])
-    expect(newest!.split('\t')[5]).toBe('-')
-    expect(oldest!.split('\t').slice(0, 3)).toEqual([repo.tokens[0]!.id, 'portal', 'all'])
-    expect(oldest!.split('\t')[5]).not.toBe('-') // revoked
+    expect(header).toBe('id\tname\tcenters\tscopes\tcreated\texpires\trevoked\tlast_used')
+    expect(newest!.split('\t').slice(0, 4)).toEqual([repo.tokens[1]!.id, '-', 'ALM1', 'all'])
+    expect(newest!.split('\t')[6]).toBe('-')
+    expect(oldest!.split('\t').slice(0, 4)).toEqual([repo.tokens[0]!.id, 'portal', 'all', 'all'])
+    expect(oldest!.split('\t')[6]).not.toBe('-') // revoked
     expect(out).not.toContain(first.trim())
     expect(await usageError(repo, 'token:list', '--username', 'ghost')).toBe('no user ghost')
   })
@@ -220,6 +240,126 @@ describe('runAdmin', () => {
   })
 })
 
+describe('token scopes (DESIGN.md section 13)', () => {
+  it('token:create --scopes stores the scopes given, once each, and token:list shows them', async () => {
+    const repo = await seeded()
+    const { err } = await admin(
+      repo,
+      'token:create',
+      '--username',
+      'alice',
+      '--scopes',
+      'patients:read, appointments:read,patients:read',
+    )
+    expect(repo.tokens[0]!.scopes).toEqual(['patients:read', 'appointments:read'])
+    expect(err).toContain('scopes patients:read,appointments:read, expires ')
+    await admin(repo, 'token:create', '--username', 'alice', '--scopes', SCOPES.join(','))
+    expect(repo.tokens[1]!.scopes).toEqual([...SCOPES])
+    const { out } = await admin(repo, 'token:list', '--username', 'alice')
+    const rows = out.trim().split('\n').slice(1)
+    expect(rows.map((r) => r.split('\t')[3])).toEqual([SCOPES.join(','), 'patients:read,appointments:read'])
+  })
+
+  it.each([
+    ['patients:read,patients:delete', 'patients:delete'],
+    ['admin', 'admin'],
+    ['PATIENTS:READ', 'PATIENTS:READ'],
+    [' , ', '(none given)'],
+  ])('refuses --scopes %j in one line, creating nothing', async (given, named) => {
+    const repo = await seeded()
+    const message = await usageError(repo, 'token:create', '--username', 'alice', '--scopes', given)
+    expect(message).toBe(`--scopes: unknown scopes: ${named} (known: ${SCOPES.join(',')})`)
+    expect(message).not.toContain('\n')
+    expect(repo.tokens).toHaveLength(0)
+    expect(repo.events).toHaveLength(0)
+  })
+})
+
+describe('token lifetime (TOKEN_MAX_EXPIRY_DAYS)', () => {
+  it('refuses --expires beyond the longest a token may live, creating nothing', async () => {
+    const repo = await seeded()
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', '366d')).toBe(
+      '--expires 366d is beyond the longest a token may live, 365 days (TOKEN_MAX_EXPIRY_DAYS)',
+    )
+    const far = new Date(Date.now() + 400 * 86_400_000).toISOString()
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--expires', far)).toMatch(
+      /is beyond the longest a token may live/,
+    )
+    expect(repo.tokens).toHaveLength(0)
+    await admin(repo, 'token:create', '--username', 'alice', '--expires', '365d')
+    expect(repo.tokens).toHaveLength(1)
+  })
+})
+
+describe('token:create and token:revoke on the audit trail', () => {
+  it('token:create writes token.created with the token and who ran the command, never the secret', async () => {
+    const repo = await seeded()
+    const { out } = await admin(
+      repo,
+      'token:create',
+      '--username',
+      'alice',
+      '--centers',
+      'ALM1',
+      '--scopes',
+      'comms:send',
+      '--name',
+      'portal',
+    )
+    const t = repo.tokens[0]!
+    expect(repo.events).toHaveLength(1)
+    const [event] = repo.events
+    expect(event).toMatchObject({
+      type: 'token.created',
+      source: 'clinic/gateway',
+      idempresa: 7,
+      subject: t.id,
+      actorname: 'ops-carla',
+      data: {
+        id: t.id,
+        user_id: t.user_id,
+        username: 'alice',
+        name: 'portal',
+        centers: ['ALM1'],
+        scopes: ['comms:send'],
+        expires_at: t.expires_at!.toISOString(),
+        actor: 'ops-carla',
+      },
+    })
+    const text = JSON.stringify(event)
+    expect(text).not.toContain(out.trim())
+    expect(text).not.toContain(out.trim().slice(4, 20))
+    expect(text).not.toContain(t.token_hash.toString('base64'))
+    expect(text).not.toContain(t.token_hash.toString('hex'))
+  })
+
+  it('token:revoke writes token.revoked once, naming --actor when given', async () => {
+    const repo = await seeded()
+    await admin(repo, 'token:create', '--username', 'alice')
+    const id = repo.tokens[0]!.id
+    const { err } = await admin(repo, 'token:revoke', '--id', id, '--actor', 'security@clinic')
+    expect(err).toContain(`token ${id} revoked`)
+    expect(repo.events.map((e) => e.type)).toEqual(['token.created', 'token.revoked'])
+    expect(repo.events[1]).toMatchObject({
+      idempresa: 7,
+      subject: id,
+      actorname: 'security@clinic',
+      data: { id, username: 'alice', scopes: null, centers: null, actor: 'security@clinic' },
+    })
+    // Revoking again changes nothing, and writes nothing.
+    expect((await admin(repo, 'token:revoke', '--id', id)).err).toBe(`token ${id} was revoked already\n`)
+    expect(repo.events).toHaveLength(2)
+  })
+
+  it('refuses a malformed --actor', async () => {
+    const repo = await seeded()
+    expect(await usageError(repo, 'token:create', '--username', 'alice', '--actor', 'a b')).toMatch(
+      /^--actor must be/,
+    )
+    expect(repo.tokens).toHaveLength(0)
+  })
+})
+
 describe('the admin command', () => {
   it('answers a usage error in one line on stderr, exit code 2, no stack trace', () => {
     const cli = require.resolve('../../dist/cli/admin.js')
@@ -230,5 +370,36 @@ describe('the admin command', () => {
     expect(run.status).toBe(2)
     expect(run.stdout).toBe('')
     expect(run.stderr).toBe('admin: --id must be a token id (UUID) (run admin alone for usage)\n')
+  })
+
+  it('answers an unknown scope in one line, exit code 2, before it reads the database', () => {
+    const cli = require.resolve('../../dist/cli/admin.js')
+    const run = spawnSync(
+      process.execPath,
+      [cli, 'token:create', '--username', 'alice', '--scopes', 'patients:read,everything'],
+      {
+        // Nothing listens there: the scope is refused before any connection is tried.
+        env: { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' },
+        encoding: 'utf8',
+      },
+    )
+    expect(run.status).toBe(2)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toBe(
+      `admin: --scopes: unknown scopes: everything (known: ${SCOPES.join(',')}) (run admin alone for usage)\n`,
+    )
+  })
+
+  it('refuses token:create without the gateway event signing key in one line, exit code 78', () => {
+    const cli = require.resolve('../../dist/cli/admin.js')
+    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' }
+    delete env.EVENT_SIGNING_SECRET
+    const run = spawnSync(process.execPath, [cli, 'token:create', '--username', 'alice'], {
+      env,
+      encoding: 'utf8',
+    })
+    expect(run.status).toBe(78)
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(run.stderr).toMatch(/^EVENT_SIGNING_SECRET .* is required for token:create/)
   })
 })

@@ -1,6 +1,7 @@
 import { waitFor } from '@clinic/platform/testing'
 import { Authenticator } from '../../src/auth/authenticator'
 import { newToken } from '../../src/auth/tokens'
+import { SCOPES } from '../../src/scopes'
 import { FakeIdentityRepository } from './fake-identity-repository'
 
 const T0 = Date.UTC(2026, 10, 22, 9, 30)
@@ -21,7 +22,9 @@ async function setup(opts: { ttlMs?: number; maxEntries?: number } = {}) {
     maxEntries: opts.maxEntries,
     onError: (e) => errors.push(e),
   })
-  async function issue(o: { centers?: string[] | null; expiresAt?: Date | null } = {}) {
+  async function issue(
+    o: { centers?: string[] | null; scopes?: string[] | null; expiresAt?: Date | null } = {},
+  ) {
     const { token, lookup, hash } = newToken()
     const id = await repo.createToken({
       companyId: 7,
@@ -30,6 +33,7 @@ async function setup(opts: { ttlMs?: number; maxEntries?: number } = {}) {
       lookup,
       hash,
       centers: o.centers ?? null,
+      scopes: o.scopes ?? null,
       expiresAt: o.expiresAt ?? null,
     })
     return { token, id }
@@ -52,7 +56,20 @@ describe('Authenticator', () => {
         companyCenters: ['ALM1', 'ALM2'],
         allowedCenters: ['ALM2'],
       },
+      scopes: SCOPES,
     })
+  })
+
+  it("carries the token's scopes beside the principal: all of them for a token made without a list", async () => {
+    const { auth, issue } = await setup()
+    const limited = await issue({ scopes: ['patients:read', 'comms:send', 'retired:scope'] })
+    const r = await auth.authenticate({ 'x-service-token': limited.token }, T0)
+    // A scope the gateway no longer knows gives nothing; the principal (what services see) has none.
+    expect(r.ok && r.scopes).toEqual(['patients:read', 'comms:send'])
+    expect(r.ok && r.principal).not.toHaveProperty('scopes')
+    const all = await issue()
+    const r2 = await auth.authenticate({ 'x-service-token': all.token }, T0)
+    expect(r2.ok && r2.scopes).toEqual([...SCOPES])
   })
 
   it('gives allowedCenters null for a token that may use every center', async () => {

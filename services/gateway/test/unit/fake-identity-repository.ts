@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { IdentityRepository, TokenRecord } from '../../src/db/identity-repository'
+import type { CloudEvent } from '@clinic/platform'
+import type { IdentityRepository, RevokedToken, TokenRecord } from '../../src/db/identity-repository'
 
 interface StoredToken {
   id: string
@@ -9,6 +10,7 @@ interface StoredToken {
   lookup: string
   token_hash: Buffer
   centers: string[] | null
+  scopes: string[] | null
   expires_at: Date | null
   revoked_at: Date | null
   last_used_at: Date | null
@@ -29,6 +31,8 @@ export class FakeIdentityRepository implements IdentityRepository {
   lookups: string[] = []
   touches: Array<{ companyId: number; id: string }> = []
   touchError: Error | null = null
+  /** Events written with the tokens (the outbox), in order. */
+  events: CloudEvent[] = []
   /** The database clock, for `last_used_at`. */
   clock: () => Date = () => new Date()
 
@@ -43,6 +47,7 @@ export class FakeIdentityRepository implements IdentityRepository {
         username: this.users.find((u) => u.id === t.user_id)!.username,
         token_hash: t.token_hash,
         centers: t.centers,
+        scopes: t.scopes,
         company_centers: this.centers
           .filter((c) => c.idempresa === t.idempresa)
           .map((c) => c.code)
@@ -94,16 +99,22 @@ export class FakeIdentityRepository implements IdentityRepository {
       .sort()
   }
 
-  async createToken(t: {
-    companyId: number
-    userId: string
-    name: string | null
-    lookup: string
-    hash: Buffer
-    centers: string[] | null
-    expiresAt: Date | null
-  }): Promise<string> {
-    const id = randomUUID()
+  async createToken(
+    t: {
+      id?: string
+      companyId: number
+      userId: string
+      name: string | null
+      lookup: string
+      hash: Buffer
+      centers: string[] | null
+      scopes?: string[] | null
+      expiresAt: Date | null
+    },
+    events: CloudEvent[] = [],
+  ): Promise<string> {
+    const id = t.id ?? randomUUID()
+    this.events.push(...events)
     this.tokens.push({
       id,
       idempresa: t.companyId,
@@ -112,6 +123,7 @@ export class FakeIdentityRepository implements IdentityRepository {
       lookup: t.lookup,
       token_hash: t.hash,
       centers: t.centers,
+      scopes: t.scopes ?? null,
       expires_at: t.expiresAt,
       revoked_at: null,
       last_used_at: null,
@@ -127,6 +139,7 @@ export class FakeIdentityRepository implements IdentityRepository {
         id: t.id,
         name: t.name,
         centers: t.centers,
+        scopes: t.scopes,
         created_at: this.clock(),
         expires_at: t.expires_at,
         revoked_at: t.revoked_at,
@@ -134,11 +147,15 @@ export class FakeIdentityRepository implements IdentityRepository {
       }))
   }
 
-  async revokeToken(id: string): Promise<boolean> {
+  async revokeToken(id: string, events: (token: RevokedToken) => CloudEvent[] = () => []) {
     const t = this.tokens.find((x) => x.id === id)
-    if (!t) return false
+    if (!t) return null
+    const revokedNow = t.revoked_at === null
     t.revoked_at ??= new Date()
-    return true
+    const username = this.users.find((u) => u.id === t.user_id)!.username
+    const token: RevokedToken = { ...t, username }
+    if (revokedNow) this.events.push(...events(token))
+    return { token, revokedNow }
   }
 }
 

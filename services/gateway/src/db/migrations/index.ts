@@ -72,4 +72,21 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // DESIGN.md section 13. NULL: every scope (the tokens made before, and those made without
+    // --scopes). The list is written out here, as it was when this ran: a new scope is a new migration.
+    name: '0003_token_scopes',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE api_tokens ADD COLUMN scopes text[]
+          CONSTRAINT api_tokens_scopes CHECK (
+            scopes IS NULL OR (
+              cardinality(scopes) > 0 AND scopes <@ ARRAY['patients:read', 'patients:write',
+                'appointments:read', 'appointments:write', 'comms:send', 'comms:read', 'audit:read',
+                'webhooks:manage', 'events:read']::text[]
+            )
+          );
+      `)
+    },
+  },
 ]

@@ -1,0 +1,142 @@
+import { BASES } from './bases'
+import { ROUTED } from './families'
+
+/** The token scopes of DESIGN.md section 13, in its order. A token without a list has them all. */
+export const SCOPES = [
+  'patients:read',
+  'patients:write',
+  'appointments:read',
+  'appointments:write',
+  'comms:send',
+  'comms:read',
+  'audit:read',
+  'webhooks:manage',
+  'events:read',
+] as const
+export type Scope = (typeof SCOPES)[number]
+
+export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s)
+
+/**
+ * The gateway's route table: the one scope each operation of the API needs, by method and OpenAPI
+ * path (without the base). Every operation of the merged document is here and nothing else is (a
+ * unit test compares it with docs/openapi.json; the e2e suite checks the running stack through the
+ * `x-scope` the merge writes from it). Writes of messaging settings (consent preferences, the
+ * reminder policy) need `comms:send`. Provider callbacks and the announced (501) areas need none.
+ */
+export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
+  'GET /patients': 'patients:read',
+  'POST /patients': 'patients:write',
+  'GET /patients/{id}': 'patients:read',
+  'PATCH /patients/{id}': 'patients:write',
+
+  'GET /appointments': 'appointments:read',
+  'POST /appointments': 'appointments:write',
+  'GET /appointments/{id}': 'appointments:read',
+  'PATCH /appointments/{id}': 'appointments:write',
+  'POST /appointments/{id}/checkin': 'appointments:write',
+  'GET /appointments/availability': 'appointments:read',
+  'POST /appointments/holds': 'appointments:write',
+  'DELETE /appointments/holds/{id}': 'appointments:write',
+  'GET /practitioners': 'appointments:read',
+  'POST /practitioners': 'appointments:write',
+  'GET /practitioners/{id}': 'appointments:read',
+  'PATCH /practitioners/{id}': 'appointments:write',
+  'GET /practitioners/{id}/time-off': 'appointments:read',
+  'POST /practitioners/{id}/time-off': 'appointments:write',
+  'DELETE /practitioners/{id}/time-off/{time_off_id}': 'appointments:write',
+
+  'POST /comms/send': 'comms:send',
+  'GET /comms/messages': 'comms:read',
+  'GET /comms/messages/{id}': 'comms:read',
+  'GET /comms/preferences': 'comms:read',
+  'PUT /comms/preferences': 'comms:send',
+  'GET /comms/reminder-policy': 'comms:read',
+  'PUT /comms/reminder-policy': 'comms:send',
+  'GET /comms/reminders': 'comms:read',
+
+  'GET /audit/events': 'audit:read',
+
+  'GET /webhooks/endpoints': 'webhooks:manage',
+  'POST /webhooks/endpoints': 'webhooks:manage',
+  'GET /webhooks/endpoints/{id}': 'webhooks:manage',
+  'PATCH /webhooks/endpoints/{id}': 'webhooks:manage',
+  'DELETE /webhooks/endpoints/{id}': 'webhooks:manage',
+  'POST /webhooks/endpoints/{id}/rotate-secret': 'webhooks:manage',
+  'POST /webhooks/endpoints/{id}/test': 'webhooks:manage',
+  'GET /webhooks/endpoints/{id}/deliveries': 'webhooks:manage',
+  'POST /webhooks/endpoints/{id}/replay': 'webhooks:manage',
+  'POST /webhooks/deliveries/{id}/retry': 'webhooks:manage',
+
+  'GET /events': 'events:read',
+}
+
+interface Route {
+  method: string
+  /** Path segments; null for a `{parameter}`. */
+  segments: Array<string | null>
+  scope: Scope
+}
+
+const ROUTES: Route[] = Object.entries(OPERATION_SCOPES).map(([key, scope]) => {
+  const [method, path] = key.split(' ') as [string, string]
+  const segments = path
+    .split('/')
+    .slice(1)
+    .map((s) => (/^\{[a-z_]+\}$/.test(s) ? null : s))
+  if (!isScope(scope) || !path.startsWith('/')) throw new Error(`scopes.ts: bad entry ${key}`)
+  return { method, segments, scope }
+})
+
+const FAMILIES = new Set(ROUTED.map((f) => f.family))
+
+/**
+ * `/api/3/patients/x?q=1` -> ['patients', 'x'] as sent and decoded as the routers decode them (null
+ * for a segment that does not decode); null when the path is not under a base.
+ */
+function segmentsOf(url: string): { sent: string[]; decoded: Array<string | null> } | null {
+  let path = url.split('?')[0]!
+  const base = [...BASES].sort((a, b) => b.length - a.length).find((b) => path.startsWith(`${b}/`))
+  if (!base) return null
+  path = path.slice(base.length)
+  // Fastify and the services ignore one trailing slash.
+  if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1)
+  const sent = path.split('/').slice(1)
+  const decoded = sent.map((s) => {
+    try {
+      return decodeURIComponent(s)
+    } catch {
+      return null
+    }
+  })
+  return { sent, decoded }
+}
+
+/** Static segments win over parameters, left to right, as the routers choose. */
+const moreStatic = (a: Route, b: Route) => {
+  for (let i = 0; i < a.segments.length; i++)
+    if ((a.segments[i] === null) !== (b.segments[i] === null)) return a.segments[i] === null ? 1 : -1
+  return 0
+}
+
+/**
+ * The scopes a request needs: the one of its operation; every scope for a path under a routed
+ * family that is no operation of the table (it fails closed: only a token with every scope reaches
+ * the service, which answers its own 404); none outside the routed families (the gateway's own
+ * routes, the announced areas, unknown paths). HEAD is GET.
+ */
+export function scopesNeeded(method: string, url: string): readonly Scope[] {
+  const path = segmentsOf(url)
+  if (!path || !(FAMILIES.has(path.sent[0]!) || FAMILIES.has(path.decoded[0] ?? ''))) return []
+  // What the routers would make of a segment that does not decode is not guessed: every scope.
+  if (path.decoded.includes(null)) return SCOPES
+  const segments = path.decoded as string[]
+  const m = method === 'HEAD' ? 'GET' : method
+  const matches = ROUTES.filter(
+    (r) =>
+      r.method === m &&
+      r.segments.length === segments.length &&
+      r.segments.every((s, i) => (s === null ? segments[i] !== '' : s === segments[i])),
+  ).sort(moreStatic)
+  return matches[0] ? [matches[0].scope] : SCOPES
+}

@@ -1,0 +1,157 @@
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { mergeOpenApi, type OpenApi } from '../../src/routes/docs'
+import { OPERATION_SCOPES, SCOPES, scopesNeeded } from '../../src/scopes'
+import { operationsOf, type Json } from '../../src/openapi/types'
+
+/** The committed contract: the operations every service documents (the e2e suite keeps it current). */
+const DOC = JSON.parse(
+  readFileSync(path.resolve(__dirname, '../../../../docs/openapi.json'), 'utf8'),
+) as OpenApi
+
+/** `GET /patients` for every operation that needs a token and serves data (not the 501 areas). */
+const securedOperations = (doc: OpenApi) =>
+  [...operationsOf(doc)]
+    .filter(([, , op]) => !(Array.isArray(op.security) && op.security.length === 0))
+    .filter(([, , op]) => !op.tags?.includes('planned'))
+    .map(([p, method]) => `${method.toUpperCase()} ${p}`)
+
+describe('the route table (scopes.ts)', () => {
+  it('names a scope for every operation of the merged document, and for nothing else', () => {
+    const documented = securedOperations(DOC).sort()
+    expect(documented.length).toBeGreaterThan(30)
+    // A new operation without a scope fails here, naming it; so does a scope of one that is gone.
+    expect(documented.filter((op) => !(op in OPERATION_SCOPES))).toEqual([])
+    expect(Object.keys(OPERATION_SCOPES).filter((op) => !documented.includes(op))).toEqual([])
+    for (const scope of Object.values(OPERATION_SCOPES)) expect(SCOPES).toContain(scope)
+  })
+
+  it('needs no scope on public operations (provider callbacks, health) nor the announced areas', () => {
+    const open = [...operationsOf(DOC)]
+      .filter(
+        ([, , op]) =>
+          (Array.isArray(op.security) && op.security.length === 0) || op.tags?.includes('planned'),
+      )
+      .map(([p, method]) => `${method.toUpperCase()} ${p}`)
+    expect(open).toEqual(
+      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /documents']),
+    )
+    for (const op of open) expect(OPERATION_SCOPES).not.toHaveProperty(op)
+  })
+
+  it('gives each family the scopes DESIGN.md section 13 names: reads read, writes write', () => {
+    for (const [op, scope] of Object.entries(OPERATION_SCOPES)) {
+      const [method, p] = op.split(' ') as [string, string]
+      const family = p.split('/')[1]!
+      const read = method === 'GET'
+      const expected = {
+        patients: read ? 'patients:read' : 'patients:write',
+        appointments: read ? 'appointments:read' : 'appointments:write',
+        practitioners: read ? 'appointments:read' : 'appointments:write',
+        // Sending, and writing messaging settings (consent, the reminder policy), is comms:send.
+        comms: read ? 'comms:read' : 'comms:send',
+        audit: 'audit:read',
+        webhooks: 'webhooks:manage',
+        events: 'events:read',
+      }[family]
+      expect([op, scope]).toEqual([op, expected])
+    }
+  })
+})
+
+describe('scopesNeeded', () => {
+  const ID = '0190c5a0-1234-7abc-8def-0123456789ab'
+  it.each([
+    ['GET', '/api/patients', ['patients:read']],
+    ['GET', '/api/3/patients?q=ana&codalmacen=ALM1', ['patients:read']],
+    ['GET', '/api/patients/', ['patients:read']],
+    ['HEAD', `/api/patients/${ID}`, ['patients:read']],
+    ['POST', '/api/3/patients', ['patients:write']],
+    ['PATCH', `/api/patients/${ID}`, ['patients:write']],
+    ['GET', '/api/appointments/availability?limit=1', ['appointments:read']],
+    ['POST', '/api/appointments/holds', ['appointments:write']],
+    ['DELETE', `/api/appointments/holds/${ID}`, ['appointments:write']],
+    ['POST', `/api/practitioners/dra-ana/time-off`, ['appointments:write']],
+    ['POST', '/api/comms/send', ['comms:send']],
+    ['PUT', '/api/comms/preferences', ['comms:send']],
+    ['PUT', '/api/comms/reminder-policy', ['comms:send']],
+    ['GET', '/api/comms/reminders', ['comms:read']],
+    ['GET', '/api/audit/events', ['audit:read']],
+    ['POST', `/api/webhooks/deliveries/${ID}/retry`, ['webhooks:manage']],
+    ['GET', '/api/3/events?after=feed.1', ['events:read']],
+    // Decoded as the routers decode it.
+    ['GET', '/api/p%61tients', ['patients:read']],
+  ])('%s %s needs %j', (method, url, scopes) => {
+    expect(scopesNeeded(method, url)).toEqual(scopes)
+  })
+
+  it.each([
+    ['DELETE', `/api/patients/${ID}`],
+    ['GET', '/api/patients/x/y/z'],
+    ['POST', '/api/comms/messages'],
+    ['GET', '/api/comms/webhooks/twilio'],
+    ['GET', `/api/patients/${ID}/..%2F..%2Faudit%2Fevents`],
+    ['GET', '/api/patients/%E0%A4%A'],
+    ['GET', '/api/patients//'],
+  ])('%s %s, no operation of a routed family, needs every scope (fails closed)', (method, url) => {
+    expect(scopesNeeded(method, url)).toEqual(SCOPES)
+  })
+
+  it.each([
+    ['GET', '/api/health'],
+    ['GET', '/api/openapi.json'],
+    ['GET', '/api/docs/static/index.html'],
+    ['GET', '/api/documents/x'],
+    ['GET', '/api/3/nothing-here'],
+    ['GET', '/p/a/token'],
+    ['GET', '/patients'],
+  ])('%s %s needs none (not a routed family)', (method, url) => {
+    expect(scopesNeeded(method, url)).toEqual([])
+  })
+})
+
+describe('the merged document', () => {
+  const json = (schema: Json) => ({ content: { 'application/json': { schema } } })
+  const doc = () =>
+    mergeOpenApi('261122.01', {
+      patients: {
+        openapi: '3.1.0',
+        paths: {
+          '/patients': {
+            get: { operationId: 'listPatients', description: 'Newest first.', responses: {} },
+            post: {
+              operationId: 'createPatient',
+              responses: { '403': { description: 'center_forbidden', ...json({ type: 'object' }) } },
+            },
+          },
+          '/patients/{id}/secret': { get: { operationId: 'notInTheTable', responses: {} } },
+        },
+      },
+    })
+
+  it("writes each operation's scope as x-scope, in its description and its 403", () => {
+    const paths = doc().paths!
+    const list = paths['/patients']!.get!
+    expect(list['x-scope']).toBe('patients:read')
+    expect(list.description).toBe(
+      'Newest first.\n\nNeeds the token scope `patients:read` (else 403 insufficient_scope).',
+    )
+    expect(list.responses!['403']).toEqual({ $ref: '#/components/responses/Forbidden' })
+    const create = paths['/patients']!.post!
+    expect(create['x-scope']).toBe('patients:write')
+    expect(create.responses!['403']!.description).toBe(
+      'insufficient_scope: the token lacks patients:write; or center_forbidden',
+    )
+    expect(doc().components!.responses!.Forbidden).toMatchObject({
+      description: expect.stringContaining('insufficient_scope'),
+    })
+  })
+
+  it('leaves x-scope off what the table lacks, public operations and the announced areas', () => {
+    const paths = doc().paths!
+    expect(paths['/patients/{id}/secret']!.get).not.toHaveProperty('x-scope')
+    expect(paths['/health']!.get).not.toHaveProperty('x-scope')
+    expect(paths['/documents']!.get).not.toHaveProperty('x-scope')
+    expect(paths['/documents']!.get!.responses).not.toHaveProperty('403')
+  })
+})
