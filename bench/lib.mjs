@@ -137,7 +137,7 @@ export const BENCH_SECRET = 'bench-secret-0123456789abcdef0123456789'
 export async function benchTenant(name, { services, centers = [] }) {
   const env = {
     DATABASE_URL: await freshDatabase(name),
-    INTERNAL_AUTH_SECRET: BENCH_SECRET,
+    ASSERTION_ROOT_SECRET: BENCH_SECRET,
     EVENT_SIGNING_SECRET: BENCH_SECRET,
   }
   for (const s of ['gateway', ...services]) node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env))
@@ -220,6 +220,8 @@ export async function startStack(base, services, extra = {}) {
     ...base,
     AMQP_URL: amqpUrl,
     AUDIT_CHAIN_KEY: BENCH_SECRET,
+    // The bench's own checkpoints, not the developer's var/audit-checkpoints.jsonl.
+    AUDIT_CHECKPOINT_FILE: path.join(os.tmpdir(), `clinic-bench-checkpoints-${process.pid}.jsonl`),
     COMMS_LINK_SECRET: BENCH_SECRET,
     // No Twilio here (and SMTP only where a bench sets SMTP_URL): the rest goes to files.
     COMMS_DELIVERY: 'files',

@@ -126,7 +126,7 @@ export function loadDotEnv() {
 // secrets it sealed and the patient links comms sent still open. Anywhere else, set them yourself.
 const localSecretsFile = path.join(root, 'var', 'local-secrets.env')
 const localSecretNames = [
-  'INTERNAL_AUTH_SECRET',
+  'ASSERTION_ROOT_SECRET',
   'EVENT_SIGNING_SECRET',
   'AUDIT_CHAIN_KEY',
   'WEBHOOKS_SECRET_KEY',

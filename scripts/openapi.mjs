@@ -26,7 +26,7 @@ try {
     // Never used: nothing here runs a query or publishes.
     const knex = createDb('postgres://openapi@127.0.0.1:1/unused', { schema: name.replace(/-/g, '_') })
     const amqp = new Amqp({ url: 'amqp://127.0.0.1:1', log: logger, name: 'openapi' })
-    const app = await buildApp({ logger, knex, amqp, version, assertionSecret: 'x'.repeat(32) })
+    const app = await buildApp({ logger, knex, amqp, version, assertionKeys: new Map(), serviceSigner: null })
     try {
       await app.ready()
       docs[name] = app.swagger()

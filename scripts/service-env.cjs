@@ -6,7 +6,7 @@
 // from EVENT_SIGNING_SECRET; a service that consumes other services' events (audit, webhooks) checks
 // each source with that source's key (EVENT_VERIFY_KEYS), so no service can sign as another.
 // CommonJS, so that the scripts (ESM) and the e2e stack (TypeScript under Jest) share this one copy.
-const { createHmac } = require('node:crypto')
+const { createHmac, createPrivateKey, createPublicKey } = require('node:crypto')
 const { apps, namesOf } = require('../packages/platform/naming.cjs')
 
 /** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
@@ -34,10 +34,51 @@ const eventVerifiers = apps
   )
   .map((s) => s.name)
 
+// The fixed DER prefix of an Ed25519 PKCS#8 private key; the 32-byte seed follows (RFC 8410).
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
+
+/**
+ * The Ed25519 key pair of `issuer` (`gateway` or a service) derived from the local stack's
+ * ASSERTION_ROOT_SECRET, as base64url DER (packages/platform/src/assertion-keys.ts reads them).
+ */
+function assertionKeyPair(rootSecret, issuer) {
+  const seed = createHmac('sha256', rootSecret).update(`clinic-assertions:${issuer}`).digest()
+  const privateDer = Buffer.concat([PKCS8_ED25519, seed])
+  const key = createPrivateKey({ key: privateDer, format: 'der', type: 'pkcs8' })
+  const publicDer = createPublicKey(key).export({ format: 'der', type: 'spki' })
+  return { privateKey: privateDer.toString('base64url'), publicKey: publicDer.toString('base64url') }
+}
+
+/** The services that call `name` over signed internal HTTP (services.json `calls`). */
+const callersOf = (name) => apps.filter((s) => (s.calls ?? []).includes(name)).map((s) => s.name)
+
+/**
+ * A process's assertion keys from the root secret: the gateway's private key to the gateway alone,
+ * its public key to every service, a calling service its own private key, a called service its
+ * callers' public keys. The root secret itself reaches no process.
+ */
+function assertionEnv(name, rootSecret) {
+  const out = {}
+  const gateway = assertionKeyPair(rootSecret, 'gateway')
+  if (name === 'gateway') out.GATEWAY_SIGNING_KEY = gateway.privateKey
+  else out.GATEWAY_VERIFY_KEY = gateway.publicKey
+  const app = apps.find((s) => s.name === name)
+  if ((app?.calls ?? []).length) out.SERVICE_SIGNING_KEY = assertionKeyPair(rootSecret, name).privateKey
+  const callers = callersOf(name)
+  if (callers.length)
+    out.SERVICE_VERIFY_KEYS = callers
+      .map((c) => `${c}=${assertionKeyPair(rootSecret, c).publicKey}`)
+      .join(',')
+  return out
+}
+
 function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   const login = new URL(ownerUrl)
   login.username = namesOf(name).loginRole
   const out = { ...env, DATABASE_URL: login.toString(), MIGRATION_DATABASE_URL: ownerUrl }
+  delete out.ASSERTION_ROOT_SECRET
+  if (name !== 'gateway') delete out.GATEWAY_SIGNING_KEY
+  if (env.ASSERTION_ROOT_SECRET) Object.assign(out, assertionEnv(name, env.ASSERTION_ROOT_SECRET))
   const secret = env.EVENT_SIGNING_SECRET
   if (!secret) return out
   const keyOf = (s) => createHmac('sha256', secret).update(`clinic-events:${s}`).digest('hex')
@@ -47,4 +88,4 @@ function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   return out
 }
 
-module.exports = { serviceEnv, eventVerifiers, topicMatches }
+module.exports = { serviceEnv, eventVerifiers, topicMatches, assertionKeyPair }

@@ -8,3 +8,8 @@ export function serviceEnv(
 export const eventVerifiers: readonly string[]
 /** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
 export function topicMatches(binding: string, key: string): boolean
+/** The Ed25519 key pair of `issuer` (`gateway` or a service) derived from ASSERTION_ROOT_SECRET. */
+export function assertionKeyPair(
+  rootSecret: string,
+  issuer: string,
+): { privateKey: string; publicKey: string }

@@ -1,5 +1,5 @@
 import { Amqp, createDb, createLogger, migrate, type Migration, type ServiceDeps } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { gatewayHeaders, testAssertionKeys, testPrincipal } from '@clinic/platform/testing'
 
 /** The part of a Fastify instance the contract uses (fastify is not a root dependency). */
 interface App {
@@ -40,7 +40,8 @@ export function describeServiceContract(o: {
         knex,
         amqp,
         version,
-        assertionSecret: process.env.INTERNAL_AUTH_SECRET!,
+        assertionKeys: testAssertionKeys(),
+        serviceSigner: null,
       })
     })
     afterAll(async () => {

@@ -29,7 +29,7 @@ import {
   type WebhookVerdict,
 } from './webhooks'
 import { bookReminders, checkReminders, clockPastDue, killWhileSending, scheduled } from './reminders'
-import { moveClock } from '../src/stack'
+import { gatewaySignerOf, moveClock } from '../src/stack'
 
 /**
  * Every fault a clinic will meet, each under a steady stream of writes through the gateway, each
@@ -315,11 +315,10 @@ test('patients SIGTERMed under load: in-flight requests answered, exit within th
   const burst = Array.from({ length: 30 }, async (_, i) => {
     try {
       const body = JSON.stringify({ first_name: 'Burst', last_name: `burst-${i}`, birth_date: '1980-02-03' })
-      const secret = fs.info.env.INTERNAL_AUTH_SECRET
       const res = await fetch(`${fs.info.serviceUrls.patients}/patients`, {
         method: 'POST',
         headers: {
-          ...gatewayHeaders(principal, 'POST', '/patients', secret, undefined, body),
+          ...gatewayHeaders(principal, 'POST', '/patients', gatewaySignerOf(fs.info), undefined, body),
           'content-type': 'application/json',
         },
         body,

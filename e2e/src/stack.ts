@@ -11,9 +11,10 @@ import {
   dropTestDatabase,
   waitFor,
 } from '@clinic/platform/testing'
+import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
-import { serviceEnv } from '../../scripts/service-env.cjs'
+import { assertionKeyPair, serviceEnv } from '../../scripts/service-env.cjs'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -147,7 +148,8 @@ export async function startStack(
   const env: Record<string, string> = {
     DATABASE_URL: o.databaseVia ? await o.databaseVia(infra.databaseUrl) : infra.databaseUrl,
     AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
-    INTERNAL_AUTH_SECRET: 'e2e-secret-0123456789abcdef0123456789abcdef',
+    // Each process's assertion keys are derived from it (service-env.cjs); no process gets it.
+    ASSERTION_ROOT_SECRET: 'e2e-assertion-root-0123456789abcdef0123456789',
     EVENT_SIGNING_SECRET: 'e2e-event-signing-0123456789abcdef0123456789',
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
@@ -162,6 +164,9 @@ export async function startStack(
     TOKEN_CACHE_TTL_MS: '1000',
     // Every client of the suites is 127.0.0.1: the per-address limit would count them all as one.
     RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
+    // ...and their failed authentications (suites test refusals on purpose): scopes.e2e starts a
+    // gateway of its own with the default limit.
+    AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '10000000',
     SMTP_URL: '',
     // No SMTP/Twilio: comms writes .eml files and sms.jsonl here, for the tests to read (a
     // development mode: production refuses to start without its providers).
@@ -170,6 +175,8 @@ export async function startStack(
     DELIVERY_RETRY_BASE_MS: '100',
     // The suites move comms' clock (reminders, links) by writing an offset here: moveClock().
     COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
+    // The stack's own audit checkpoints, never the developer's var/ (its companies are others).
+    AUDIT_CHECKPOINT_FILE: path.join(logDir, 'audit-checkpoints.jsonl'),
     PUBLIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,
     ...o.env,
   }
@@ -188,6 +195,12 @@ export async function startStack(
     logFiles: Object.fromEntries(names.map((s) => [s, path.join(logDir, `${s}.log`)])),
     cleanup: { ...infra.cleanup, logDir: process.env.E2E_LOGS ? undefined : logDir },
   }
+}
+
+/** The stack's gateway signing key: a test that calls a service directly signs as the gateway. */
+export function gatewaySignerOf(info: StackInfo): AssertionSigner {
+  const { privateKey } = assertionKeyPair(info.env.ASSERTION_ROOT_SECRET!, GATEWAY_ISSUER)
+  return { issuer: GATEWAY_ISSUER, key: parsePrivateKey(privateKey) }
 }
 
 /** Moves comms' clock (COMMS_CLOCK_FILE) to `offsetMs` from real time: reminders due by then go out. */

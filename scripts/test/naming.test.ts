@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
 import { upstreamEnv } from '../../services/gateway/src/families'
-import { eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
+import { assertionKeyPair, eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
 
 /**
  * One name per service: packages/platform/naming.cjs makes every name of a service from its entry
@@ -92,6 +92,37 @@ describe('naming.cjs', () => {
       ['comms.message.queued', 'comms.message.sent', false],
     ] as const)
       expect([binding, key, topicMatches(binding, key)]).toEqual([binding, key, match])
+  })
+
+  it("gives the gateway's private key to the gateway alone, and each caller its own key (issue 21)", () => {
+    const env = {
+      DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
+      ASSERTION_ROOT_SECRET: 'r'.repeat(40),
+      // Set by mistake in a shared .env: still given to the gateway only.
+      GATEWAY_SIGNING_KEY: 'from-the-shared-env',
+    }
+    const of = Object.fromEntries(apps.map((s) => [s.name, serviceEnv(s.name, env)]))
+    const gateway = assertionKeyPair(env.ASSERTION_ROOT_SECRET, 'gateway')
+    expect(of.gateway!.GATEWAY_SIGNING_KEY).toBe(gateway.privateKey)
+    for (const s of apps.filter((a) => a.name !== 'gateway')) {
+      expect([s.name, of[s.name]!.GATEWAY_SIGNING_KEY]).toEqual([s.name, undefined])
+      expect(of[s.name]!.GATEWAY_VERIFY_KEY).toBe(gateway.publicKey)
+    }
+    // No process receives the root secret the keys are derived from.
+    for (const s of apps) expect([s.name, of[s.name]!.ASSERTION_ROOT_SECRET]).toEqual([s.name, undefined])
+    // Callers (services.json `calls`) sign with their own key; the called hold their callers' public keys.
+    const pub = (n: string) => assertionKeyPair(env.ASSERTION_ROOT_SECRET, n).publicKey
+    expect(of.comms!.SERVICE_SIGNING_KEY).toBe(
+      assertionKeyPair(env.ASSERTION_ROOT_SECRET, 'comms').privateKey,
+    )
+    expect(of.appointments!.SERVICE_SIGNING_KEY).toBeDefined()
+    expect(of.patients!.SERVICE_SIGNING_KEY).toBeUndefined()
+    expect(of.patients!.SERVICE_VERIFY_KEYS).toBe(`appointments=${pub('appointments')},comms=${pub('comms')}`)
+    expect(of.appointments!.SERVICE_VERIFY_KEYS).toBe(`comms=${pub('comms')}`)
+    expect(of.audit!.SERVICE_VERIFY_KEYS).toBeUndefined()
+    expect(
+      new Set(apps.map((s) => assertionKeyPair(env.ASSERTION_ROOT_SECRET, s.name).privateKey)).size,
+    ).toBe(apps.length)
   })
 
   it('gives the same password variable to deploy/rabbitmq/users.sh (shell, no node in the broker image)', () => {

@@ -205,6 +205,12 @@ async function assertExchanges(ch: Channel) {
 }
 
 /**
+ * Deliveries of one message before a quorum queue dead-letters it: the consumer holds a message up
+ * to 10 s per redelivery while the database is away, so this is about 27 hours of outage.
+ */
+export const QUORUM_DELIVERY_LIMIT = 10_000
+
+/**
  * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a
  * delay queue (`<q>.retry`) whose expired messages flow back into the work queue.
  */
@@ -221,6 +227,10 @@ export async function assertWorkQueue(
       'x-queue-type': queueType,
       'x-dead-letter-exchange': DEAD_LETTER_EXCHANGE,
       'x-dead-letter-routing-key': queue,
+      // RabbitMQ 4 dead-letters a quorum queue's message after 20 deliveries by default; a
+      // consumer hands messages back (no attempt spent) for as long as the database is away, so
+      // its limit is set far above what an outage costs (attempts are counted by the consumer).
+      ...(queueType === 'quorum' ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
     },
   })
   for (const key of bindings) await ch.bindQueue(queue, EXCHANGE, key)

@@ -1,4 +1,5 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes, sign, verify } from 'node:crypto'
+import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 import { serviceList } from './service-list'
 
 /** Who is calling, as the gateway established it from the token. */
@@ -26,13 +27,12 @@ export interface AssertionClaims extends Principal {
 }
 
 export const ASSERTION_HEADER = 'x-clinic-assertion'
-const VERSION = 'v1'
+const VERSION = 'v2'
 export const ASSERTION_TTL_SECONDS = 10
 /** Clocks of gateway and services may differ this much; an assertion from further ahead is refused. */
 export const ASSERTION_SKEW_SECONDS = 5
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url')
-const mac = (secret: string, data: string) => createHmac('sha256', secret).update(data).digest()
 
 /** SHA-256 of a request body's exact bytes, base64url; '' for no body. */
 export function bodyHashOf(body: string | Buffer | undefined | null): string {
@@ -47,44 +47,62 @@ export function splitUrl(url: string): { path: string; query: string } {
 }
 
 /**
- * A short-lived HMAC-signed statement from the gateway (or a service calling another service on
- * behalf of a caller). It is bound to one request: its method, path, raw query string and the hash
- * of its body, so a captured header cannot be replayed against another endpoint, with other
- * parameters or another body; it carries a single-use id (`jti`, refused the second time by the
- * service) and expires within seconds. It names the one service it is for (`aud`): a service
- * refuses an assertion addressed to another, so one captured on its way to patients is worth
- * nothing at appointments.
+ * A short-lived statement signed (Ed25519) by the gateway, or by a service calling another on
+ * behalf of a caller, naming its issuer (`iss`). It is bound to one request: its method, path, raw
+ * query string and the hash of its body, so a captured header cannot be replayed against another
+ * endpoint, with other parameters or another body; it carries a single-use id (`jti`, refused the
+ * second time by the service) and expires within seconds. It names the one service it is for
+ * (`aud`): a service refuses an assertion addressed to another, so one captured on its way to
+ * patients is worth nothing at appointments. Only the holder of the issuer's private key can make
+ * one; services hold public keys only (assertion-keys.ts).
  */
-export function signAssertion(claims: AssertionClaims, secret: string, now = Date.now()): string {
+export function signAssertion(claims: AssertionClaims, signer: AssertionSigner, now = Date.now()): string {
   const iat = Math.floor(now / 1000)
   const jti = randomBytes(12).toString('base64url')
-  const payload = b64(JSON.stringify({ ...claims, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }))
-  return `${VERSION}.${payload}.${b64(mac(secret, `${VERSION}.${payload}`))}`
+  const payload = b64(
+    JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }),
+  )
+  const data = `${VERSION}.${payload}`
+  return `${data}.${b64(sign(null, Buffer.from(data), signer.key))}`
 }
 
-export type VerifyResult =
-  { ok: true; claims: AssertionClaims & { jti: string; exp: number } } | { ok: false; reason: string }
+export type VerifiedClaims = AssertionClaims & { iss: string; jti: string; exp: number }
+export type VerifyResult = { ok: true; claims: VerifiedClaims } | { ok: false; reason: string }
+
+const ED25519_SIGNATURE_BYTES = 64
+
+/** The claims of a well-formed assertion, before its signature is checked; null when malformed. */
+function readClaims(payload: string): (VerifiedClaims & { iat: number }) | null {
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown
+    return claims && typeof claims === 'object' ? (claims as VerifiedClaims & { iat: number }) : null
+  } catch {
+    return null
+  }
+}
 
 export function verifyAssertion(
   token: string | undefined,
-  secret: string,
+  keys: AssertionKeys,
   /** `audience`: the verifying service's own name (the platform http plugin always passes it). */
   expect: { method: string; path: string; query?: string; audience?: string },
   now = Date.now(),
 ): VerifyResult {
   if (!token) return { ok: false, reason: 'missing' }
-  const [version, payload, signature] = token.split('.')
-  if (version !== VERSION || !payload || !signature) return { ok: false, reason: 'malformed' }
-  const given = Buffer.from(signature, 'base64url')
-  const wanted = mac(secret, `${version}.${payload}`)
-  if (given.length !== wanted.length || !timingSafeEqual(given, wanted))
-    return { ok: false, reason: 'signature' }
-  let claims: AssertionClaims & { iat: number; exp: number; jti: string }
-  try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
-  } catch {
+  const [version, payload, signature, extra] = token.split('.')
+  if (version !== VERSION || !payload || !signature || extra !== undefined)
     return { ok: false, reason: 'malformed' }
-  }
+  const claims = readClaims(payload)
+  if (!claims || typeof claims.iss !== 'string') return { ok: false, reason: 'malformed' }
+  const key = keys.get(claims.iss)
+  if (!key) return { ok: false, reason: 'issuer' }
+  const given = Buffer.from(signature, 'base64url')
+  if (
+    given.length !== ED25519_SIGNATURE_BYTES ||
+    given.toString('base64url') !== signature ||
+    !verify(null, Buffer.from(`${version}.${payload}`), key, given)
+  )
+    return { ok: false, reason: 'signature' }
   if (typeof claims.exp !== 'number' || claims.exp * 1000 < now) return { ok: false, reason: 'expired' }
   if (typeof claims.iat !== 'number' || claims.iat * 1000 > now + ASSERTION_SKEW_SECONDS * 1000)
     return { ok: false, reason: 'issued in the future' }
@@ -117,14 +135,15 @@ export function audienceOf(servicePath: string): string | undefined {
 
 /**
  * The headers that carry a caller's identity to another service for one request: the gateway
- * sends them on every proxied request, a service when it calls another on behalf of its caller.
+ * sends them on every proxied request, a service when it calls another on behalf of its caller
+ * (signed with its own key: the callee takes it only on the internal routes that name that caller).
  * `path` may carry the query string; `body` is the exact body that will be sent. `audience` is the
  * called service's name; when left out, the service owning the path's family (audienceOf).
  */
 export function assertionHeaders(
   who: { auth: Principal; requestId: string },
   request: { method: string; path: string; body?: string | Buffer; audience?: string },
-  secret: string,
+  signer: AssertionSigner,
   now = Date.now(),
 ): Record<string, string> {
   const { path, query } = splitUrl(request.path)
@@ -141,7 +160,7 @@ export function assertionHeaders(
         query,
         bodyHash: bodyHashOf(request.body),
       },
-      secret,
+      signer,
       now,
     ),
     'x-request-id': who.requestId,

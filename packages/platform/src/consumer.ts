@@ -231,8 +231,8 @@ class IdempotentConsumer implements Consumer {
  *
  * A database that is away is not the message's fault: such a failure spends no attempt. The
  * message is held, then handed back to the queue, the hold growing while the outage lasts (up to
- * `maxHoldMs`), so an outage of any length dead-letters nothing and costs the database a few
- * tries a second at most (prefetch / hold).
+ * `maxHoldMs`), so an outage dead-letters nothing (on quorum queues, up to QUORUM_DELIVERY_LIMIT
+ * hand-backs: about a day) and costs the database a few tries a second at most (prefetch / hold).
  */
 export async function startConsumer(o: ConsumerOptions): Promise<Consumer> {
   const consumer = new IdempotentConsumer(o)

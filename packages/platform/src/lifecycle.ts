@@ -1,5 +1,32 @@
+import { createServer } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
+import type { Registry } from 'prom-client'
+
+/**
+ * METRICS_PORT: a listener of its own that answers `GET /metrics` and nothing else, so a network
+ * policy can let the monitoring namespace reach the metrics without reaching the API port.
+ */
+export async function serveMetrics(metrics: Registry, port: number, host: string) {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n')
+      return
+    }
+    metrics.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    )
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => resolve())
+  })
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
+}
 
 /**
  * Listens, then on SIGTERM/SIGINT shuts down in order: readiness turns 503 at once while requests
@@ -8,22 +35,26 @@ import type { Logger } from 'pino'
  * the requests in flight, then `stops` run (consumers, workers) and the connections close.
  */
 export async function serve(
-  app: Pick<FastifyInstance, 'listen' | 'close' | 'beginClosing'>,
+  app: Pick<FastifyInstance, 'listen' | 'close' | 'beginClosing' | 'metrics'>,
   o: {
     port: number
-    config: { HOST: string; SHUTDOWN_DRAIN_MS: number; SHUTDOWN_GRACE_MS: number }
+    config: { HOST: string; SHUTDOWN_DRAIN_MS: number; SHUTDOWN_GRACE_MS: number; METRICS_PORT?: number }
     infra: { logger: Logger; close(): Promise<void> }
     stops?: Array<() => Promise<unknown>>
   },
 ): Promise<void> {
   await app.listen({ port: o.port, host: o.config.HOST })
+  const metrics =
+    o.config.METRICS_PORT === undefined
+      ? null
+      : await serveMetrics(app.metrics, o.config.METRICS_PORT, o.config.HOST)
   const drain = async () => {
     app.beginClosing()
     await new Promise((r) => setTimeout(r, o.config.SHUTDOWN_DRAIN_MS))
   }
   onShutdown(
     o.infra.logger,
-    [drain, () => app.close(), ...(o.stops ?? []), () => o.infra.close()],
+    [drain, () => app.close(), async () => metrics?.close(), ...(o.stops ?? []), () => o.infra.close()],
     o.config.SHUTDOWN_GRACE_MS,
   )
 }

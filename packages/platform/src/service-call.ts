@@ -1,4 +1,7 @@
+import type { TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import { assertionHeaders } from './assertion'
+import type { AssertionSigner } from './assertion-keys'
 import type { Ctx } from './context'
 import { UpstreamUnavailable } from './errors'
 
@@ -12,6 +15,11 @@ export interface ServiceCall {
   path: string
   body?: unknown
   timeoutMs?: number
+  /**
+   * The schema a 2xx answer must meet (extra fields allowed): one that does not is treated as a
+   * failing upstream, never taken on trust.
+   */
+  answer?: TSchema
 }
 
 export interface ServiceAnswer<T> {
@@ -22,15 +30,16 @@ export interface ServiceAnswer<T> {
 
 /**
  * A signed call to another service on behalf of the caller in `ctx`: the callee sees the same
- * company, user, centers and request id as the caller, and checks the assertion like the gateway's.
- * Answers 2xx and 4xx are returned for the caller's adapter to interpret; a service that cannot be
- * reached, times out or fails (5xx) is `UpstreamUnavailable` (503 with Retry-After), so nothing
- * is written on a guess. Adapters to one service live in the calling service, behind a domain
+ * company, user, centers and request id as the caller. The assertion is signed with the calling
+ * service's own key (`signer`), which the callee accepts only on the internal routes naming it.
+ * Answers 2xx (checked against `answer`) and 4xx are returned for the caller's adapter to interpret;
+ * a service that cannot be reached, times out, fails (5xx) or answers off-schema is
+ * `UpstreamUnavailable` (503 with Retry-After), so nothing is written on a guess. Adapters to one service live in the calling service, behind a domain
  * interface; this is only the transport.
  */
 export async function callService<T>(
   ctx: Pick<Ctx, 'auth' | 'requestId' | 'log'>,
-  secret: string,
+  signer: AssertionSigner,
   call: ServiceCall,
 ): Promise<ServiceAnswer<T>> {
   const unavailable = () =>
@@ -41,7 +50,7 @@ export async function callService<T>(
     ...assertionHeaders(
       ctx,
       { method: call.method, path: call.path, body: sent, audience: call.service },
-      secret,
+      signer,
     ),
     accept: 'application/json',
   }
@@ -71,6 +80,10 @@ export async function callService<T>(
     } catch {
       throw unavailable()
     }
+  }
+  if (call.answer && res.status < 300 && !Value.Check(call.answer, body)) {
+    ctx.log.warn({ service: call.service, status: res.status }, 'service answer does not match its schema')
+    throw unavailable()
   }
   return { status: res.status, body }
 }

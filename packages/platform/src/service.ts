@@ -2,6 +2,7 @@ import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
+import { assertionKeysOf, type AssertionKeys, type AssertionSigner } from './assertion-keys'
 import { ConfigError, exitOnConfigError, loadConfig, v, type Config } from './config'
 import { commonTables, createDb, ensureDatabase, ensureLoginRole, migrate, type Migration } from './db/index'
 import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, type ReadinessCheck } from './http'
@@ -16,16 +17,29 @@ export const databaseConfig = {
   DATABASE_URL: v.url({
     default: 'postgres://postgres@127.0.0.1:5432/clinic',
     protocols: ['postgres:', 'postgresql:'],
+    secret: true,
   }),
 }
 export const sharedConfig = {
   ...databaseConfig,
   HOST: v.string({ default: '127.0.0.1' }),
-  AMQP_URL: v.url({ default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] }),
+  AMQP_URL: v.url({
+    default: 'amqp://guest:guest@127.0.0.1:5672',
+    protocols: ['amqp:', 'amqps:'],
+    secret: true,
+  }),
   AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
-  INTERNAL_AUTH_SECRET: v.string({ min: 32 }),
+  /**
+   * The gateway's public key (assertion-keys.ts): what every service serves is signed with its
+   * private half. Required of every service (assertionKeysOf); the gateway itself has none.
+   */
+  GATEWAY_VERIFY_KEY: v.string({ optional: true }),
+  /** A service that calls others (services.json `calls`): its own private key for those calls. */
+  SERVICE_SIGNING_KEY: v.string({ optional: true, secret: true }),
+  /** A service that others call: `<caller>=<its public key>,...`, its callers only. */
+  SERVICE_VERIFY_KEYS: v.list({ optional: true }),
   /** HMAC key of the events every service signs and the audit consumer checks (event-signing.ts). */
-  EVENT_SIGNING_SECRET: v.string({ min: 32 }),
+  EVENT_SIGNING_SECRET: v.string({ min: 32, secret: true }),
   LOG_LEVEL: v.string({
     default: 'info',
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -39,6 +53,11 @@ export const sharedConfig = {
    * (loopback always may); anyone else gets a 404. Default: the private ranges (http.ts).
    */
   INTERNAL_NETWORKS: v.list({ default: DEFAULT_INTERNAL_NETWORKS.join(',') }),
+  /**
+   * A second port answering only GET /metrics (Kubernetes: the API port + 1000, the one port the
+   * monitoring namespace may reach). Unset: metrics on the API port only (internal networks).
+   */
+  METRICS_PORT: v.port({ optional: true }),
 }
 export type SharedConfig = Config<typeof sharedConfig>
 
@@ -47,7 +66,7 @@ export type SharedConfig = Config<typeof sharedConfig>
  * service's key, `<service>=<its EVENT_SIGNING_SECRET>`, comma-separated, so an event is checked
  * with its source's key and no service can sign as another. Unset: EVENT_SIGNING_SECRET for all.
  */
-export const eventConsumerConfig = { EVENT_VERIFY_KEYS: v.list({ optional: true }) }
+export const eventConsumerConfig = { EVENT_VERIFY_KEYS: v.list({ optional: true, secret: true }) }
 
 /** The configuration with `eventKeys` (what `startConsumer` checks signatures with), frozen. */
 export function withEventKeys<
@@ -151,7 +170,7 @@ export function runMain(service: string, main: () => Promise<void>): void {
 export const migrationConfig = {
   ...databaseConfig,
   /** The schema owner's credentials: only the migration step has them. Unset: DATABASE_URL's. */
-  MIGRATION_DATABASE_URL: v.url({ optional: true, protocols: ['postgres:', 'postgresql:'] }),
+  MIGRATION_DATABASE_URL: v.url({ optional: true, protocols: ['postgres:', 'postgresql:'], secret: true }),
 }
 
 /**
@@ -184,8 +203,10 @@ export interface ServiceDeps {
   knex: Knex
   amqp: Amqp
   version: string
-  /** HMAC secret shared with the gateway. */
-  assertionSecret: string
+  /** The public keys of who may sign what this service serves: the gateway and its callers. */
+  assertionKeys: AssertionKeys
+  /** What this service signs its calls to others with; null when it has no SERVICE_SIGNING_KEY. */
+  serviceSigner: AssertionSigner | null
   /** INTERNAL_NETWORKS: who reads /metrics and /openapi.json without an assertion. */
   internalNetworks?: readonly string[]
 }
@@ -214,7 +235,7 @@ export async function serviceApp(deps: ServiceDeps, o: { service: string; descri
   await app.register(http, {
     service: o.service,
     version: deps.version,
-    assertionSecret: deps.assertionSecret,
+    assertionKeys: deps.assertionKeys,
     internalNetworks: deps.internalNetworks,
     description: o.description,
     // Its routes are tagged with its name: the tag's description is the service's.
@@ -241,6 +262,8 @@ export function runService<C extends SharedConfig>(
     outbox: boolean
     config: () => C
     port: (config: C) => number
+    /** False for the gateway, which signs what services verify and verifies no assertion. */
+    verifiesAssertions?: boolean
   },
   build: (
     deps: ServiceDeps,
@@ -253,8 +276,10 @@ export function runService<C extends SharedConfig>(
     const infra = await connectService({ ...spec, poolMax, config })
     const deps = {
       ...infra,
+      ...(spec.verifiesAssertions === false
+        ? { assertionKeys: new Map(), serviceSigner: null }
+        : assertionKeysOf(spec.service, config)),
       version: readVersion(),
-      assertionSecret: config.INTERNAL_AUTH_SECRET,
       internalNetworks: config.INTERNAL_NETWORKS,
     }
     const { app, stops } = await build(deps, config)

@@ -1,4 +1,4 @@
-import { runService } from '@clinic/platform'
+import { requireServiceSigner, runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { PatientsClient } from './clients/patients-client'
 import { loadAppointmentsConfig } from './config'
@@ -18,7 +18,7 @@ runService(
       ...deps,
       patients: new PatientsClient({
         baseUrl: config.PATIENTS_URL,
-        secret: config.INTERNAL_AUTH_SECRET,
+        signer: requireServiceSigner(deps, 'patients'),
         timeoutMs: config.PATIENTS_TIMEOUT_MS,
       }),
       holdTtlSeconds: config.HOLD_TTL_SECONDS,

@@ -10,7 +10,7 @@ import {
   verifyAssertion,
   type Principal,
 } from '@clinic/platform'
-import { injectAs, testPrincipal } from '@clinic/platform/testing'
+import { injectAs, testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp } from '../src/app'
 import { PatientsClient } from '../src/clients/patients-client'
@@ -25,13 +25,13 @@ type Json = Record<string, unknown>
  * internal endpoint (GET /internal/patients/:id, 200 or 404 per company, 401 without a valid
  * assertion), so the real client, assertion and timeouts run. `mode` makes it fail on purpose.
  */
-export async function patientsFarEnd(secret = process.env.INTERNAL_AUTH_SECRET!) {
+export async function patientsFarEnd(keys = testAssertionKeys(['appointments'])) {
   const known = new Set<string>()
   const seen: Array<{ companyId: number; path: string; requestId: string | undefined }> = []
   let mode: 'ok' | 'error' | 'hang' = 'ok'
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0]!
-    const check = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, secret, {
+    const check = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
       method: req.method!,
       path,
     })
@@ -90,14 +90,19 @@ export async function startApp(
   const patients = await patientsFarEnd()
   // Not started: these tests read the outbox; publishing is the relay's (platform) job.
   const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'appointments-test' })
-  const secret = process.env.INTERNAL_AUTH_SECRET!
   const app = await buildApp({
     logger,
     knex,
     amqp,
     version: '261122.01',
-    assertionSecret: secret,
-    patients: new PatientsClient({ baseUrl: patients.url, secret, timeoutMs: o.patientsTimeoutMs ?? 2000 }),
+    // As deployed: the gateway's key, and comms' (its internal routes name comms).
+    assertionKeys: testAssertionKeys(['comms']),
+    serviceSigner: testSigner('appointments'),
+    patients: new PatientsClient({
+      baseUrl: patients.url,
+      signer: testSigner('appointments'),
+      timeoutMs: o.patientsTimeoutMs ?? 2000,
+    }),
     clock: o.clock,
     holdTtlSeconds: o.holdTtlSeconds,
   })

@@ -25,7 +25,7 @@ export const configSpec = {
    */
   COMMS_DELIVERY: v.string({ default: 'providers', choices: ['providers', 'files'] }),
   /** smtp(s)://user:pass@host:port; unset (COMMS_DELIVERY=files only): .eml files under OUTBOX_DIR. */
-  SMTP_URL: v.url({ optional: true, protocols: ['smtp:', 'smtps:'] }),
+  SMTP_URL: v.url({ optional: true, protocols: ['smtp:', 'smtps:'], secret: true }),
   SMTP_FROM: v.string({ default: 'Clinic <no-reply@clinic.example>' }),
   SMTP_POOL_SIZE: v.int({ default: '5', min: 1, max: 50 }),
   /**
@@ -39,7 +39,7 @@ export const configSpec = {
   SMTP_SOCKET_TIMEOUT_MS: v.int({ default: '30000', min: 100, max: 300_000 }),
   /** Twilio credentials; unset (COMMS_DELIVERY=files only): SMS are appended to OUTBOX_DIR/sms.jsonl. */
   TWILIO_ACCOUNT_SID: v.string({ optional: true }),
-  TWILIO_AUTH_TOKEN: v.string({ optional: true }),
+  TWILIO_AUTH_TOKEN: v.string({ optional: true, secret: true }),
   TWILIO_FROM: v.string({ optional: true }),
   TWILIO_MESSAGING_SERVICE_SID: v.string({ optional: true }),
   /** Where Twilio's API is (tests and sandboxes point it at a local server). */
@@ -63,7 +63,7 @@ export const configSpec = {
   /** Where people open patient links and unsubscribe links: the gateway's public address. */
   PUBLIC_BASE_URL: v.url({ default: 'http://localhost:8080', protocols: ['http:', 'https:'] }),
   /** Signs patient links and unsubscribe links (HMAC-SHA256); 32+ characters; rotating it voids links out. */
-  COMMS_LINK_SECRET: v.string({ min: 32 }),
+  COMMS_LINK_SECRET: v.string({ min: 32, secret: true }),
   /** Reminders the worker sends at once (each looks up its patient and appointment first). */
   REMINDER_CONCURRENCY: v.int({ default: '16', min: 1, max: 100 }),
   /**

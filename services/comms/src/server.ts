@@ -1,4 +1,4 @@
-import { runService } from '@clinic/platform'
+import { requireServiceSigner, runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { AppointmentsClient } from './clients/appointments-client'
 import { PatientsClient } from './clients/patients-client'
@@ -26,7 +26,10 @@ runService(
     poolMax: (c) => c.DELIVERY_CONCURRENCY + c.REMINDER_CONCURRENCY + 10,
   },
   async (deps, config) => {
-    const client = { secret: config.INTERNAL_AUTH_SECRET, timeoutMs: config.UPSTREAM_TIMEOUT_MS }
+    const client = {
+      signer: requireServiceSigner(deps, 'patients and appointments'),
+      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    }
     const patients = new PatientsClient({ ...client, baseUrl: config.PATIENTS_URL })
     const appointments = new AppointmentsClient({ ...client, baseUrl: config.APPOINTMENTS_URL })
     const clock = fileClock(config.COMMS_CLOCK_FILE)

@@ -16,7 +16,9 @@ import {
   deleteTestVhost,
   dropTestDatabase,
   gatewayHeaders,
+  testAssertionKeys,
   testPrincipal,
+  testSigner,
 } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { SMTPServer } from 'smtp-server'
@@ -35,7 +37,6 @@ import type { Channel } from '../src/schemas/message'
 import { startDeliveryWorker } from '../src/worker'
 
 export type App = Awaited<ReturnType<typeof buildApp>>
-const secret = () => process.env.INTERNAL_AUTH_SECRET!
 
 /** COMMS_LINK_SECRET of the tests (obviously fake, 32+ characters). */
 export const TEST_LINK_SECRET = 'test-comms-link-secret-0123456789abcdef0123'
@@ -48,7 +49,8 @@ export const TEST_PUBLIC_BASE_URL = 'http://127.0.0.1:8080'
  */
 export function testConfig(env: Record<string, string> = {}) {
   return loadCommsConfig({
-    INTERNAL_AUTH_SECRET: secret(),
+    GATEWAY_VERIFY_KEY: process.env.GATEWAY_VERIFY_KEY,
+    SERVICE_SIGNING_KEY: process.env.COMMS_SERVICE_SIGNING_KEY,
     EVENT_SIGNING_SECRET: process.env.EVENT_SIGNING_SECRET,
     COMMS_LINK_SECRET: TEST_LINK_SECRET,
     COMMS_DELIVERY: 'files',
@@ -69,6 +71,8 @@ export async function startDirectory() {
   /** Patients' answers (POST /internal/appointments/:id/respond): who asked, and how long they take. */
   const responses: Array<{ companyId: number; username: string; id: string; action: string }> = []
   let respondDelayMs = 0
+  // As the real services: comms' own key only (their internal routes name comms as a caller).
+  const farEndKeys = testAssertionKeys(['comms'])
   const server = http.createServer(async (req, res) => {
     calls++
     if (down) {
@@ -76,11 +80,11 @@ export async function startDirectory() {
       return
     }
     const url = new URL(req.url ?? '/', 'http://x')
-    const claims = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, secret(), {
+    const claims = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, farEndKeys, {
       method: req.method ?? '',
       path: url.pathname,
     })
-    if (!claims.ok) {
+    if (!claims.ok || claims.claims.iss !== 'comms') {
       res.writeHead(401).end()
       return
     }
@@ -183,13 +187,14 @@ export async function startComms(
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
   const amqp = new Amqp({ url: amqpUrl, log: logger, name: 'comms-test' })
   const directory = await startDirectory()
-  const client = { baseUrl: directory.url, secret: secret(), timeoutMs: 2000 }
+  const client = { baseUrl: directory.url, signer: testSigner('comms'), timeoutMs: 2000 }
   const app = await buildApp({
     logger,
     knex,
     amqp,
     version: '261122.01',
-    assertionSecret: secret(),
+    assertionKeys: testAssertionKeys(),
+    serviceSigner: testSigner('comms'),
     patients: new PatientsClient(client),
     appointments: new AppointmentsClient(client),
     limits: { ...messagingLimits(testConfig()), ...o.limits },

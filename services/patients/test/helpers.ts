@@ -1,5 +1,5 @@
 import { Amqp, createDb, createLogger, migrate, type Principal } from '@clinic/platform'
-import { injectAs, testPrincipal } from '@clinic/platform/testing'
+import { injectAs, testAssertionKeys, testPrincipal } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp } from '../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
@@ -36,7 +36,8 @@ export async function startApp(o: { logLines?: string[] } = {}): Promise<Harness
     knex,
     amqp,
     version: '261122.01',
-    assertionSecret: process.env.INTERNAL_AUTH_SECRET!,
+    assertionKeys: testAssertionKeys(['appointments', 'comms']),
+    serviceSigner: null,
   })
   await app.ready()
   return {

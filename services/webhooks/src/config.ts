@@ -14,7 +14,7 @@ export const configSpec = {
    * Seals the endpoints' signing secrets at rest (AES-256-GCM, key derived from it): the database
    * alone never gives them away. Only this service has it.
    */
-  WEBHOOKS_SECRET_KEY: v.string({ min: 32 }),
+  WEBHOOKS_SECRET_KEY: v.string({ min: 32, secret: true }),
   /** Development only: plain http and private, loopback or link-local addresses are allowed. */
   WEBHOOKS_ALLOW_INSECURE: v.bool({ default: 'false' }),
   /** Deliveries in flight at once in this process (each holds a socket, never a database connection). */

@@ -9,7 +9,13 @@ import {
   type CloudEvent,
   type Principal,
 } from '@clinic/platform'
-import { createTestDatabase, dropTestDatabase, injectAs, testPrincipal } from '@clinic/platform/testing'
+import {
+  createTestDatabase,
+  dropTestDatabase,
+  injectAs,
+  testAssertionKeys,
+  testPrincipal,
+} from '@clinic/platform/testing'
 import { Webhook } from 'standardwebhooks'
 import { buildApp } from '../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
@@ -120,7 +126,8 @@ export async function startWebhooks(
     knex,
     amqp: new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'webhooks-test' }),
     version: '261126.01',
-    assertionSecret: process.env.INTERNAL_AUTH_SECRET!,
+    assertionKeys: testAssertionKeys(),
+    serviceSigner: null,
     box,
     policy,
     clock,

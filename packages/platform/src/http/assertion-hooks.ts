@@ -9,6 +9,7 @@ import {
   splitUrl,
   verifyAssertion,
 } from '../assertion'
+import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
 import type { Ctx } from '../context'
 import { NotFound, Unauthenticated } from '../errors'
 
@@ -29,13 +30,19 @@ declare module 'fastify' {
      * OpenAPI. No token either at the gateway.
      */
     internal?: boolean
+    /**
+     * The services that may call this internal route with an assertion of their own
+     * (SERVICE_SIGNING_KEY), on behalf of their caller; the gateway's assertions are refused here.
+     * Without it, a route takes the gateway's assertions only.
+     */
+    callers?: readonly string[]
   }
 }
 
 export interface AssertionHookOptions {
   service: string
-  /** HMAC secret shared with the gateway; null only in the gateway itself. */
-  assertionSecret: string | null
+  /** The gateway's public key and the callers' (by issuer); null only in the gateway itself. */
+  assertionKeys: AssertionKeys | null
   isInternal: (address: string | undefined) => boolean
 }
 
@@ -90,26 +97,31 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     req.log.warn({ cause: reason }, 'request without a valid gateway assertion')
     return new Unauthenticated('Requests must come through the gateway')
   }
-  const verified = (req: FastifyRequest, secret: string) => {
-    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, secret, {
+  const verified = (req: FastifyRequest, keys: AssertionKeys) => {
+    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
       method: req.method,
       ...splitUrl(req.url),
       audience: o.service,
     })
     if (!result.ok) return result
+    // The gateway everywhere but on the routes that name their callers; a caller only there.
+    const callers = req.routeOptions.config?.callers
+    const issuer = result.claims.iss
+    if (callers ? !callers.includes(issuer) : issuer !== GATEWAY_ISSUER)
+      return { ok: false as const, reason: `issuer ${issuer} not allowed on this route` }
     if (!firstUse(result.claims.jti, result.claims.exp)) return { ok: false as const, reason: 'replayed' }
     return result
   }
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.internal) {
       if (o.isInternal(req.ip)) return
-      const result = o.assertionSecret === null ? null : verified(req, o.assertionSecret)
+      const result = o.assertionKeys === null ? null : verified(req, o.assertionKeys)
       if (result?.ok) return
       req.accessNote = { cause: result?.reason ?? 'not internal' }
       throw new NotFound('No such route')
     }
-    if (req.routeOptions.config?.public || o.assertionSecret === null) return
-    const result = verified(req, o.assertionSecret)
+    if (req.routeOptions.config?.public || o.assertionKeys === null) return
+    const result = verified(req, o.assertionKeys)
     if (!result.ok) throw refuse(req, result.reason)
     const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
     const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import type { Knex } from 'knex'
+import type { AssertionKeys } from '../assertion-keys'
 import { assertionHooks } from './assertion-hooks'
 import { DEFAULT_INTERNAL_NETWORKS, internalNetworkMatcher } from './internal-networks'
 import { VERSION_HEADER } from './limits'
@@ -29,8 +30,8 @@ export interface HttpPluginOptions {
   /** The service's name (services.json): assertions addressed to another service are refused. */
   service: string
   version: string
-  /** HMAC secret shared with the gateway; null only in the gateway itself. */
-  assertionSecret: string | null
+  /** The gateway's public key and the callers' (by issuer); null only in the gateway itself. */
+  assertionKeys: AssertionKeys | null
   /**
    * Addresses and CIDR ranges that may read /metrics and /openapi.json without an assertion
    * (INTERNAL_NETWORKS; loopback always may). Default DEFAULT_INTERNAL_NETWORKS.
@@ -88,7 +89,7 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
     },
   })
   const isInternal = internalNetworkMatcher(opts.internalNetworks ?? DEFAULT_INTERNAL_NETWORKS)
-  assertionHooks(app, { service: opts.service, assertionSecret: opts.assertionSecret, isInternal })
+  assertionHooks(app, { service: opts.service, assertionKeys: opts.assertionKeys, isInternal })
   routeRules(app)
   textSafety(app)
   problemHandlers(app)

@@ -1,5 +1,19 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { assertionHeaders, type Principal } from '../assertion'
+import {
+  GATEWAY_ISSUER,
+  parsePrivateKey,
+  parsePublicKey,
+  type AssertionKeys,
+  type AssertionSigner,
+} from '../assertion-keys'
+
+const envKey = (name: string) => {
+  const text = process.env[name]
+  if (!text) throw new Error(`${name} is not set: the test run's global setup makes the keys`)
+  return text
+}
+const prefixOf = (service: string) => service.toUpperCase().replace(/-/g, '_')
 
 let nextCompany = Math.floor(Math.random() * 1_000_000) * 100 + 1_000_000
 /** A company id no other test in this run uses (tests share one database). */
@@ -18,6 +32,22 @@ export function testPrincipal(overrides: Partial<Principal> = {}): Principal {
 }
 
 /**
+ * The gateway's signing key of the run (GATEWAY_SIGNING_KEY, set by the global setup), or, with
+ * `issuer`, the key that service signs its calls with (`<ISSUER>_SERVICE_SIGNING_KEY` of the run).
+ */
+export function testSigner(issuer = GATEWAY_ISSUER): AssertionSigner {
+  const name = issuer === GATEWAY_ISSUER ? 'GATEWAY_SIGNING_KEY' : `${prefixOf(issuer)}_SERVICE_SIGNING_KEY`
+  return { issuer, key: parsePrivateKey(envKey(name), name) }
+}
+
+/** What a service of the run verifies with: the gateway's public key and its `callers`' keys. */
+export function testAssertionKeys(callers: readonly string[] = []): AssertionKeys {
+  const keys = new Map([[GATEWAY_ISSUER, parsePublicKey(envKey('GATEWAY_VERIFY_KEY'))]])
+  for (const c of callers) keys.set(c, parsePublicKey(envKey(`${prefixOf(c)}_SERVICE_VERIFY_KEY`)))
+  return keys
+}
+
+/**
  * Headers that make an `app.inject` call look like it came through the gateway: an assertion for
  * this method, URL (query included) and body (an object is sent as JSON.stringify, as inject does),
  * addressed to `audience` (default: the service owning the URL's path family).
@@ -26,14 +56,14 @@ export function gatewayHeaders(
   principal: Principal,
   method: string,
   url: string,
-  secret = process.env.INTERNAL_AUTH_SECRET ?? 'test-secret-0123456789abcdef0123456789abcdef',
+  signer: AssertionSigner = testSigner(),
   requestId = `test-${Date.now().toString(36)}`,
   body?: unknown,
   audience?: string,
 ): Record<string, string> {
   const sent =
     body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
-  return assertionHeaders({ auth: principal, requestId }, { method, path: url, body: sent, audience }, secret)
+  return assertionHeaders({ auth: principal, requestId }, { method, path: url, body: sent, audience }, signer)
 }
 
 /** The part of a Fastify app a test calls. */
@@ -41,8 +71,11 @@ interface Injectable {
   inject(o: InjectOptions): Promise<LightMyRequestResponse>
 }
 
-/** `app.inject` as the gateway would call the service on behalf of `principal`. */
-export function injectAs(app: Injectable, principal: Principal) {
+/**
+ * `app.inject` as the gateway would call the service on behalf of `principal`; with `signer`, as
+ * that service would (testSigner('comms')) on an internal route.
+ */
+export function injectAs(app: Injectable, principal: Principal, signer: AssertionSigner = testSigner()) {
   return (
     method: 'GET' | 'POST' | 'PATCH',
     url: string,
@@ -52,7 +85,7 @@ export function injectAs(app: Injectable, principal: Principal) {
     app.inject({
       method,
       url,
-      headers: { ...gatewayHeaders(principal, method, url, undefined, undefined, body), ...headers },
+      headers: { ...gatewayHeaders(principal, method, url, signer, undefined, body), ...headers },
       ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
     })
 }

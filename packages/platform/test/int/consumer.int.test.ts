@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import type { Knex } from 'knex'
 import {
   ATTEMPT_HEADER,
   Amqp,
+  QUORUM_DELIVERY_LIMIT,
   startConsumer,
   type CloudEvent,
   type Consumer,
@@ -204,6 +207,67 @@ describe('startConsumer', () => {
     expect(await count('processed_events', { event_id: e.id })).toBe(1)
     expect(await ready(`${queue}.dlq`)).toBe(0)
     expect(await ready(`${queue}.retry`)).toBe(0)
+  })
+
+  it('on quorum queues (RabbitMQ 4): retried, dead-lettered, and held past 20 redeliveries without a dead letter', async () => {
+    const quorum = new Amqp({ url: amqpUrl(), log, name: 'platform-quorum-test', queueType: 'quorum' })
+    extraAmqp.push(quorum)
+    await quorum.start()
+    const company = freshCompanyId()
+    const queue = `${schemaName()}.quorum`
+    let held = 0
+    await consume(
+      {
+        amqp: quorum,
+        maxAttempts: 2,
+        maxHoldMs: 5,
+        handle: async (e, trx) => {
+          // 25 hand-backs (RabbitMQ 4's default quorum limit is 20), then one failure, then done.
+          if (e.subject === 'held' && held++ < 25) throw new Error('Connection terminated unexpectedly')
+          if (e.subject === 'poison') throw new Error('always fails')
+          await effect(trx, e)
+        },
+      },
+      queue,
+    )
+    const kept = { ...testEvent(company), subject: 'held' }
+    const poison = { ...testEvent(company), subject: 'poison' }
+    await send(queue, kept)
+    await send(queue, poison)
+    await waitFor(async () => (await count('effects', { event_id: kept.id })) === 1, { what: 'the effect' })
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the poison dead-lettered' })
+    const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
+    expect(dead && JSON.parse(dead.content.toString('utf8')).id).toBe(poison.id)
+    // The broker declared them quorum queues, with the delivery limit far above what holds cost.
+    const { stdout } = await promisify(execFile)('rabbitmqctl', [
+      'list_queues',
+      '-q',
+      '--formatter',
+      'json',
+      '-p',
+      new URL(amqpUrl()).pathname.slice(1),
+      'name',
+      'type',
+      'arguments',
+    ])
+    const listed = // rabbitmqctl lists arguments as [name, AMQP type, value] triples.
+      (
+        JSON.parse(stdout) as Array<{
+          name: string
+          type: string
+          arguments: Array<[string, string, unknown]>
+        }>
+      ).filter((q) => q.name.startsWith(queue))
+    expect(Object.fromEntries(listed.map((q) => [q.name, q.type]))).toEqual({
+      [queue]: 'quorum',
+      [`${queue}.dlq`]: 'quorum',
+      // Per-message TTL is what the delay queue is for: it stays classic.
+      [`${queue}.retry`]: 'classic',
+    })
+    const limit = listed
+      .find((q) => q.name === queue)!
+      .arguments.find(([name]) => name === 'x-delivery-limit')
+    expect(limit?.[2]).toBe(QUORUM_DELIVERY_LIMIT)
   })
 
   it.each([

@@ -7,7 +7,7 @@ const version = '261123.01'
 const app = Fastify(fastifyOptions(createLogger({ service: 't', level: 'silent' }), version))
 
 beforeAll(async () => {
-  await app.register(http, { service: 't', version, assertionSecret: null })
+  await app.register(http, { service: 't', version, assertionKeys: null })
   app.get('/things/:id', { config: { public: true } }, async () => ({ ok: true }))
   await app.listen({ port: 0, host: '127.0.0.1' })
 })

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import Fastify, {
   type FastifyInstance,
   type RawReplyDefaultExpression,
@@ -16,11 +17,14 @@ import {
   fastifyOptions,
   http,
   isUuid,
+  type AssertionSigner,
   type Principal,
 } from '@clinic/platform'
-import { testPrincipal } from '@clinic/platform/testing'
+import { testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
 
-const secret = 'http-unit-secret-0123456789abcdef0123'
+/** The run's gateway key (global setup): what the gateway signs with, and what services verify with. */
+const gateway = testSigner()
+const keys = testAssertionKeys()
 const version = '261122.01'
 const problemType = /^application\/problem\+json/
 
@@ -58,7 +62,7 @@ const principal: Principal = testPrincipal({ companyId: 4242 })
 function signed(
   method: string,
   url: string,
-  key = secret,
+  key = gateway,
   requestId = `test-${Date.now().toString(36)}`,
   body?: unknown,
   audience = 'http-unit',
@@ -68,7 +72,7 @@ function signed(
 }
 
 function auth(method: string, url: string, requestId?: string) {
-  return signed(method, url, secret, requestId)
+  return signed(method, url, gateway, requestId)
 }
 
 /** app.inject as the gateway sends it: the assertion covers this URL (query included) and payload. */
@@ -79,7 +83,7 @@ function asGateway(o: {
   headers?: Record<string, string>
   requestId?: string
 }) {
-  const headers = signed(o.method, o.url, secret, o.requestId, o.payload)
+  const headers = signed(o.method, o.url, gateway, o.requestId, o.payload)
   return app.inject({
     method: o.method,
     url: o.url,
@@ -98,7 +102,7 @@ beforeAll(async () => {
   await app.register(http, {
     service: 'http-unit',
     version,
-    assertionSecret: secret,
+    assertionKeys: keys,
     readiness: [
       { name: 'database', check: async () => (dbUp ? 1 : Promise.reject(new Error('connection refused'))) },
       { name: 'broker', check: async () => 1 },
@@ -176,7 +180,10 @@ describe('platform http plugin', () => {
 
   it('refuses a forged assertion and one signed for another method or path', async () => {
     const forged = {
-      [ASSERTION_HEADER]: signed('POST', '/things', 'wrong-secret-0123456789abcdef')[ASSERTION_HEADER]!,
+      [ASSERTION_HEADER]: signed('POST', '/things', {
+        issuer: 'gateway',
+        key: generateKeyPairSync('ed25519').privateKey,
+      })[ASSERTION_HEADER]!,
     }
     for (const headers of [forged, auth('GET', '/things'), auth('POST', '/other')]) {
       const res = await app.inject({ method: 'POST', url: '/things', headers, payload: { name: 'x' } })
@@ -189,13 +196,13 @@ describe('platform http plugin', () => {
     const logger = createLogger({ service: 'aud', level: 'silent' })
     const make = async (service: string) => {
       const a = Fastify(fastifyOptions(logger))
-      await a.register(http, { service, version, assertionSecret: secret })
+      await a.register(http, { service, version, assertionKeys: keys })
       a.get('/internal/echo', async (req) => ({ company: req.ctx.auth.companyId }))
       return a
     }
     const [patients, appointments] = [await make('patients'), await make('appointments')]
     try {
-      const captured = signed('GET', '/internal/echo', secret, 'req-aud', undefined, 'patients')
+      const captured = signed('GET', '/internal/echo', gateway, 'req-aud', undefined, 'patients')
       const replayed = await appointments.inject({ method: 'GET', url: '/internal/echo', headers: captured })
       expect(replayed.statusCode).toBe(401)
       expect(replayed.json().code).toBe('unauthenticated')
@@ -209,10 +216,69 @@ describe('platform http plugin', () => {
     const res = await app.inject({
       method: 'POST',
       url: '/things',
-      headers: signed('POST', '/things', secret, 'req-aud2', { name: 'x' }, 'patients'),
+      headers: signed('POST', '/things', gateway, 'req-aud2', { name: 'x' }, 'patients'),
       payload: { name: 'x' },
     })
     expect(res.statusCode).toBe(401)
+  })
+
+  describe("a service's own keys (issue 21: one shared key minted any request)", () => {
+    const logger = createLogger({ service: 'keys', level: 'silent' })
+    /** The patients service as deployed: the gateway's public key, and comms' as a caller. */
+    async function patients() {
+      const a = Fastify(fastifyOptions(logger))
+      await a.register(http, { service: 'patients', version, assertionKeys: testAssertionKeys(['comms']) })
+      a.get('/patients/:id', async (req) => ({ company: req.ctx.auth.companyId }))
+      a.get('/internal/patients/:id', { config: { callers: ['comms'] } }, async (req) => ({
+        company: req.ctx.auth.companyId,
+      }))
+      return a
+    }
+    const as = (signer: AssertionSigner, url: string) =>
+      assertionHeaders(
+        { auth: testPrincipal({ companyId: 8 }), requestId: 'mint' },
+        { method: 'GET', path: url, audience: 'patients' },
+        signer,
+      )
+    /** Everything a compromised comms pod holds: its env (its own private key, public keys). */
+    const comms = testSigner('comms')
+
+    it("a service's environment cannot mint an assertion the gateway's routes accept", async () => {
+      const app = await patients()
+      try {
+        const get = (signer: AssertionSigner, url: string) =>
+          app.inject({ method: 'GET', url, headers: as(signer, url) })
+        // comms' key, claiming to be comms: not on a public route of patients.
+        expect((await get(comms, '/patients/p1')).statusCode).toBe(401)
+        // comms' key, claiming to be the gateway: the signature does not verify.
+        expect((await get({ issuer: 'gateway', key: comms.key }, '/patients/p1')).statusCode).toBe(401)
+        // The public key it holds is not a signing key (Node refuses to sign with it).
+        expect(() => as({ issuer: 'gateway', key: testAssertionKeys().get('gateway')! }, '/x')).toThrow()
+        // The gateway's own key works: the route itself is fine.
+        expect((await get(gateway, '/patients/p1')).json()).toEqual({ company: 8 })
+      } finally {
+        await app.close()
+      }
+    })
+
+    it('an internal route takes only the callers it names, with their own keys', async () => {
+      const app = await patients()
+      try {
+        const get = (signer: AssertionSigner) =>
+          app.inject({
+            method: 'GET',
+            url: '/internal/patients/p1',
+            headers: as(signer, '/internal/patients/p1'),
+          })
+        expect((await get(comms)).json()).toEqual({ company: 8 })
+        expect((await get(gateway)).statusCode).toBe(401)
+        // appointments is a real caller elsewhere, but this route does not name it (nor its key).
+        expect((await get(testSigner('appointments'))).statusCode).toBe(401)
+        expect((await get({ issuer: 'comms', key: testSigner('appointments').key })).statusCode).toBe(401)
+      } finally {
+        await app.close()
+      }
+    })
   })
 
   it('serves a request with a valid assertion and puts the principal in ctx', async () => {
@@ -231,7 +297,7 @@ describe('platform http plugin', () => {
 
   it('refuses a captured assertion replayed, with another body or another query string', async () => {
     const url = '/things?codalmacen=ALM1'
-    const headers = signed('POST', url, secret, 'req-replay', { name: 'A thing' })
+    const headers = signed('POST', url, gateway, 'req-replay', { name: 'A thing' })
     const send = (u: string, payload: object) => app.inject({ method: 'POST', url: u, headers, payload })
     expect((await send(url, { name: 'A thing' })).statusCode).toBe(201)
     // Captured, then sent again: as is (a replay), with another body, or with another query.
@@ -246,7 +312,7 @@ describe('platform http plugin', () => {
       expect(res.json().code).toBe('unauthenticated')
     }
     // A fresh assertion for another body is refused when the body sent differs from it.
-    const other = signed('POST', url, secret, 'req-body', { name: 'Signed' })
+    const other = signed('POST', url, gateway, 'req-body', { name: 'Signed' })
     const swapped = await app.inject({ method: 'POST', url, headers: other, payload: { name: 'Sent' } })
     expect(swapped.statusCode).toBe(401)
   })
@@ -503,10 +569,10 @@ describe('platform http plugin', () => {
         method: 'GET',
         url,
         ...outside,
-        headers: signed('GET', url, secret, 'm1', undefined, 'patients'),
+        headers: signed('GET', url, gateway, 'm1', undefined, 'patients'),
       })
       expect(other.statusCode).toBe(404)
-      const headers = signed('GET', url, secret, 'm2')
+      const headers = signed('GET', url, gateway, 'm2')
       expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(200)
       expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(404)
       // Private ranges (a pod or Compose network), v4 on a dual-stack socket too, and loopback.
@@ -530,7 +596,7 @@ describe('platform http plugin', () => {
     await nets.register(http, {
       service: 'nets',
       version,
-      assertionSecret: secret,
+      assertionKeys: keys,
       internalNetworks: ['100.64.0.0/10', '198.51.100.7'],
     })
     try {
@@ -550,7 +616,7 @@ describe('platform http plugin', () => {
         Fastify(fastifyOptions(logger)).register(http, {
           service: 'nets',
           version,
-          assertionSecret: secret,
+          assertionKeys: keys,
           internalNetworks: [bad],
         }),
       ).rejects.toThrow(ConfigError)
@@ -558,7 +624,7 @@ describe('platform http plugin', () => {
 
   it('logs with service and request_id, and never the assertion, the query string or patient fields', async () => {
     logLines.length = 0
-    const headers = signed('POST', '/things?q=Fakesurname', secret, 'req-logs', {
+    const headers = signed('POST', '/things?q=Fakesurname', gateway, 'req-logs', {
       name: 'Fakefirst',
     })
     const res = await app.inject({

@@ -12,7 +12,7 @@ async function requestLines(level: 'info' | 'debug', slowMs = 0) {
     },
   })
   const app = Fastify(fastifyOptions(createLogger({ service: 't', level, destination })))
-  await app.register(http, { service: 't', version: '261122.01', assertionSecret: null })
+  await app.register(http, { service: 't', version: '261122.01', assertionKeys: null })
   app.get('/things', async () => ({ ok: true }))
   // A refused body (read first: a body's stream is destroyed once read) and an announced area.
   app.post('/refused', { schema: { body: Type.Object({ n: Type.Integer() }) } }, async () => ({}))

@@ -10,9 +10,10 @@ import {
   http,
   type Ctx,
 } from '@clinic/platform'
-import { testPrincipal } from '@clinic/platform/testing'
+import { testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
 
-const secret = 'call-unit-secret-0123456789abcdef0123'
+/** The caller's own key (comms' of the run); the callee's routes name comms as their caller. */
+const signer = testSigner('comms')
 const log = createLogger({ service: 'test', level: 'silent' })
 const ctx: Ctx = {
   auth: testPrincipal({ companyId: 42, allowedCenters: ['ALM1'] }),
@@ -27,14 +28,18 @@ describe('callService: a signed call to another service', () => {
   let callee: ReturnType<typeof makeApp>
   beforeAll(async () => {
     callee = makeApp()
-    await callee.register(http, { service: 'callee', version: '261122.01', assertionSecret: secret })
-    callee.get('/internal/things/:id', async (req) => ({
+    await callee.register(http, {
+      service: 'callee',
+      version: '261122.01',
+      assertionKeys: testAssertionKeys(['comms']),
+    })
+    callee.get('/internal/things/:id', { config: { callers: ['comms'] } }, async (req) => ({
       id: (req.params as { id: string }).id,
       company: req.ctx.auth.companyId,
       centers: req.ctx.auth.allowedCenters,
       request_id: req.ctx.requestId,
     }))
-    callee.post('/internal/fail', async () => {
+    callee.post('/internal/fail', { config: { callers: ['comms'] } }, async () => {
       throw new Error('boom')
     })
     await callee.listen({ port: 0, host: '127.0.0.1' })
@@ -42,7 +47,7 @@ describe('callService: a signed call to another service', () => {
   afterAll(() => callee.close())
 
   it("carries the caller's company, centers and request id, verified by the callee", async () => {
-    const answer = await callService(ctx, secret, {
+    const answer = await callService(ctx, signer, {
       service: 'callee',
       baseUrl: url(callee),
       method: 'GET',
@@ -55,7 +60,7 @@ describe('callService: a signed call to another service', () => {
   })
 
   it('addresses the assertion to the named service: a call meant for another is 401 at this one', async () => {
-    const answer = await callService(ctx, secret, {
+    const answer = await callService(ctx, signer, {
       service: 'patients',
       baseUrl: url(callee),
       method: 'GET',
@@ -64,8 +69,22 @@ describe('callService: a signed call to another service', () => {
     expect(answer.status).toBe(401)
   })
 
-  it('returns 4xx answers to the adapter (a wrong secret is 401 at the callee)', async () => {
-    const answer = await callService(ctx, 'another-secret-0123456789abcdef01234', {
+  it('checks a 2xx answer against its schema: off-schema is 503, never taken on trust', async () => {
+    const call = (answer: ReturnType<typeof Type.Object>) =>
+      callService(ctx, signer, {
+        service: 'callee',
+        baseUrl: url(callee),
+        method: 'GET',
+        path: '/internal/things/abc',
+        answer,
+      })
+    expect((await call(Type.Object({ id: Type.String(), company: Type.Integer() }))).status).toBe(200)
+    await expect(call(Type.Object({ id: Type.Integer() }))).rejects.toBeInstanceOf(UpstreamUnavailable)
+    await expect(call(Type.Object({ missing: Type.String() }))).rejects.toBeInstanceOf(UpstreamUnavailable)
+  })
+
+  it('returns 4xx answers to the adapter (a caller the route does not name is 401 at the callee)', async () => {
+    const answer = await callService(ctx, testSigner('appointments'), {
       service: 'callee',
       baseUrl: url(callee),
       method: 'GET',
@@ -76,7 +95,7 @@ describe('callService: a signed call to another service', () => {
   })
 
   it('turns a 5xx into 503 upstream_unavailable with Retry-After', async () => {
-    const err = await callService(ctx, secret, {
+    const err = await callService(ctx, signer, {
       service: 'callee',
       baseUrl: url(callee),
       method: 'POST',
@@ -93,7 +112,7 @@ describe('callService: a signed call to another service', () => {
     const port = (dead.address() as AddressInfo).port
     await new Promise((r) => dead.close(r))
     await expect(
-      callService(ctx, secret, {
+      callService(ctx, signer, {
         service: 'x',
         baseUrl: `http://127.0.0.1:${port}`,
         method: 'GET',
@@ -104,7 +123,7 @@ describe('callService: a signed call to another service', () => {
     const slow: Server = createServer(() => undefined) // never answers
     await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
     await expect(
-      callService(ctx, secret, {
+      callService(ctx, signer, {
         service: 'x',
         baseUrl: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`,
         method: 'GET',
@@ -129,7 +148,7 @@ describe('route rules: one 400 with every bad field', () => {
   let app: ReturnType<typeof makeApp>
   beforeAll(async () => {
     app = makeApp()
-    await app.register(http, { service: 't', version: '261122.01', assertionSecret: null })
+    await app.register(http, { service: 't', version: '261122.01', assertionKeys: null })
     const rules = {
       extra: (b: unknown) =>
         (b as { birth?: string }).birth === 'future'

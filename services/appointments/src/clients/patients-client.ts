@@ -1,14 +1,18 @@
-import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
+import { Type } from '@sinclair/typebox'
+import { UpstreamUnavailable, type AssertionSigner, type Ctx } from '@clinic/platform/core'
 import { callService } from '@clinic/platform/http'
 import type { PatientDirectory } from '../domain/patient-directory'
 
 export interface PatientsClientOptions {
   /** PATIENTS_URL */
   baseUrl: string
-  /** INTERNAL_AUTH_SECRET, shared with the gateway and the patients service. */
-  secret: string
+  /** This service's own key (SERVICE_SIGNING_KEY): patients takes it on its internal lookup only. */
+  signer: AssertionSigner
   timeoutMs: number
 }
+
+/** What a 200 must be: the patient asked for (anything else is a failing upstream). */
+const PatientFound = Type.Object({ id: Type.String() })
 
 /**
  * The patients service's internal lookup, on behalf of the caller: the signed assertion carries
@@ -20,12 +24,13 @@ export class PatientsClient implements PatientDirectory {
   constructor(private readonly o: PatientsClientOptions) {}
 
   async exists(ctx: Ctx, patientId: string): Promise<boolean> {
-    const answer = await callService(ctx, this.o.secret, {
+    const answer = await callService(ctx, this.o.signer, {
       service: 'patients',
       baseUrl: this.o.baseUrl,
       method: 'GET',
       path: `/internal/patients/${encodeURIComponent(patientId)}`,
       timeoutMs: this.o.timeoutMs,
+      answer: PatientFound,
     })
     if (answer.status === 200) return true
     if (answer.status === 404) return false

@@ -13,7 +13,7 @@ const PatientResponse = Type.Object(
 
 /**
  * For other services (comms resolves an appointment_id for a reminder, and passes on a patient's
- * answer to one), never routed by the gateway: called with a signed assertion for the caller, so
+ * answer to one), never routed by the gateway: called with comms' own assertion for its caller, so
  * the caller's company and centers apply exactly as on `GET /appointments/:id`. The answer is a
  * summary (no reason, no notes).
  */
@@ -24,6 +24,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore
   app.get(
     '/internal/appointments/:id',
     {
+      config: { callers: ['comms'] },
       schema: {
         hide: true,
         tags: ['internal'],
@@ -39,6 +40,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore
   app.post(
     '/internal/appointments/:id/respond',
     {
+      config: { callers: ['comms'] },
       schema: {
         hide: true,
         tags: ['internal'],

@@ -1,5 +1,6 @@
 import { describeServiceContract } from '../../../../test-setup/service-contract'
 import type { ServiceDeps } from '@clinic/platform'
+import { testSigner } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
 import { PatientsClient } from '../../src/clients/patients-client'
 import { SCHEMA, migrations } from '../../src/db/migrations'
@@ -14,7 +15,7 @@ describeServiceContract({
       ...deps,
       patients: new PatientsClient({
         baseUrl: 'http://127.0.0.1:9',
-        secret: deps.assertionSecret,
+        signer: testSigner('appointments'),
         timeoutMs: 100,
       }),
     }),

@@ -1,4 +1,4 @@
-import { injectAs } from '@clinic/platform/testing'
+import { injectAs, testSigner } from '@clinic/platform/testing'
 import { companyOf, outboxOf, startApp, type Company, type Harness } from '../helpers'
 
 let h: Harness
@@ -9,14 +9,18 @@ afterAll(() => h.close())
 
 /** The principal comms calls with for a patient link: the token's company, no user, no token. */
 const patientLink = (c: Company) =>
-  injectAs(h.app, {
-    companyId: c.principal.companyId,
-    userId: '',
-    username: 'patient-link',
-    tokenId: '',
-    companyCenters: [],
-    allowedCenters: null,
-  })
+  injectAs(
+    h.app,
+    {
+      companyId: c.principal.companyId,
+      userId: '',
+      username: 'patient-link',
+      tokenId: '',
+      companyCenters: [],
+      allowedCenters: null,
+    },
+    testSigner('comms'),
+  )
 const respond = (c: Company, id: string, body: unknown) =>
   patientLink(c)('POST', `/internal/appointments/${id}/respond`, body)
 const eventsOf = async (c: Company, id: string) =>

@@ -1,3 +1,4 @@
+import { injectAs, testSigner } from '@clinic/platform/testing'
 import { companyOf, outboxOf, slot, startApp, type Company, type Harness } from '../helpers'
 
 let h: Harness
@@ -398,7 +399,8 @@ describe('GET /internal/appointments/{id} (for comms reminders)', () => {
     const b = companyOf(h)
     const limited = companyOf(h, { companyId: a.principal.companyId, allowedCenters: ['ALM2'] })
     const mine = await a.book({ codalmacen: 'ALM1', reason: 'control', notes: 'private' })
-    const res = await a.send('GET', `/internal/appointments/${mine.id}`)
+    const asComms = (c: typeof a) => injectAs(h.app, c.principal, testSigner('comms'))
+    const res = await asComms(a)('GET', `/internal/appointments/${mine.id}`)
     expect(res.statusCode).toBe(200)
     expect(res.json()).toEqual({
       id: mine.id,
@@ -412,7 +414,9 @@ describe('GET /internal/appointments/{id} (for comms reminders)', () => {
       // Reminders apply an appointment's state only forward, by its version.
       version: 1,
     })
-    expect((await b.send('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)
-    expect((await limited.send('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)
+    expect((await asComms(b)('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)
+    expect((await asComms(limited)('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(404)
+    // comms only: the gateway's assertion (the API's) is refused on an internal route.
+    expect((await a.send('GET', `/internal/appointments/${mine.id}`)).statusCode).toBe(401)
   })
 })

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex'
 import { createLogger, encodeCursor, type Amqp } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { gatewayHeaders, testAssertionKeys, testPrincipal } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
-import { connectAmqp, migrateAudit, secret, writerDb } from './setup'
+import { connectAmqp, migrateAudit, writerDb } from './setup'
 
 const logLines: string[] = []
 let knex: Knex
@@ -18,7 +18,14 @@ beforeAll(async () => {
     level: 'debug',
     destination: { write: (s: string) => void logLines.push(s) },
   })
-  app = await buildApp({ logger, knex, amqp, version: '261122.01', assertionSecret: secret() })
+  app = await buildApp({
+    logger,
+    knex,
+    amqp,
+    version: '261122.01',
+    assertionKeys: testAssertionKeys(),
+    serviceSigner: null,
+  })
   await app.ready()
 })
 afterAll(async () => {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { Amqp, Principal } from '@clinic/platform'
 import { appointmentEventData, gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
@@ -160,7 +161,10 @@ describe('GET /audit/events', () => {
     const forged = await app.inject({
       method: 'GET',
       url: '/audit/events',
-      headers: gatewayHeaders(alice, 'GET', '/audit/events', 'another-secret-0123456789abcdef0123456789'),
+      headers: gatewayHeaders(alice, 'GET', '/audit/events', {
+        issuer: 'gateway',
+        key: generateKeyPairSync('ed25519').privateKey,
+      }),
     })
     expect(forged.statusCode).toBe(401)
   })

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import pino from 'pino'
+import { testAssertionKeys } from '@clinic/platform/testing'
 import { Amqp, createDb, migrate, useEventSigningKey, type CloudEvent } from '@clinic/platform'
 import { buildApp } from '../../src/app'
 import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
@@ -9,7 +10,6 @@ import { toAuditDraft, type AuditEvent } from '../../src/domain/audit-event'
 export const log = pino({ level: process.env.LOG_LEVEL ?? 'silent' })
 export const databaseUrl = () => process.env.DATABASE_URL!
 export const amqpUrl = () => process.env.AMQP_URL!
-export const secret = () => process.env.INTERNAL_AUTH_SECRET!
 export const signingSecret = () => process.env.EVENT_SIGNING_SECRET!
 export const chainKey = () => process.env.AUDIT_CHAIN_KEY!
 // What this process publishes is signed, as connectService arranges in a service.
@@ -30,7 +30,14 @@ export async function connectAmqp(name = 'audit-test'): Promise<Amqp> {
 }
 
 export const buildTestApp = (knex: Knex, amqp: Amqp) =>
-  buildApp({ logger: log, knex, amqp, version: '261122.01', assertionSecret: secret() })
+  buildApp({
+    logger: log,
+    knex,
+    amqp,
+    version: '261122.01',
+    assertionKeys: testAssertionKeys(),
+    serviceSigner: null,
+  })
 
 /** Records events straight through the append path (no broker), one transaction each, in order. */
 export async function record(knex: Knex, events: CloudEvent[]): Promise<AuditEvent[]> {

@@ -1,8 +1,22 @@
+import { Type } from '@sinclair/typebox'
 import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
 import { callService } from '@clinic/platform/http'
 import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
 import type { AppointmentResponder, LinkAction, LinkAnswer } from '../domain/patient-links'
 import type { ClientOptions } from './patients-client'
+
+/** What comms reads of an answer (AppointmentInfo); an answer without it is a failing upstream. */
+const AppointmentAnswer = Type.Object({
+  id: Type.String(),
+  patient_id: Type.String(),
+  codalmacen: Type.String(),
+  practitioner: Type.String(),
+  starts_at: Type.String(),
+  ends_at: Type.String(),
+  time_zone: Type.String(),
+  status: Type.String(),
+  version: Type.Integer(),
+})
 
 /**
  * The appointments service's internal lookup (reminders) and a patient's answer (patient links),
@@ -12,12 +26,13 @@ export class AppointmentsClient implements AppointmentDirectory, AppointmentResp
   constructor(private readonly o: ClientOptions) {}
 
   async find(ctx: Ctx, appointmentId: string): Promise<AppointmentInfo | null> {
-    const answer = await callService<AppointmentInfo>(ctx, this.o.secret, {
+    const answer = await callService<AppointmentInfo>(ctx, this.o.signer, {
       service: 'appointments',
       baseUrl: this.o.baseUrl,
       method: 'GET',
       path: `/internal/appointments/${encodeURIComponent(appointmentId)}`,
       timeoutMs: this.o.timeoutMs,
+      answer: AppointmentAnswer,
     })
     if (answer.status === 200 && answer.body) return answer.body
     if (answer.status === 404) return null
@@ -30,13 +45,14 @@ export class AppointmentsClient implements AppointmentDirectory, AppointmentResp
 
   /** 200: done (the appointment as it is now); 404: not found; 409: not possible in its status. */
   async respond(ctx: Ctx, appointmentId: string, action: LinkAction): Promise<LinkAnswer> {
-    const answer = await callService<AppointmentInfo>(ctx, this.o.secret, {
+    const answer = await callService<AppointmentInfo>(ctx, this.o.signer, {
       service: 'appointments',
       baseUrl: this.o.baseUrl,
       method: 'POST',
       path: `/internal/appointments/${encodeURIComponent(appointmentId)}/respond`,
       body: { action },
       timeoutMs: this.o.timeoutMs,
+      answer: AppointmentAnswer,
     })
     if (answer.status === 200 && answer.body) return { outcome: 'done', appointment: answer.body }
     if (answer.status === 404) return { outcome: 'not_found' }

@@ -1,12 +1,17 @@
-import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
+import {
+  PatientContact as PatientContactSchema,
+  UpstreamUnavailable,
+  type AssertionSigner,
+  type Ctx,
+} from '@clinic/platform/core'
 import { callService } from '@clinic/platform/http'
 import type { PatientContact, PatientDirectory } from '../domain/patient-directory'
 
 export interface ClientOptions {
   /** PATIENTS_URL or APPOINTMENTS_URL */
   baseUrl: string
-  /** INTERNAL_AUTH_SECRET, shared with the gateway and the other services. */
-  secret: string
+  /** comms' own key (SERVICE_SIGNING_KEY), taken only on the internal routes that name comms. */
+  signer: AssertionSigner
   timeoutMs: number
 }
 
@@ -19,12 +24,13 @@ export class PatientsClient implements PatientDirectory {
   constructor(private readonly o: ClientOptions) {}
 
   async contact(ctx: Ctx, patientId: string): Promise<PatientContact | null> {
-    const answer = await callService<PatientContact>(ctx, this.o.secret, {
+    const answer = await callService<PatientContact>(ctx, this.o.signer, {
       service: 'patients',
       baseUrl: this.o.baseUrl,
       method: 'GET',
       path: `/internal/patients/${encodeURIComponent(patientId)}`,
       timeoutMs: this.o.timeoutMs,
+      answer: PatientContactSchema,
     })
     if (answer.status === 200 && answer.body) return answer.body
     if (answer.status === 404) return null

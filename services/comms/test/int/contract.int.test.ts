@@ -1,4 +1,5 @@
 import { describeServiceContract } from '../../../../test-setup/service-contract'
+import { testSigner } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
 import { AppointmentsClient } from '../../src/clients/appointments-client'
 import { PatientsClient } from '../../src/clients/patients-client'
@@ -9,7 +10,7 @@ import { testConfig } from '../helpers'
 // Nothing listens there: the contract checks never get as far as a patient lookup.
 const nowhere = {
   baseUrl: 'http://127.0.0.1:9',
-  secret: 'unused-unused-unused-unused-unused',
+  signer: testSigner('comms'),
   timeoutMs: 200,
 }
 

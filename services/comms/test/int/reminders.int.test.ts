@@ -1,5 +1,5 @@
 import { createDb, createLogger, makeEvent, migrate } from '@clinic/platform'
-import { createTestDatabase, dropTestDatabase } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, testSigner } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { AppointmentsClient } from '../../src/clients/appointments-client'
 import { PatientsClient } from '../../src/clients/patients-client'
@@ -38,6 +38,7 @@ const patient = (id: string, o: Partial<Record<string, unknown>> = {}) => ({
   language: 'es',
   requires_legal_guardian: false,
   guardian: null,
+  version: 1,
   ...o,
 })
 
@@ -82,7 +83,7 @@ async function event(
   )
 }
 
-const client = () => ({ baseUrl: directory.url, secret: process.env.INTERNAL_AUTH_SECRET!, timeoutMs: 2000 })
+const client = () => ({ baseUrl: directory.url, signer: testSigner('comms'), timeoutMs: 2000 })
 const reminders = async (appointmentId: string) =>
   (await owner('reminders').where({ appointment_id: appointmentId }).orderBy('due_at')) as Array<
     Record<string, unknown>

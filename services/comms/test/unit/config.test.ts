@@ -5,7 +5,7 @@ import { FileEmailProvider, SmtpProvider } from '../../src/providers/smtp-provid
 import { FileSmsProvider, TwilioProvider } from '../../src/providers/twilio-provider'
 
 const secrets = {
-  INTERNAL_AUTH_SECRET: 'x'.repeat(40),
+  GATEWAY_VERIFY_KEY: process.env.GATEWAY_VERIFY_KEY!,
   EVENT_SIGNING_SECRET: 'y'.repeat(40),
   COMMS_LINK_SECRET: 'z'.repeat(32),
 }

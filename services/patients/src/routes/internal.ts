@@ -4,13 +4,15 @@ import { getPatientContact } from '../domain/get-patient'
 import type { PatientStore } from '../domain/patient-store'
 
 /**
- * For other services, never routed by the gateway: they call it with a signed assertion for this
- * exact method and path. The answer is the data of `patient.created` (contact details, no notes).
+ * For other services, never routed by the gateway: they call it with an assertion signed with their
+ * own key for this exact method and path; only the callers named here (services.json `calls`).
+ * The answer is the data of `patient.created` (contact details, no notes).
  */
 export const internalRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> = async (app, { store }) => {
   app.get(
     '/internal/patients/:id',
     {
+      config: { callers: ['appointments', 'comms'] },
       schema: {
         hide: true,
         tags: ['internal'],

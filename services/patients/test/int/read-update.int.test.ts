@@ -1,4 +1,4 @@
-import { gatewayHeaders } from '@clinic/platform/testing'
+import { gatewayHeaders, injectAs, testSigner } from '@clinic/platform/testing'
 import { createPatient, newCompany, outboxOf, startApp, type Harness } from '../helpers'
 
 let h: Harness
@@ -333,7 +333,7 @@ describe('GET /internal/patients/{id}', () => {
       requires_legal_guardian: true,
       guardian: { name: 'Tutor', email: 'g@example.test' },
     })
-    const res = await c.get(`/internal/patients/${p.id}`)
+    const res = await injectAs(h.app, c.principal, testSigner('comms'))('GET', `/internal/patients/${p.id}`)
     expect(res.statusCode).toBe(200)
     expect(res.json()).toEqual({
       id: p.id,
@@ -352,19 +352,29 @@ describe('GET /internal/patients/{id}', () => {
     expect(res.json()).toEqual(event!.payload.data)
   })
 
-  test("404 for another company's id; 401 without an assertion for that exact path", async () => {
+  test("404 for another company's id; 401 without a caller's assertion for that exact path", async () => {
     const a = newCompany(h.app)
     const b = newCompany(h.app)
     const p = await createPatient(a)
-    const res = await b.get(`/internal/patients/${p.id}`)
+    const res = await injectAs(
+      h.app,
+      b.principal,
+      testSigner('appointments'),
+    )('GET', `/internal/patients/${p.id}`)
     expect(res.statusCode).toBe(404)
     expect(res.json().code).toBe('not_found')
     const wrongPath = await h.app.inject({
       method: 'GET',
       url: `/internal/patients/${p.id}`,
-      headers: gatewayHeaders(a.principal, 'GET', `/patients/${p.id}`),
+      headers: gatewayHeaders(a.principal, 'GET', `/patients/${p.id}`, testSigner('comms')),
     })
     expect(wrongPath.statusCode).toBe(401)
+    // Callers only: the gateway's assertion (the API's) and a service that does not call patients.
+    expect((await a.get(`/internal/patients/${p.id}`)).statusCode).toBe(401)
+    expect(
+      (await injectAs(h.app, a.principal, testSigner('audit'))('GET', `/internal/patients/${p.id}`))
+        .statusCode,
+    ).toBe(401)
     expect((await h.app.inject({ method: 'GET', url: `/internal/patients/${p.id}` })).statusCode).toBe(401)
   })
 })
