@@ -1189,8 +1189,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver!.listen(0, '127.0.0.1', resolve))
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
   const endpoints: string[] = []
+  // Two types only: the patients made below (one per center, one company-wide) give each endpoint
+  // deliveries (real ids for the delivery routes) without every fuzzed write fanning out to three.
+  const event_types = ['patient.created', 'practitioner.created']
   for (const codalmacen of ['ALM1', 'ALM2', null])
-    endpoints.push(await made('/webhooks/endpoints', { url: hook, event_types: ['*'], codalmacen }))
+    endpoints.push(await made('/webhooks/endpoints', { url: hook, event_types, codalmacen }))
   const patients: string[] = []
   for (const [i, codalmacen] of ['ALM1', 'ALM2', null].entries())
     patients.push(

@@ -28,6 +28,19 @@ export interface TokenSummary {
 }
 
 /** All reads and writes of the identity schema. The admin CLI and the gateway share it. */
+/** A token as `token:create` stores it: its lookup prefix and hash, never the token. */
+export interface NewToken {
+  id?: string
+  companyId: number
+  userId: string
+  name: string | null
+  lookup: string
+  hash: Buffer
+  centers: string[] | null
+  scopes?: string[] | null
+  expiresAt: Date | null
+}
+
 export class KnexIdentityRepository {
   constructor(private readonly knex: Knex) {}
 
@@ -79,20 +92,7 @@ export class KnexIdentityRepository {
   }
 
   /** A new token and `events` (its `token.created`) in one transaction: both or neither. */
-  async createToken(
-    t: {
-      id?: string
-      companyId: number
-      userId: string
-      name: string | null
-      lookup: string
-      hash: Buffer
-      centers: string[] | null
-      scopes?: string[] | null
-      expiresAt: Date | null
-    },
-    events: CloudEvent[] = [],
-  ): Promise<string> {
+  async createToken(t: NewToken, events: CloudEvent[] = []): Promise<string> {
     const id = t.id ?? uuidv7()
     await this.knex.transaction(async (trx) => {
       await trx('api_tokens').insert({

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { CloudEvent } from '@clinic/platform'
-import type { IdentityRepository, RevokedToken, TokenRecord } from '../../src/db/identity-repository'
+import type {
+  IdentityRepository,
+  NewToken,
+  RevokedToken,
+  TokenRecord,
+} from '../../src/db/identity-repository'
 
 interface StoredToken {
   id: string
@@ -99,20 +104,7 @@ export class FakeIdentityRepository implements IdentityRepository {
       .sort()
   }
 
-  async createToken(
-    t: {
-      id?: string
-      companyId: number
-      userId: string
-      name: string | null
-      lookup: string
-      hash: Buffer
-      centers: string[] | null
-      scopes?: string[] | null
-      expiresAt: Date | null
-    },
-    events: CloudEvent[] = [],
-  ): Promise<string> {
+  async createToken(t: NewToken, events: CloudEvent[] = []): Promise<string> {
     const id = t.id ?? randomUUID()
     this.events.push(...events)
     this.tokens.push({
