@@ -3,8 +3,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { loadDotEnv, localSecrets, root } from './lib.mjs'
-import { serviceEnv } from './service-env.cjs'
+import { loadDotEnv, localSecrets, root, serviceEnv } from './lib.mjs'
 
 const [command = ''] = process.argv.slice(2)
 const service = command.startsWith('audit:') ? 'audit' : 'gateway'
@@ -17,7 +16,8 @@ if (!existsSync(cli)) {
 loadDotEnv()
 const env = localSecrets({ ...process.env })
 // token:create and token:revoke write audit events as the gateway does: signed with the gateway's own
-// key, which the stack derives from EVENT_SIGNING_SECRET (service-env.cjs). The owner's DATABASE_URL stays.
+// key, which the stack derives from EVENT_SIGNING_SECRET (service-env.cjs). The owner's DATABASE_URL stays
+// (lib.mjs's serviceEnv supplies the default one when .env sets none).
 if (service === 'gateway' && env.EVENT_SIGNING_SECRET)
   env.EVENT_SIGNING_SECRET = serviceEnv('gateway', env).EVENT_SIGNING_SECRET
 const r = spawnSync(process.execPath, [cli, ...process.argv.slice(2)], { stdio: 'inherit', env })
