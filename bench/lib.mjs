@@ -75,6 +75,17 @@ export function cpuSeconds(pid) {
   return ticks / 100
 }
 
+/** Busy and total jiffies of the whole machine since boot (/proc/stat): a run's share of it is a ratio. */
+export function machineCpu() {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .split(/\s+/)
+    .slice(1)
+    .map(Number)
+  const busy = user + nice + system + irq + softirq + steal
+  return { busy, total: busy + idle + iowait }
+}
+
 /** CPU seconds of every PostgreSQL process (the server is shared: other work on it counts too). */
 export function postgresCpu() {
   let seconds = 0

@@ -23,6 +23,7 @@ import {
   cpuOf,
   cpuSeconds,
   machine,
+  machineCpu,
   pidsOf,
   record,
   sampleBackends,
@@ -194,15 +195,6 @@ const cpuNow = () => ({
   appointments: cpuSeconds(procs.appointments.pid),
   rabbitmq: cpuOf(pidsOf('beam.smp')),
 })
-const machineCpu = () => {
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
-    .split('\n')[0]
-    .split(/\s+/)
-    .slice(1)
-    .map(Number)
-  const busy = user + nice + system + irq + softirq + steal
-  return { busy, total: busy + idle + iowait }
-}
 const progress = async () =>
   (
     await db.query(

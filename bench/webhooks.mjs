@@ -19,7 +19,6 @@
 import { fork } from 'node:child_process'
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
-import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -106,7 +105,18 @@ function receiver() {
 
 async function main() {
   const lib = await import('./lib.mjs')
-  const { ROOT, BENCH_SECRET, benchTenant, cpuSeconds, cpuOf, pidsOf, machine, record, sampleBackends } = lib
+  const {
+    ROOT,
+    BENCH_SECRET,
+    benchTenant,
+    cpuSeconds,
+    cpuOf,
+    pidsOf,
+    machine,
+    machineCpu,
+    record,
+    sampleBackends,
+  } = lib
   const { serviceEnv } = await import('../scripts/lib.mjs')
   const pg = (await import('pg')).default
   const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
@@ -281,16 +291,6 @@ async function main() {
               (SELECT coalesce(sum(total_time), 0) FROM pg_stat_user_functions WHERE funcname = 'claim_deliveries') AS claim_ms`,
     )
     return Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)]))
-  }
-  /** Busy and total jiffies of the whole machine (/proc/stat). */
-  const machineCpu = () => {
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
-      .split('\n')[0]
-      .split(/\s+/)
-      .slice(1)
-      .map(Number)
-    const busy = user + nice + system + irq + softirq + steal
-    return { busy, total: busy + idle + iowait }
   }
   const label = (q) => {
     const known = [
