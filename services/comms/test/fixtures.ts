@@ -1,4 +1,5 @@
 import type { PatientContact } from '../src/domain/patient-directory'
+import type { Message } from '../src/schemas/message'
 
 let seq = 0
 /** Obviously fake contact data (example.test addresses, +34 600 000 xxx numbers). */
@@ -26,4 +27,27 @@ export const guardianOf = (overrides: Partial<NonNullable<PatientContact['guardi
   email: 'guardian@example.test',
   phone: '+34600000002',
   ...overrides,
+})
+
+/** A message as the delivery worker claims it: queued email, its body, and what `over` changes. */
+export const claimedMessage = (
+  over: Partial<Message & { body: string; language?: string }> = {},
+): Message & { body: string; language?: string } => ({
+  id: '0190c5a0-0000-7000-8000-0000000d0001',
+  patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
+  appointment_id: null,
+  codalmacen: 'ALM1',
+  status: 'queued',
+  recipient: { role: 'patient', name: 'Testa Ficticia', address: 'ficticia@example.test' },
+  channel: 'email',
+  subject: 'Cita',
+  template: null,
+  override_guardian: false,
+  attempts: 1,
+  last_error: null,
+  provider_id: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+  sent_at: null,
+  body: 'Recordatorio',
+  ...over,
 })

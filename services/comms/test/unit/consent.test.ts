@@ -16,7 +16,7 @@ import {
 import { applySmsKeyword, parseSmsKeyword } from '../../src/domain/sms-keywords'
 import { unsubscribeUrlFor } from '../../src/links/unsubscribe-link'
 import { verifyLink } from '../../src/links/tokens'
-import type { Message } from '../../src/schemas/message'
+import { claimedMessage } from '../fixtures'
 
 describe('parseSmsKeyword', () => {
   it.each([
@@ -154,28 +154,9 @@ describe('applySmsKeyword', () => {
 
 describe('the one-click unsubscribe URL of an email', () => {
   const secret = 'unit-test-link-secret-0123456789abcdef'
-  type Claimed = Message & { body: string; language?: string }
-  const claimed = (over: Partial<Claimed> = {}): Claimed => ({
-    id: '0190c5a0-0000-7000-8000-0000000d0001',
-    patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
-    appointment_id: null,
-    codalmacen: 'ALM1',
-    status: 'queued',
-    recipient: { role: 'patient', name: 'Testa Ficticia', address: 'ficticia@example.test' },
-    channel: 'email',
-    subject: 'Cita',
-    template: null,
-    override_guardian: false,
-    attempts: 1,
-    last_error: null,
-    provider_id: null,
-    created_at: '2026-01-01T00:00:00.000Z',
-    sent_at: null,
-    body: 'Recordatorio',
-    language: 'en-GB',
-    ...over,
-  })
-  async function deliver(m: Claimed) {
+  const claimed = (over: Parameters<typeof claimedMessage>[0] = {}) =>
+    claimedMessage({ language: 'en-GB', ...over })
+  async function deliver(m: ReturnType<typeof claimedMessage>) {
     const got: OutgoingMessage[] = []
     const provider: Provider = { send: async (o) => (got.push(o), { providerId: 'p-1' }) }
     const store: DeliveryStore = {

@@ -3,6 +3,7 @@ import pino from 'pino'
 import type { CloudEvent, Ctx } from '@clinic/platform/core'
 import { deliverMessage, type DeliveryStore, type Provider } from '../../src/domain/deliver-message'
 import type { Message } from '../../src/schemas/message'
+import { claimedMessage } from '../fixtures'
 
 /** A pino logger whose lines (parsed) land in `lines`. */
 function capturingLogger() {
@@ -16,25 +17,7 @@ function capturingLogger() {
   return { log: pino({ level: 'trace' }, stream), lines }
 }
 
-const message = (over: Partial<Message> = {}): Message & { body: string } => ({
-  id: '0190c5a0-0000-7000-8000-0000000d0001',
-  patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
-  appointment_id: null,
-  codalmacen: 'ALM1',
-  status: 'queued',
-  recipient: { role: 'patient', name: 'Testa Ficticia', address: 'ficticia@example.test' },
-  channel: 'email',
-  subject: 'Cita',
-  template: null,
-  override_guardian: false,
-  attempts: 1,
-  last_error: null,
-  provider_id: null,
-  created_at: '2026-01-01T00:00:00.000Z',
-  sent_at: null,
-  body: 'Recordatorio',
-  ...over,
-})
+const message = claimedMessage
 
 function fakeStore(finish: Message | null, receipt: Message | null = null) {
   const published: CloudEvent[] = []
