@@ -89,6 +89,8 @@ const ROUTES: Route[] = Object.entries(OPERATION_SCOPES).map(([key, scope]) => {
 })
 
 const FAMILIES = new Set(ROUTED.map((f) => f.family))
+/** The bases, longest first (`/api/3` before `/api`): sorted once, not per request. */
+const BASES_LONGEST_FIRST = [...BASES].sort((a, b) => b.length - a.length)
 
 /**
  * `/api/3/patients/x?q=1` -> ['patients', 'x'] as sent and decoded as the routers decode them (null
@@ -96,7 +98,7 @@ const FAMILIES = new Set(ROUTED.map((f) => f.family))
  */
 function segmentsOf(url: string): { sent: string[]; decoded: Array<string | null> } | null {
   let path = url.split('?')[0]!
-  const base = [...BASES].sort((a, b) => b.length - a.length).find((b) => path.startsWith(`${b}/`))
+  const base = BASES_LONGEST_FIRST.find((b) => path.startsWith(`${b}/`))
   if (!base) return null
   path = path.slice(base.length)
   // Fastify and the services ignore one trailing slash.
