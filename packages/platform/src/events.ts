@@ -169,6 +169,13 @@ export const eventTypes = {
     /** Up to ten of the paths asked for, without query strings. */
     paths: Type.Array(Type.String()),
   }),
+  /**
+   * The gateway's access events of one group commit, as one message (issue 22): `events` is the
+   * JSON text of an array of `http.request`, `http.refused` and `http.public` events of the gateway,
+   * unsigned (this event's signature covers the text), `count` their number. Audit records each as
+   * a row of its own; one outbox row, one message and one signature per batch instead of per request.
+   */
+  'http.batch': Type.Object({ count: Type.Integer(), events: Type.String() }),
   /** An API token made with the admin CLI (DESIGN.md section 13): never the token or its hash. */
   'token.created': TokenChange,
   /** An API token revoked with the admin CLI. */
@@ -234,13 +241,19 @@ export function makeEvent<T extends EventType>(e: MakeEvent<T>): CloudEvent<T> {
 
 /** Checks the envelope of a received event (consumers dead-letter what fails). */
 export function parseEvent(content: Buffer): CloudEvent | null {
-  let e: Partial<CloudEvent>
+  let e: unknown
   try {
     e = JSON.parse(content.toString('utf8'))
   } catch {
     return null
   }
-  const ok =
+  return isEvent(e) ? e : null
+}
+
+/** The CloudEvents envelope with the extensions consumers rely on (DESIGN.md section 5). */
+export function isEvent(value: unknown): value is CloudEvent {
+  const e = value as Partial<CloudEvent> | null
+  return Boolean(
     e &&
     e.specversion === '1.0' &&
     typeof e.id === 'string' &&
@@ -251,6 +264,6 @@ export function parseEvent(content: Buffer): CloudEvent | null {
     !Number.isNaN(Date.parse(e.time)) &&
     Number.isInteger(e.idempresa) &&
     typeof e.data === 'object' &&
-    e.data !== null
-  return ok ? (e as CloudEvent) : null
+    e.data !== null,
+  )
 }

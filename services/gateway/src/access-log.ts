@@ -1,6 +1,13 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { enqueueEvents, isUuid, makeEvent, type CloudEvent, type Principal } from '@clinic/platform'
+import {
+  accessBatch,
+  enqueueEvents,
+  isUuid,
+  makeEvent,
+  type CloudEvent,
+  type Principal,
+} from '@clinic/platform'
 import { RESOURCE_TYPES } from './families'
 
 /** `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' } */
@@ -38,7 +45,8 @@ interface Counted {
 /**
  * `http.request` events for the audit trail (and `http.refused` / `http.public` counts, see
  * refused() and publicRequest()), written to the gateway's outbox (so a broker outage
- * loses none) before the answer is released: a group commit. `record()` resolves once the
+ * loses none) before the answer is released: a group commit, whose events go out as one
+ * `http.batch` event (one outbox row, one message, one signature). `record()` resolves once the
  * transaction holding the event has committed; events recorded while a write is under way go
  * together in the next one, so a request waits one short insert, whatever the load, and an
  * answered request always has its event (a SIGKILL loses none). While the database is away the
@@ -165,10 +173,9 @@ export class AccessLog {
     while (this.buffer.length) {
       const batch = this.buffer.splice(0, this.opts.maxBatch ?? 500)
       try {
-        await enqueueEvents(
-          this.knex,
-          batch.map((b) => b.event),
-        )
+        // One outbox row, one message and one signature for the batch (http.batch); audit
+        // records each of its events as a row of the trail.
+        await enqueueEvents(this.knex, [accessBatch(batch.map((b) => b.event))])
       } catch (err) {
         // Kept for the retry timer; the answers go out meanwhile.
         this.buffer.unshift(...batch.map((b) => ({ event: b.event, done: () => undefined })))

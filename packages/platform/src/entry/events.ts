@@ -1,5 +1,6 @@
 // @clinic/platform/events: the event registry, AMQP, the outbox relay and the idempotent consumer.
 export * from '../events'
+export * from '../access-batch'
 export * from '../amqp'
 export * from '../outbox'
 export * from '../consumer'

@@ -1,7 +1,7 @@
 import type { EventKeys } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { startConsumer, type Amqp, type Consumer } from '@clinic/platform'
+import { expandEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { FastifyInstance } from 'fastify'
 import { appendEvent, appendEvents } from '../db/repositories/audit-events'
 import { toAuditDraft } from '../domain/audit-event'
@@ -29,8 +29,9 @@ export interface AuditConsumerOptions {
 }
 
 /**
- * Records every event on `clinic.events` (binding `#`): domain events and the gateway's
- * http.request events. The platform consumer records the event id in processed_events in the same
+ * Records every event on `clinic.events` (binding `#`): domain events and the gateway's access
+ * events, which come in batches (`http.batch`: one message and one signature per group commit of
+ * the gateway, each of its events a row of the trail). The platform consumer records the event id in processed_events in the same
  * transaction as the append, so a redelivery is stored once, and acks after the commit. Several
  * instances may share the queue; the chain head lock orders appends per company. Only events signed
  * with the services' key are recorded: anyone else who can publish to the vhost cannot write a
@@ -48,6 +49,10 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     signingSecret: o.signingSecret,
     metrics: o.metrics,
     handle: async (event, trx) => {
+      if (event.type === 'http.batch') {
+        await appendEvents(trx, expandEvent(event).map(toAuditDraft), o.chainKey)
+        return
+      }
       const stored = await appendEvent(trx, toAuditDraft(event), o.chainKey)
       o.log.debug({ event_id: stored.id, company_id: stored.idempresa, seq: stored.seq }, 'event recorded')
     },
@@ -56,11 +61,7 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
       size: Math.max(1, Math.floor(prefetch / 2)),
       lingerMs: 5,
       handle: async (events, trx) => {
-        await appendEvents(
-          trx,
-          events.map((e) => toAuditDraft(e)),
-          o.chainKey,
-        )
+        await appendEvents(trx, events.flatMap(expandEvent).map(toAuditDraft), o.chainKey)
       },
     },
   })

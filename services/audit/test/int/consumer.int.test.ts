@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import {
+  accessBatch,
   eventKeysBySource,
   signEvent,
   uuidv7,
@@ -134,6 +135,65 @@ describe('audit consumer', () => {
     })
     const rows = await knex('events').where({ idempresa: principal.companyId }).orderBy('seq')
     expect(rows.map((r) => r.http.status).sort()).toEqual([403, 404, 500])
+  })
+
+  it("records each access event of the gateway's http.batch as a row of its company, once even when the batch comes twice", async () => {
+    await consumer({ queue: queueName(), prefetch: 4 })
+    const [a, b] = [testPrincipal(), testPrincipal()]
+    const inner = [
+      httpEvent(a, { status: 200 }),
+      httpEvent(b, { status: 404, method: 'PATCH' }),
+      httpEvent(a, { status: 201, method: 'POST' }),
+    ]
+    const batch = accessBatch(inner)
+    await amqp.publish([batch])
+    await amqp.publish([batch]) // as after a relay that crashed before deleting its row
+    await waitFor(
+      async () => (await countEvents(knex, a.companyId)) === 2 && countEvents(knex, b.companyId),
+      {
+        timeoutMs: 30_000,
+        what: "the batch's events on the trail",
+      },
+    )
+    const rows = await knex('events')
+      .whereIn('idempresa', [a.companyId, b.companyId])
+      .orderBy(['idempresa', 'seq'])
+      .select('idempresa', 'id', 'seq', 'action', 'request_id', 'http')
+    expect(rows.map((r) => [r.idempresa, r.id, r.seq, r.action, r.request_id, r.http.status])).toEqual([
+      [a.companyId, inner[0]!.id, 1, 'http.request', inner[0]!.requestid, 200],
+      [a.companyId, inner[2]!.id, 2, 'http.request', inner[2]!.requestid, 201],
+      [b.companyId, inner[1]!.id, 1, 'http.request', inner[1]!.requestid, 404],
+    ])
+    for (const p of [a, b])
+      await expect(verifyCompany(chainReader(knex), p.companyId, chainKey())).resolves.toMatchObject({
+        ok: true,
+      })
+  })
+
+  it('records nothing of a batch that holds anything but access events of the gateway', async () => {
+    const queue = queueName()
+    // Unbound: messages go straight to the queue, as anyone with publish rights on the vhost could.
+    await consumer({ queue, bindings: [] })
+    const principal = testPrincipal()
+    // Signed with the services' key, but one entry claims to be a patients event.
+    const smuggled = accessBatch([
+      httpEvent(principal),
+      domainEvent('patient.created', patientData(), { principal }) as never,
+    ])
+    const miscounted = accessBatch([httpEvent(principal)])
+    miscounted.data.count = 2
+    const sentinelOwner = testPrincipal()
+    const sentinel = accessBatch([httpEvent(sentinelOwner)])
+    for (const e of [smuggled, miscounted, sentinel])
+      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(signEvent(e, signingSecret()))), {
+        messageId: e.id,
+      })
+    await waitFor(() => countEvents(knex, sentinelOwner.companyId), {
+      timeoutMs: 30_000,
+      what: 'the sentinel',
+    })
+    // The two bad batches were tried first (one message at a time after their batch failed).
+    expect(await countEvents(knex, principal.companyId)).toBe(0)
   })
 
   it('stores a redelivered event once', async () => {

@@ -4,7 +4,17 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { ASSERTION_HEADER, Amqp, createDb, createLogger, migrate, verifyAssertion } from '@clinic/platform'
+import {
+  ASSERTION_HEADER,
+  Amqp,
+  createDb,
+  createLogger,
+  migrate,
+  unpackAccessBatch,
+  verifyAssertion,
+  type CloudEvent,
+  type EventType,
+} from '@clinic/platform'
 import { freshCompanyId, testAssertionKeys, testSigner, uniqueName } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
 import { buildApp, type Upstreams } from '../../src/app'
@@ -116,6 +126,23 @@ export const upstreamsTo = (url: string, over: Upstreams = {}): Upstreams => ({
 })
 
 /** The gateway's database, broker connection and migrations, shared by one test file. */
+/**
+ * The access events in the gateway's outbox, unpacked from their `http.batch` rows, oldest first;
+ * of one type, and of one company when given.
+ */
+export async function accessEvents<T extends EventType>(
+  knex: Knex,
+  type: T,
+  companyId?: number,
+): Promise<Array<CloudEvent<T>>> {
+  const rows = await knex('outbox').where({ type: 'http.batch' }).orderBy('id')
+  return rows
+    .flatMap((r) => unpackAccessBatch(r.payload as CloudEvent))
+    .filter((e) => e.type === type && (companyId === undefined || e.idempresa === companyId)) as Array<
+    CloudEvent<T>
+  >
+}
+
 export async function infra() {
   await migrate(process.env.DATABASE_URL!, SCHEMA, migrations)
   const knex = createDb(process.env.DATABASE_URL!, { schema: SCHEMA, poolMax: 5 })

@@ -1,10 +1,18 @@
 import type { AddressInfo } from 'node:net'
 import Fastify, { type InjectOptions, type LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
-import { ASSERTION_HEADER, bodyHashOf, verifyAssertion, type CloudEvent } from '@clinic/platform'
+import {
+  ASSERTION_HEADER,
+  bodyHashOf,
+  checkEventSignature,
+  unpackAccessBatch,
+  useEventSigningKey,
+  verifyAssertion,
+} from '@clinic/platform'
 import {
   FakeUpstream,
   VERIFY_KEYS,
+  accessEvents,
   VERSION,
   deadUrl,
   gateway,
@@ -218,8 +226,8 @@ describe('TRUST_PROXY', () => {
         // The client wrote 6.6.6.6; the load balancer (the peer) appended the address it saw.
         headers: { ...t.headers, 'x-forwarded-for': '6.6.6.6, 203.0.113.9' },
       })
-      const [row] = await knex('outbox').where({ idempresa: t.companyId, type: 'http.request' })
-      expect((row.payload as CloudEvent<'http.request'>).data.ip).toBe('203.0.113.9')
+      const [event] = await accessEvents(knex, 'http.request', t.companyId)
+      expect(event!.data.ip).toBe('203.0.113.9')
     } finally {
       await behind.close()
     }
@@ -473,10 +481,7 @@ describe('codalmacen', () => {
 })
 
 describe('access events', () => {
-  const events = async (companyId: number) =>
-    (await knex('outbox').where({ idempresa: companyId, type: 'http.request' }).orderBy('id')).map(
-      (r) => r.payload as CloudEvent<'http.request'>,
-    )
+  const events = (companyId: number) => accessEvents(knex, 'http.request', companyId)
 
   it('commits the access event before the answer leaves (nothing to flush)', async () => {
     const t = await tenant(knex)
@@ -487,6 +492,28 @@ describe('access events', () => {
     )
     const ids = answers.map((a) => a.headers['x-request-id'])
     expect((await events(t.companyId)).map((e) => e.requestid).sort()).toEqual([...ids].sort())
+  })
+
+  it('writes the events of a group commit as one signed http.batch row, not a row each', async () => {
+    const t = await tenant(knex)
+    const before = await knex('outbox').max({ id: 'id' })
+    useEventSigningKey(process.env.EVENT_SIGNING_SECRET!) // as connectService sets it in a gateway
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        inject({ method: 'GET', url: `/api/3/patients/${PATIENT}`, headers: t.headers }),
+      ),
+    )
+    // The rows holding this company's events (other files of the run share the outbox).
+    const rows = (await knex('outbox').where('id', '>', before[0]!.id ?? 0)).filter(
+      (r) => r.type !== 'http.batch' || unpackAccessBatch(r.payload).some((e) => e.idempresa === t.companyId),
+    )
+    // The first request's write goes alone; the others, answered meanwhile, share the next ones.
+    expect(rows.length).toBeGreaterThan(0)
+    expect(rows.length).toBeLessThan(20)
+    expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['http.batch']))
+    useEventSigningKey(null)
+    for (const r of rows) expect(checkEventSignature(r.payload, process.env.EVENT_SIGNING_SECRET!)).toBe('ok')
+    expect((await events(t.companyId)).length).toBe(20)
   })
 
   it('records each request in the outbox with actor, path without query, status, ip and resource', async () => {
@@ -572,9 +599,8 @@ describe('access events', () => {
     expect(await events(t.companyId)).toEqual([])
     await gw.accessLog.flushRefusals()
     // One event per minute: two only if the requests straddled a minute's end.
-    const rows = await knex('outbox').where({ idempresa: t.companyId, type: 'http.refused' }).orderBy('id')
-    const counted = rows.map((r) => r.payload as CloudEvent<'http.refused'>)
-    expect(new Set(counted.map((c) => c.data.window_start)).size).toBe(rows.length)
+    const counted = await accessEvents(knex, 'http.refused', t.companyId)
+    expect(new Set(counted.map((c) => c.data.window_start)).size).toBe(counted.length)
     expect(counted.reduce((n, c) => n + c.data.count, 0)).toBe(10)
     const e = { ...counted[0]!, data: { ...counted[0]!.data, count: 10 } }
     expect(e).toMatchObject({
@@ -591,7 +617,7 @@ describe('access events', () => {
   it('counts refusals of unknown callers per address and minute: one http.refused event, not a row each', async () => {
     const rid = `refused-${Date.now().toString(36)}`
     await gw.accessLog.flushRefusals() // what earlier tests left
-    const before = await knex('outbox').where({ type: 'http.refused' }).count({ n: '*' })
+    const before = (await accessEvents(knex, 'http.refused')).length
     for (let i = 0; i < 25; i++)
       expect(
         (
@@ -603,18 +629,16 @@ describe('access events', () => {
         ).statusCode,
       ).toBe(401)
     await gw.accessLog.flush()
-    const single = await knex('outbox')
-      .where({ type: 'http.request' })
-      .whereRaw("payload->>'requestid' like ?", [`${rid}%`])
+    const single = (await accessEvents(knex, 'http.request')).filter((e) => e.requestid?.startsWith(rid))
     expect(single).toEqual([])
     await gw.accessLog.flushRefusals()
-    const rows = await knex('outbox').where({ type: 'http.refused' }).orderBy('id')
-    expect(rows.length - Number(before[0]!.n)).toBe(1)
-    expect(rows.at(-1)!.payload).toMatchObject({
+    const rows = await accessEvents(knex, 'http.refused')
+    expect(rows.length - before).toBe(1)
+    expect(rows.at(-1)).toMatchObject({
       idempresa: 0,
       data: { ip: '127.0.0.1', count: 25, paths: [`/api/3/patients/${PATIENT}`] },
     })
-    expect(JSON.stringify(rows.at(-1)!.payload)).not.toContain('name-')
+    expect(JSON.stringify(rows.at(-1))).not.toContain('name-')
   })
 
   it('records no http.request for public routes and preflights', async () => {
@@ -639,10 +663,8 @@ describe('access events', () => {
     })
     expect(control.statusCode).toBe(200)
     await gw.accessLog.flush()
-    const rows = await knex('outbox')
-      .where({ type: 'http.request' })
-      .whereRaw("payload->>'requestid' like ?", [`${rid}%`])
-    expect(rows.map((r) => (r.payload as CloudEvent).requestid)).toEqual([`${rid}-control`])
+    const rows = (await accessEvents(knex, 'http.request')).filter((e) => e.requestid?.startsWith(rid))
+    expect(rows.map((e) => e.requestid)).toEqual([`${rid}-control`])
   })
 })
 
@@ -681,11 +703,9 @@ describe('provider callbacks and preflights on the access trail', () => {
         ).statusCode,
       ).toBe(204)
     await gw.accessLog.flushRefusals()
-    const rows = await knex('outbox')
-      .where({ type: 'http.public', idempresa: 0 })
-      .whereRaw("payload->'data'->>'ip' = ?", [ip])
+    const rows = (await accessEvents(knex, 'http.public', 0)).filter((e) => e.data.ip === ip)
     const counted = rows
-      .map((r) => (r.payload as CloudEvent<'http.public'>).data)
+      .map((e) => e.data)
       .map((d) => ({ ...d, paths: [...d.paths].sort() }))
       .sort((a, b) => a.status - b.status)
     expect(counted).toEqual([

@@ -1,10 +1,9 @@
 import type { LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
-import type { CloudEvent } from '@clinic/platform'
 import { newToken } from '../../src/auth/tokens'
 import { identityRepository } from '../../src/db/identity-repository'
 import { OPERATION_SCOPES, SCOPES, type Scope } from '../../src/scopes'
-import { FakeUpstream, VERSION, gateway, infra, tenant, upstreamsTo } from './harness'
+import { FakeUpstream, VERSION, accessEvents, gateway, infra, tenant, upstreamsTo } from './harness'
 
 const ID = '0190c5a0-1234-7abc-8def-0123456789ab'
 
@@ -128,10 +127,10 @@ describe('scopes (DESIGN.md section 13)', () => {
     const token = without.get('audit:read')!
     const res = await ask('GET', '/api/audit/events', token)
     expectInsufficient(res, 'audit:read')
-    const [row] = await knex('outbox').whereRaw("payload->>'requestid' = ?", [
-      String(res.headers['x-request-id']),
-    ])
-    expect((row.payload as CloudEvent<'http.request'>).data).toMatchObject({
+    const [event] = (await accessEvents(knex, 'http.request')).filter(
+      (e) => e.requestid === String(res.headers['x-request-id']),
+    )
+    expect(event!.data).toMatchObject({
       method: 'GET',
       path: '/api/audit/events',
       status: 403,
