@@ -135,3 +135,26 @@ export function requestIdFrom(req: { headers: Record<string, string | string[] |
   const given = req.headers['x-request-id']
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : uuidv7()
 }
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
+
+/**
+ * `parent.child(bindings)`, made only when a line is written at a level that is enabled. A pino
+ * child serialises its bindings and wraps the redaction on creation: done for every request (the
+ * request's logger with `request_id`, its context's with `company_id`), that cost most of the
+ * logging's CPU while most requests write no line below warn (issue 22). Everything but the
+ * level methods, `child` and `bindings` is the parent's (its level, isLevelEnabled, ...).
+ */
+export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {
+  let real: Logger | undefined
+  const made = () => (real ??= parent.child(bindings))
+  const lazy = Object.create(parent) as Logger
+  for (const level of LEVELS)
+    (lazy as unknown as Record<string, unknown>)[level] = (...args: unknown[]) => {
+      if (real || parent.isLevelEnabled(level)) (made()[level] as (...a: unknown[]) => void)(...args)
+    }
+  lazy.child = ((b: pino.Bindings, o?: pino.ChildLoggerOptions) =>
+    made().child(b, o)) as unknown as Logger['child']
+  lazy.bindings = () => ({ ...parent.bindings(), ...bindings })
+  return lazy
+}

@@ -12,6 +12,7 @@ import {
 import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
 import type { Ctx } from '../context'
 import { NotFound, Unauthenticated } from '../errors'
+import { lazyChild } from '../logging'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -128,14 +129,21 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     req.assertedBodyHash = result.claims.bodyHash ?? ''
     req.ctx = {
       auth,
-      log: req.log.child({ company_id: auth.companyId }) as unknown as Logger,
+      log: lazyChild(req.log as unknown as Logger, { company_id: auth.companyId }),
       requestId: String(req.id),
     }
   })
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
-  app.addHook('preParsing', async (req, _reply, payload) =>
-    req.assertedBodyHash === undefined ? payload : bodyHasher(req, payload),
-  )
+  app.addHook('preParsing', async (req, _reply, payload) => {
+    if (req.assertedBodyHash === undefined) return payload
+    // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3): nothing to
+    // hash (every GET the gateway forwards).
+    if (req.headers['transfer-encoding'] === undefined && !Number(req.headers['content-length'] ?? 0)) {
+      req.receivedBodyHash = ''
+      return payload
+    }
+    return bodyHasher(req, payload)
+  })
   app.addHook('preValidation', async (req: FastifyRequest) => {
     if (req.assertedBodyHash === undefined) return
     if ((req.receivedBodyHash ?? '') !== req.assertedBodyHash) throw refuse(req, 'body')

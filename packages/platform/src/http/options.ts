@@ -1,8 +1,14 @@
-import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyReply,
+  FastifyRequest,
+  FastifyServerOptions,
+} from 'fastify'
 import { LogController } from 'fastify'
-import type { Logger } from 'pino'
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
 import { HeadersTooLarge, NotFound, PROBLEM_CONTENT_TYPE, ValidationFailed, problemBody } from '../errors'
-import { requestIdFrom } from '../logging'
+import { lazyChild, requestIdFrom } from '../logging'
 import { BODY_LIMIT, VERSION_HEADER } from './limits'
 import { sendProblem } from './problems'
 
@@ -41,6 +47,9 @@ export function fastifyOptions(logger: Logger, version = '') {
     },
     clientErrorHandler: clientErrorHandler(version),
     loggerInstance: logger,
+    // The request's logger (with request_id) is made when the request first writes a line.
+    childLoggerFactory: (parent: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) =>
+      opts.level ? parent.child(bindings, opts) : lazyChild(parent as Logger, bindings),
     genReqId: requestIdFrom,
     logController: new LogController({
       requestIdLogLabel: 'request_id',

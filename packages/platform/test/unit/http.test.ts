@@ -315,6 +315,17 @@ describe('platform http plugin', () => {
     const other = signed('POST', url, gateway, 'req-body', { name: 'Signed' })
     const swapped = await app.inject({ method: 'POST', url, headers: other, payload: { name: 'Sent' } })
     expect(swapped.statusCode).toBe(401)
+    // An assertion for no body, and a body sent all the same (by length or chunked).
+    for (const framing of [{}, { 'transfer-encoding': 'chunked' }]) {
+      const bodyless = signed('POST', url, gateway, `req-bodyless-${Object.keys(framing).length}`)
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: { ...bodyless, ...framing, 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: 'Smuggled' }),
+      })
+      expect(res.statusCode).toBe(401)
+    }
   })
 
   it('lists every bad field of a body at once', async () => {

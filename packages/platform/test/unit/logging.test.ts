@@ -1,4 +1,4 @@
-import { createLogger, requestIdFrom } from '@clinic/platform'
+import { createLogger, lazyChild, requestIdFrom } from '@clinic/platform'
 import { DatabaseError } from 'pg'
 
 function capture(level = 'debug') {
@@ -133,6 +133,45 @@ describe('createLogger', () => {
     log.info('hidden')
     log.warn('shown')
     expect(lines).toHaveLength(1)
+  })
+})
+
+describe('lazyChild', () => {
+  it('makes the child only when a line is written at an enabled level, with its bindings and redaction', () => {
+    const { log, records } = capture('warn')
+    const child = jest.spyOn(log, 'child')
+    const lazy = lazyChild(log, { request_id: 'req-1' })
+    lazy.info({ token: 'csk_secret' }, 'below the level')
+    lazy.debug('below the level')
+    expect(child).not.toHaveBeenCalled()
+    expect(records()).toEqual([])
+    lazy.warn({ token: 'csk_secret', id: 'p1' }, 'written')
+    lazy.error('again')
+    expect(child).toHaveBeenCalledTimes(1)
+    expect(records()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        service: 'unit-svc',
+        request_id: 'req-1',
+        token: '[redacted]',
+        id: 'p1',
+        msg: 'written',
+      }),
+      expect.objectContaining({ level: 50, request_id: 'req-1', msg: 'again' }),
+    ])
+  })
+
+  it('nests: a lazy child of a lazy child carries both bindings, and child() of it too', () => {
+    const { log, records } = capture('info')
+    const ctx = lazyChild(lazyChild(log, { request_id: 'req-2' }), { company_id: 7 })
+    ctx.info('ctx line')
+    ctx.child({ event_id: 'e1' }).info('grandchild line')
+    expect(records()).toEqual([
+      expect.objectContaining({ request_id: 'req-2', company_id: 7, msg: 'ctx line' }),
+      expect.objectContaining({ request_id: 'req-2', company_id: 7, event_id: 'e1', msg: 'grandchild line' }),
+    ])
+    expect(ctx.bindings()).toMatchObject({ request_id: 'req-2', company_id: 7 })
+    expect(ctx.isLevelEnabled('debug')).toBe(false)
   })
 })
 
