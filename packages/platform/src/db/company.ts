@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { runPrepared } from './prepared'
 
 /**
  * A transaction in which row-level security sees one company: `app.idempresa` (what the services'
@@ -33,17 +34,24 @@ const afterSetting = (part: Knex.QueryBuilder) => part.clone().whereRaw('c.tenan
 /**
  * One read under the company's row-level security in one round trip: `set_config` and the query
  * in a single statement, which is its own transaction, so the setting ends with it (no BEGIN,
- * no COMMIT).
+ * no COMMIT). It runs prepared (runPrepared): PostgreSQL plans each text once per connection.
  */
 export async function companyRead<T>(knex: Knex, companyId: number, query: Knex.QueryBuilder): Promise<T[]> {
-  const { rows } = await knex.raw<{ rows: T[] }>(
-    `SELECT q.* FROM ${SETTING} CROSS JOIN LATERAL (SELECT * FROM ? s OFFSET 0) q`,
-    [String(companyId), afterSetting(query)],
-  )
-  return rows
+  const { sql, bindings } = readStatement(knex, companyId, query).toSQL()
+  return runPrepared<T>(knex, sql, bindings)
 }
 
-/** Row `id` of the company in `table` (those columns) in one round trip (companyRead), or null. */
+const readStatement = (knex: Knex, companyId: number, query: Knex.QueryBuilder): Knex.Raw =>
+  knex.raw(`SELECT q.* FROM ${SETTING} CROSS JOIN LATERAL (SELECT * FROM ? s OFFSET 0) q`, [
+    String(companyId),
+    afterSetting(query),
+  ])
+
+/**
+ * Row `id` of the company in `table` (those columns) in one round trip (companyRead), or null. The
+ * most frequent read of the API: its text is built once per table and columns (byIdStatement), and
+ * a call only puts its company and id in their places.
+ */
 export async function companyRowById<T>(
   knex: Knex,
   companyId: number,
@@ -51,15 +59,52 @@ export async function companyRowById<T>(
   id: string,
   columns: readonly string[],
 ): Promise<T | null> {
-  const [row] = await companyRead<T>(
+  // As knex refuses to compile an undefined binding: a null would quietly find nothing.
+  if (id === undefined) throw new TypeError(`companyRowById: undefined id for ${table}`)
+  const s = byIdStatement(knex, table, columns)
+  const [row] = await runPrepared<T>(
     knex,
-    companyId,
-    knex(table)
-      .where({ idempresa: companyId, id })
-      .select([...columns])
-      .limit(1),
+    s.sql,
+    s.values.map((v) => v(companyId, id)),
   )
   return row ?? null
+}
+
+type ByIdValue = (companyId: number, id: string) => Knex.Value
+const byIdStatements = new WeakMap<Knex, Map<string, { sql: string; values: ByIdValue[] }>>()
+
+function byIdStatement(knex: Knex, table: string, columns: readonly string[]) {
+  let built = byIdStatements.get(knex)
+  if (!built) byIdStatements.set(knex, (built = new Map()))
+  const key = `${table}\0${columns.join('\0')}`
+  let s = built.get(key)
+  if (!s) built.set(key, (s = buildByIdStatement(knex, table, columns)))
+  return s
+}
+
+// Stand-ins no call passes, to see where knex puts the company and the id among the bindings.
+const SAMPLE_COMPANY = -2_000_000_011
+const SAMPLE_ID = 'companyRowById-sample-id'
+
+/**
+ * The by-id read as knex builds it, built once with stand-ins: each binding is then the company
+ * (as the setting's text or as the filter's integer), the id, or a constant (the limit).
+ */
+function buildByIdStatement(knex: Knex, table: string, columns: readonly string[]) {
+  const query = knex(table)
+    .where({ idempresa: SAMPLE_COMPANY, id: SAMPLE_ID })
+    .select([...columns])
+    .limit(1)
+  const { sql, bindings } = readStatement(knex, SAMPLE_COMPANY, query).toSQL()
+  if (sql.includes(String(SAMPLE_COMPANY)) || sql.includes(SAMPLE_ID))
+    throw new Error(`companyRowById: knex put a value in the text for ${table}`)
+  const values = bindings.map((b): ByIdValue => {
+    if (b === String(SAMPLE_COMPANY)) return (companyId) => String(companyId)
+    if (b === SAMPLE_COMPANY) return (companyId) => companyId
+    if (b === SAMPLE_ID) return (_, id) => id
+    return () => b
+  })
+  return { sql, values }
 }
 
 /**
@@ -83,14 +128,14 @@ export function companyPageStatement(
   )
 }
 
-/** Runs companyPageStatement: the page's rows (`id` not null) and the total. */
+/** Runs companyPageStatement, prepared (runPrepared): the page's rows (`id` not null) and the total. */
 export async function companyPage<T extends { id: unknown }>(
   knex: Knex,
   companyId: number,
   q: { page: Knex.QueryBuilder; total: Knex.QueryBuilder; orderBy: string },
 ): Promise<{ rows: T[]; total: number }> {
-  const { rows } = await companyPageStatement(knex, companyId, q)
-  const list = rows as Array<T & { page_total: unknown }>
+  const { sql, bindings } = companyPageStatement(knex, companyId, q).toSQL()
+  const list = await runPrepared<T & { page_total: unknown }>(knex, sql, bindings)
   return {
     rows: list.filter((r) => r.id !== null),
     total: Number(list[0]?.page_total ?? 0),

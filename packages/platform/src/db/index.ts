@@ -3,6 +3,7 @@ export { createDb, isUniqueViolation, isoInstant, type DbOptions } from './conne
 export * from './migrate'
 export * from './roles'
 export * from './company'
+export * from './prepared'
 export * from './common-tables'
 export * from './keyset'
 export * from './tenant-repository'
