@@ -12,6 +12,8 @@ export type AuthResult =
 interface CacheEntry {
   record: TokenRecord | null
   until: number
+  /** What a request with this token is granted, made on its first success and kept with the entry. */
+  granted?: { principal: Principal; scopes: readonly Scope[] }
 }
 
 const LAST_USED_EVERY_MS = 60_000
@@ -23,7 +25,7 @@ const LAST_USED_EVERY_MS = 60_000
  */
 export class Authenticator {
   private cache = new Map<string, CacheEntry>()
-  private inFlight = new Map<string, Promise<TokenRecord | null>>()
+  private inFlight = new Map<string, Promise<CacheEntry>>()
 
   constructor(
     private readonly repo: IdentityRepository,
@@ -37,8 +39,8 @@ export class Authenticator {
     const creds = credentialsFrom(headers)
     if (!creds) return { ok: false, reason: 'no credentials' }
     if (!isTokenShaped(creds.token)) return { ok: false, reason: 'malformed token' }
-    const hash = hashToken(creds.token)
-    const record = await this.lookup(creds.token, hash, now)
+    const entry = await this.lookup(creds.token, now)
+    const record = entry.record
     if (!record) return { ok: false, reason: 'unknown token' }
     const companyId = record.idempresa
     if (record.revoked_at) return { ok: false, reason: 'revoked token', companyId }
@@ -47,8 +49,8 @@ export class Authenticator {
     if (creds.username !== undefined && creds.username.toLowerCase() !== record.username.toLowerCase())
       return { ok: false, reason: 'username does not own the token', companyId }
     this.touch(record, now)
-    return {
-      ok: true,
+    // Shared by the requests of the entry's life: nothing downstream changes a principal.
+    entry.granted ??= {
       principal: {
         companyId,
         userId: record.user_id,
@@ -61,28 +63,36 @@ export class Authenticator {
       },
       scopes: record.scopes ? record.scopes.filter(isScope) : SCOPES,
     }
+    return { ok: true, ...entry.granted }
   }
 
-  private lookup(token: string, hash: Buffer, now: number): Promise<TokenRecord | null> {
-    const key = hash.toString('base64')
-    const hit = this.cache.get(key)
-    if (hit && hit.until > now) return Promise.resolve(hit.record)
+  /**
+   * The entry of a token, by the token itself: a hit costs one map lookup, and the token is hashed
+   * (and compared in constant time with the stored hash) only when it is looked up in the database.
+   */
+  private lookup(token: string, now: number): Promise<CacheEntry> {
+    const hit = this.cache.get(token)
+    if (hit && hit.until > now) return Promise.resolve(hit)
     // Single flight: when an entry expires under load, the requests that miss together share one
     // lookup instead of each sending its own.
-    let pending = this.inFlight.get(key)
+    let pending = this.inFlight.get(token)
     if (!pending) {
+      const hash = hashToken(token)
       pending = this.repo
         .tokensByLookup(tokenLookup(token))
         .then((candidates) => {
-          const record = candidates.find((c) => sameHash(c.token_hash, hash)) ?? null
-          this.cache.delete(key)
-          this.cache.set(key, { record, until: now + this.opts.ttlMs })
+          const entry = {
+            record: candidates.find((c) => sameHash(c.token_hash, hash)) ?? null,
+            until: now + this.opts.ttlMs,
+          }
+          this.cache.delete(token)
+          this.cache.set(token, entry)
           if (this.cache.size > (this.opts.maxEntries ?? 10_000))
             this.cache.delete(this.cache.keys().next().value!)
-          return record
+          return entry
         })
-        .finally(() => this.inFlight.delete(key))
-      this.inFlight.set(key, pending)
+        .finally(() => this.inFlight.delete(token))
+      this.inFlight.set(token, pending)
     }
     return pending
   }
