@@ -95,9 +95,11 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
   problemHandlers(app)
   httpMetrics(app, { service: opts.service, knex: opts.knex })
   requestLog(app)
-  app.addHook('onSend', async (req, reply) => {
+  // Callback hooks where nothing is awaited: an async hook costs a promise per request (issue 22).
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header(VERSION_HEADER, opts.version)
     reply.header('x-request-id', req.id)
+    done(null, payload)
   })
   probes(app, opts.readiness ?? [])
 }

@@ -50,8 +50,9 @@ export function probes(app: FastifyInstance, readiness: ReadinessCheck[]) {
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onSend', async (_req, reply) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close')
+    done(null, payload)
   })
   const probe = { config: { public: true, probe: true }, schema: hidden }
   app.get('/health/live', probe, async () => ({ status: 'ok' }))

@@ -9,10 +9,10 @@ import type { FastifyInstance } from 'fastify'
  */
 export const responseHeaders = fp(
   async (app: FastifyInstance) => {
-    app.addHook('onSend', async (_req, reply, payload) => {
+    app.addHook('onSend', (_req, reply, payload, done) => {
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store')
       reply.header('x-content-type-options', 'nosniff')
-      return payload
+      done(null, payload)
     })
   },
   { name: 'response-headers' },
