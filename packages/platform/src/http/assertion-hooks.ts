@@ -113,17 +113,18 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     if (!firstUse(result.claims.jti, result.claims.exp)) return { ok: false as const, reason: 'replayed' }
     return result
   }
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  /** The request's principal into `req.ctx`, or the error it is refused with. */
+  const admit = (req: FastifyRequest): Error | undefined => {
     if (req.routeOptions.config?.internal) {
       if (o.isInternal(req.ip)) return
       const result = o.assertionKeys === null ? null : verified(req, o.assertionKeys)
       if (result?.ok) return
       req.accessNote = { cause: result?.reason ?? 'not internal' }
-      throw new NotFound('No such route')
+      return new NotFound('No such route')
     }
     if (req.routeOptions.config?.public || o.assertionKeys === null) return
     const result = verified(req, o.assertionKeys)
-    if (!result.ok) throw refuse(req, result.reason)
+    if (!result.ok) return refuse(req, result.reason)
     const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
     const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
     req.assertedBodyHash = result.claims.bodyHash ?? ''
@@ -132,20 +133,22 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
       log: lazyChild(req.log as unknown as Logger, { company_id: auth.companyId }),
       requestId: String(req.id),
     }
-  })
+  }
+  // Callback hooks: nothing in them is awaited, and an async hook costs a promise per request.
+  app.addHook('onRequest', (req, _reply, done) => done(admit(req)))
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
-  app.addHook('preParsing', async (req, _reply, payload) => {
-    if (req.assertedBodyHash === undefined) return payload
+  app.addHook('preParsing', (req, _reply, payload, done) => {
+    if (req.assertedBodyHash === undefined) return done(null, payload)
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3): nothing to
     // hash (every GET the gateway forwards).
     if (req.headers['transfer-encoding'] === undefined && !Number(req.headers['content-length'] ?? 0)) {
       req.receivedBodyHash = ''
-      return payload
+      return done(null, payload)
     }
-    return bodyHasher(req, payload)
+    done(null, bodyHasher(req, payload))
   })
-  app.addHook('preValidation', async (req: FastifyRequest) => {
-    if (req.assertedBodyHash === undefined) return
-    if ((req.receivedBodyHash ?? '') !== req.assertedBodyHash) throw refuse(req, 'body')
+  app.addHook('preValidation', (req, _reply, done) => {
+    if (req.assertedBodyHash === undefined) return done()
+    done((req.receivedBodyHash ?? '') !== req.assertedBodyHash ? refuse(req, 'body') : undefined)
   })
 }

@@ -64,10 +64,11 @@ export function httpMetrics(app: FastifyInstance, o: { service: string; knex?: K
     countStatements(knex, statements)
     app.addHook('onClose', async () => statementCounters.get(knex)?.delete(statements))
   }
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     httpDuration.observe(
       { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     )
+    done()
   })
 }

@@ -22,7 +22,7 @@ declare module 'fastify' {
  */
 export function requestLog(app: FastifyInstance) {
   app.decorateRequest('accessNote', undefined)
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime
     const level = ms >= SLOW_REQUEST_MS ? 'warn' : req.routeOptions.config?.probe ? 'debug' : 'info'
     req.log[level](
@@ -36,5 +36,6 @@ export function requestLog(app: FastifyInstance) {
       },
       ms >= SLOW_REQUEST_MS ? 'slow request' : 'request',
     )
+    done()
   })
 }

@@ -7,12 +7,17 @@ import { unsafeTextErrors } from '../text'
  * naming the field, for every route and whatever its schema says, before a database sees them.
  */
 export function textSafety(app: FastifyInstance) {
-  app.addHook('preValidation', async (req: FastifyRequest) => {
+  // A callback hook: nothing is awaited, and an async hook costs a promise per request.
+  app.addHook('preValidation', (req: FastifyRequest, _reply, done) => {
     const errors = [
       ...unsafeTextErrors(req.params),
       ...unsafeTextErrors(req.query),
       ...unsafeTextErrors(req.body),
     ]
-    if (errors.length) throw new ValidationFailed(errors, 'The request contains text that cannot be accepted')
+    done(
+      errors.length
+        ? new ValidationFailed(errors, 'The request contains text that cannot be accepted')
+        : undefined,
+    )
   })
 }

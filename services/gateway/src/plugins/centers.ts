@@ -13,14 +13,22 @@ export const codalmacenOf = (query: unknown): unknown =>
  */
 export const centers = fp(
   async (app: FastifyInstance) => {
-    app.addHook('preHandler', async (req) => {
+    // A callback hook: nothing is awaited, and an async hook costs a promise per request.
+    app.addHook('preHandler', (req, _reply, done) => {
       const code = codalmacenOf(req.query)
-      if (!req.principal || code === undefined) return
+      if (!req.principal || code === undefined) return done()
       if (typeof code !== 'string' || !CENTER_CODE.test(code))
-        throw new ValidationFailed([
-          { path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' },
-        ])
-      assertCenter(req.principal, code)
+        return done(
+          new ValidationFailed([
+            { path: '/codalmacen', message: 'must be one center code of 1-10 letters, digits, _ or -' },
+          ]),
+        )
+      try {
+        assertCenter(req.principal, code)
+      } catch (err) {
+        return done(err as Error)
+      }
+      done()
     })
   },
   { name: 'centers', dependencies: ['authenticate'] },
