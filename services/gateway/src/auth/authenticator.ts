@@ -1,7 +1,7 @@
 import type { Principal } from '@clinic/platform'
 import type { IdentityRepository, TokenRecord } from '../db/identity-repository'
 import { SCOPES, isScope, type Scope } from '../scopes'
-import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup } from './tokens'
+import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup, type Credentials } from './tokens'
 
 export type AuthResult =
   /** `scopes`: the token's, every scope for a token made without a list (DESIGN.md section 13). */
@@ -32,14 +32,23 @@ export class Authenticator {
     private readonly opts: { ttlMs: number; maxEntries?: number; onError?: (err: unknown) => void },
   ) {}
 
-  async authenticate(
+  /**
+   * The result at once when the token's entry is cached (most requests: no promise, no tick),
+   * else once the token has been looked up.
+   */
+  authenticate(
     headers: Record<string, string | string[] | undefined>,
     now = Date.now(),
-  ): Promise<AuthResult> {
+  ): AuthResult | Promise<AuthResult> {
     const creds = credentialsFrom(headers)
     if (!creds) return { ok: false, reason: 'no credentials' }
     if (!isTokenShaped(creds.token)) return { ok: false, reason: 'malformed token' }
-    const entry = await this.lookup(creds.token, now)
+    const hit = this.cache.get(creds.token)
+    if (hit && hit.until > now) return this.decide(hit, creds, now)
+    return this.lookup(creds.token, now).then((entry) => this.decide(entry, creds, now))
+  }
+
+  private decide(entry: CacheEntry, creds: Credentials, now: number): AuthResult {
     const record = entry.record
     if (!record) return { ok: false, reason: 'unknown token' }
     const companyId = record.idempresa
@@ -71,8 +80,6 @@ export class Authenticator {
    * (and compared in constant time with the stored hash) only when it is looked up in the database.
    */
   private lookup(token: string, now: number): Promise<CacheEntry> {
-    const hit = this.cache.get(token)
-    if (hit && hit.until > now) return Promise.resolve(hit)
     // Single flight: when an entry expires under load, the requests that miss together share one
     // lookup instead of each sending its own.
     let pending = this.inFlight.get(token)

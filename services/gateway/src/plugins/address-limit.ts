@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import { RateLimited } from '@clinic/platform'
 import { addressKey } from '../address-key'
-import { retryAfterOf, windowCounter } from './window-counter'
+import { retryAfterOf, windowCounter, type WindowCount } from './window-counter'
 
 /**
  * Requests per minute per client address (an IPv6 address by its /64), before authentication and
@@ -17,15 +17,19 @@ export const addressLimit = fp(
     const counter = windowCounter({ prefix: 'clinic-gw-addr-', redis: o.redis })
     app.addHook('onClose', async () => counter.close())
 
-    app.addHook('onRequest', async (req) => {
-      let seen: { n: number; resetInMs: number }
-      try {
-        seen = await counter.count(addressKey(req.ip))
-      } catch (err) {
-        req.log.warn({ err: (err as Error).message }, 'address rate limit skipped (redis)')
-        return
-      }
-      if (seen.n > o.max) throw new RateLimited(retryAfterOf(seen.resetInMs))
+    const over = (seen: WindowCount) =>
+      seen.n > o.max ? new RateLimited(retryAfterOf(seen.resetInMs)) : undefined
+    // A callback hook: counted in this process, nothing is awaited (no promise per request).
+    app.addHook('onRequest', (req, _reply, done) => {
+      const seen = counter.count(addressKey(req.ip))
+      if (!(seen instanceof Promise)) return done(over(seen))
+      seen.then(
+        (s) => done(over(s)),
+        (err: Error) => {
+          req.log.warn({ err: err.message }, 'address rate limit skipped (redis)')
+          done()
+        },
+      )
     })
   },
   { name: 'address-limit' },

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { AppError, RateLimited, Unauthenticated, type Principal } from '@clinic/platform'
 import { addressKey } from '../address-key'
-import type { Authenticator } from '../auth/authenticator'
+import type { AuthResult, Authenticator } from '../auth/authenticator'
 import type { Scope } from '../scopes'
 import { retryAfterOf, windowCounter } from './window-counter'
 
@@ -78,7 +78,7 @@ export const authenticate = fp(
     const refusal = async (req: FastifyRequest, error: AppError): Promise<AppError> => {
       if (!presentsCredentials(req)) return error
       try {
-        const seen = await failures.count(addressKey(req.ip))
+        const seen = await failures.count(addressKey(req.ip)) // at once without Redis
         if (seen.n <= max) return error
         req.accessNote = { ...req.accessNote, limited: 'authentication failures' }
         return new RateLimited(retryAfterOf(seen.resetInMs))
@@ -88,20 +88,26 @@ export const authenticate = fp(
       }
     }
 
-    app.addHook('onRequest', async (req) => {
-      if (isPublic(req)) return
-      if (req.headers['x-service-token'] !== undefined && req.headers.authorization !== undefined) {
-        req.accessNote = { cause: 'ambiguous credentials' }
-        throw await refusal(req, new AmbiguousCredentials())
-      }
-      const result = await o.authenticator.authenticate(req.headers)
+    const settle = (req: FastifyRequest, result: AuthResult, done: (err?: Error) => void) => {
       if (!result.ok) {
         req.refusedCompany = result.companyId ?? 0
         req.accessNote = { cause: result.reason }
-        throw await refusal(req, new Unauthenticated())
+        return void refusal(req, new Unauthenticated()).then(done)
       }
       req.principal = result.principal
       req.scopes = result.scopes
+      done()
+    }
+    // A callback hook: a token in the cache is decided at once, with no promise per request.
+    app.addHook('onRequest', (req, _reply, done) => {
+      if (isPublic(req)) return done()
+      if (req.headers['x-service-token'] !== undefined && req.headers.authorization !== undefined) {
+        req.accessNote = { cause: 'ambiguous credentials' }
+        return void refusal(req, new AmbiguousCredentials()).then(done)
+      }
+      const result = o.authenticator.authenticate(req.headers)
+      if (result instanceof Promise) return void result.then((r) => settle(req, r, done), done)
+      settle(req, result, done)
     })
   },
   { name: 'authenticate' },

@@ -2,9 +2,15 @@ import type { Redis } from 'ioredis'
 
 const WINDOW_MS = 60_000
 
+export interface WindowCount {
+  n: number
+  resetInMs: number
+}
+
 export interface WindowCounter {
   /** Counts one more for `key` in the current minute; what it has counted and when the minute ends. */
-  count(key: string): Promise<{ n: number; resetInMs: number }>
+  /** At once when counted in this process; a promise when counted in Redis. */
+  count(key: string): WindowCount | Promise<WindowCount>
   close(): void
 }
 
@@ -21,12 +27,20 @@ export function windowCounter(o: { prefix: string; redis?: Redis }): WindowCount
   }, WINDOW_MS)
   sweep.unref()
   return {
-    async count(key) {
+    count(key) {
       const now = Date.now()
       if (o.redis) {
         const k = `${o.prefix}${key}`
-        const res = await o.redis.multi().incr(k).pexpire(k, WINDOW_MS, 'NX').pttl(k).exec()
-        return { n: Number(res?.[0]?.[1] ?? 0), resetInMs: Math.max(0, Number(res?.[2]?.[1] ?? WINDOW_MS)) }
+        return o.redis
+          .multi()
+          .incr(k)
+          .pexpire(k, WINDOW_MS, 'NX')
+          .pttl(k)
+          .exec()
+          .then((res) => ({
+            n: Number(res?.[0]?.[1] ?? 0),
+            resetInMs: Math.max(0, Number(res?.[2]?.[1] ?? WINDOW_MS)),
+          }))
       }
       let w = local.get(key)
       if (!w || w.resetAt <= now) local.set(key, (w = { n: 0, resetAt: now + WINDOW_MS }))

@@ -176,9 +176,13 @@ declare module 'fastify' {
  * Reads a request body (64 KiB at most, or the route's own limit; chunked or not) before it is
  * forwarded, so that the assertion can carry its hash; the proxy then sends exactly these bytes.
  */
-async function bufferBody(req: FastifyRequest) {
-  const body = req.body
-  if (!(body instanceof Readable)) return
+function bufferBody(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+  // Without a body (every GET) nothing is awaited: no promise per request.
+  if (!(req.body instanceof Readable)) return done()
+  readBody(req, req.body).then(() => done(), done)
+}
+
+async function readBody(req: FastifyRequest, body: Readable) {
   const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
   const chunks: Buffer[] = []
   let size = 0
