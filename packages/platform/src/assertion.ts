@@ -1,4 +1,5 @@
-import { createHash, randomBytes, sign, verify } from 'node:crypto'
+import { createHash, randomBytes, sign, verify, type KeyObject } from 'node:crypto'
+import { BATCH_VERSION, provenByBatch, type AssertionBatcher } from './assertion-batch'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 import { serviceList } from './service-list'
 
@@ -57,19 +58,39 @@ export function splitUrl(url: string): { path: string; query: string } {
  * one; services hold public keys only (assertion-keys.ts).
  */
 export function signAssertion(claims: AssertionClaims, signer: AssertionSigner, now = Date.now()): string {
+  const data = `${VERSION}.${claimsPayload(claims, signer, now)}`
+  return `${data}.${b64(sign(null, Buffer.from(data), signer.key))}`
+}
+
+/** The same assertion signed in a batch (assertion-batch.ts): `v3.<claims>.<proof>.<signature>`. */
+export const signAssertionInBatch = (
+  claims: AssertionClaims,
+  signer: AssertionSigner,
+  batcher: AssertionBatcher,
+  now = Date.now(),
+): Promise<string> => batcher.sign(claimsPayload(claims, signer, now))
+
+/** The claims as they travel: base64url JSON, with issuer, times and a single-use id. */
+function claimsPayload(claims: AssertionClaims, signer: AssertionSigner, now: number): string {
   const iat = Math.floor(now / 1000)
   const jti = randomBytes(12).toString('base64url')
-  const payload = b64(
-    JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }),
-  )
-  const data = `${VERSION}.${payload}`
-  return `${data}.${b64(sign(null, Buffer.from(data), signer.key))}`
+  return b64(JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }))
 }
 
 export type VerifiedClaims = AssertionClaims & { iss: string; jti: string; exp: number }
 export type VerifyResult = { ok: true; claims: VerifiedClaims } | { ok: false; reason: string }
 
 const ED25519_SIGNATURE_BYTES = 64
+
+/** A v2 assertion's own signature over `data`. */
+function signedAlone(data: string, signature: string, key: KeyObject): boolean {
+  const given = Buffer.from(signature, 'base64url')
+  return (
+    given.length === ED25519_SIGNATURE_BYTES &&
+    given.toString('base64url') === signature &&
+    verify(null, Buffer.from(data), key, given)
+  )
+}
 
 /** The claims of a well-formed assertion, before its signature is checked; null when malformed. */
 function readClaims(payload: string): (VerifiedClaims & { iat: number }) | null {
@@ -89,18 +110,20 @@ export function verifyAssertion(
   now = Date.now(),
 ): VerifyResult {
   if (!token) return { ok: false, reason: 'missing' }
-  const [version, payload, signature, extra] = token.split('.')
-  if (version !== VERSION || !payload || !signature || extra !== undefined)
+  const [version, payload, third, fourth, extra] = token.split('.')
+  // v2: claims and their own signature; v3: claims, an inclusion proof and its batch's signature.
+  const batched = version === BATCH_VERSION
+  if ((version !== VERSION && !batched) || !payload || !third || extra !== undefined || batched !== !!fourth)
     return { ok: false, reason: 'malformed' }
   const claims = readClaims(payload)
   if (!claims || typeof claims.iss !== 'string') return { ok: false, reason: 'malformed' }
   const key = keys.get(claims.iss)
   if (!key) return { ok: false, reason: 'issuer' }
-  const given = Buffer.from(signature, 'base64url')
+  const until = Number(claims.exp) * 1000 // how long a checked batch root is worth remembering
   if (
-    given.length !== ED25519_SIGNATURE_BYTES ||
-    given.toString('base64url') !== signature ||
-    !verify(null, Buffer.from(`${version}.${payload}`), key, given)
+    batched
+      ? !provenByBatch(payload, third, fourth!, { keys, issuer: claims.iss, key, until }, now)
+      : !signedAlone(`${version}.${payload}`, third, key)
   )
     return { ok: false, reason: 'signature' }
   if (typeof claims.exp !== 'number' || claims.exp * 1000 < now) return { ok: false, reason: 'expired' }
@@ -146,23 +169,27 @@ export function assertionHeaders(
   signer: AssertionSigner,
   now = Date.now(),
 ): Record<string, string> {
+  return {
+    [ASSERTION_HEADER]: signAssertion(requestClaims(who, request), signer, now),
+    'x-request-id': who.requestId,
+  }
+}
+
+/** The claims of an assertion for one request (see assertionHeaders). */
+export function requestClaims(
+  who: { auth: Principal; requestId: string },
+  request: { method: string; path: string; body?: string | Buffer; audience?: string },
+): AssertionClaims {
   const { path, query } = splitUrl(request.path)
   const aud = request.audience ?? audienceOf(path)
   if (!aud) throw new Error(`no service owns ${path}: name the audience of the assertion`)
   return {
-    [ASSERTION_HEADER]: signAssertion(
-      {
-        ...who.auth,
-        aud,
-        requestId: who.requestId,
-        method: request.method,
-        path,
-        query,
-        bodyHash: bodyHashOf(request.body),
-      },
-      signer,
-      now,
-    ),
-    'x-request-id': who.requestId,
+    ...who.auth,
+    aud,
+    requestId: who.requestId,
+    method: request.method,
+    path,
+    query,
+    bodyHash: bodyHashOf(request.body),
   }
 }

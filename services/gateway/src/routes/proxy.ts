@@ -6,9 +6,12 @@ import {
   BODY_LIMIT,
   NotImplemented,
   PayloadTooLarge,
+  ASSERTION_HEADER,
+  AssertionBatcher,
   UpstreamUnavailable,
-  assertionHeaders,
+  requestClaims,
   sendProblem,
+  signAssertionInBatch,
   type AssertionSigner,
 } from '@clinic/platform'
 import { BASES } from '../bases'
@@ -43,6 +46,7 @@ export async function proxyRoutes(
 ) {
   for (const { service } of ROUTED_SERVICES)
     if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
+  const batcher = new AssertionBatcher(signer)
   for (const base of BASES) {
     for (const { family, area } of PLANNED) {
       const planned = async () => {
@@ -52,7 +56,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
     for (const { families, service, webhooks, bodyLimits } of ROUTED_SERVICES) {
-      const options = proxyOptions(upstreams[service]!, { base, service, signer })
+      const options = proxyOptions(upstreams[service]!, { base, service, signer, batcher })
       for (const family of families)
         await app.register(proxy, {
           ...options,
@@ -87,7 +91,7 @@ export async function proxyRoutes(
   for (const { service, pages } of ROUTED_SERVICES)
     for (const page of pages)
       await app.register(proxy, {
-        ...proxyOptions(upstreams[service]!, { base: '', service, signer }),
+        ...proxyOptions(upstreams[service]!, { base: '', service, signer, batcher }),
         prefix: page.slice(0, -1),
         rewritePrefix: page.slice(0, -1),
         httpMethods: ['GET', 'POST'],
@@ -95,12 +99,19 @@ export async function proxyRoutes(
       })
 }
 
+interface Forward {
+  base: string
+  service: string
+  signer: AssertionSigner
+  batcher: AssertionBatcher
+}
+
 /** How one service is reached under one base ('' for pages): keep-alive, headers, 503 when away. */
-function proxyOptions(upstream: string, o: { base: string; service: string; signer: AssertionSigner }) {
+function proxyOptions(upstream: string, o: Forward) {
   const { base, service } = o
   return {
     upstream,
-    preHandler: bufferBody,
+    preHandler: prepareForward(o),
     internalRewriteLocationHeader: false,
     // reply-from's own lines name the URL with its query string (a patient's name in `?q=`, a link's
     // token in a page's path): the platform's one access line per request names the route instead.
@@ -114,7 +125,7 @@ function proxyOptions(upstream: string, o: { base: string; service: string; sign
     },
     replyOptions: {
       rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>
-        forwardHeaders(req as FastifyRequest, headers, o),
+        forwardHeaders(req as FastifyRequest, headers),
       rewriteHeaders: (headers: Record<string, string | string[] | undefined>) => {
         // The service's keep-alive is about its connection to the gateway, not the client's
         // (which may have asked for Connection: close).
@@ -140,7 +151,6 @@ function proxyOptions(upstream: string, o: { base: string; service: string; sign
 function forwardHeaders(
   req: FastifyRequest,
   headers: Record<string, string | string[] | undefined>,
-  { base, service, signer }: { base: string; service: string; signer: AssertionSigner },
 ): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(headers)) {
@@ -148,18 +158,7 @@ function forwardHeaders(
     if (!SPOOFABLE.test(name) && !CREDENTIALS.includes(lower) && !HOP_BY_HOP.includes(lower))
       out[name] = value
   }
-  const principal = req.principal
-  // Path and query as the service receives them; the body as buffered by bufferBody.
-  const path = req.url.slice(base.length)
-  if (principal)
-    Object.assign(
-      out,
-      assertionHeaders(
-        { auth: principal, requestId: String(req.id) },
-        { method: req.method, path, body: req.rawBody, audience: service },
-        signer,
-      ),
-    )
+  if (req.assertion) out[ASSERTION_HEADER] = req.assertion
   out['x-request-id'] = String(req.id)
   out['x-forwarded-for'] = req.ip
   return out
@@ -167,8 +166,34 @@ function forwardHeaders(
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The request body as it is forwarded (bufferBody), for the assertion's body hash. */
+    /** The request body as it is forwarded (prepareForward), for the assertion's body hash. */
     rawBody?: Buffer
+    /** The assertion forwarded with the request (prepareForward), when it has a principal. */
+    assertion?: string
+  }
+}
+
+/**
+ * Before a request is forwarded: its body read (readBody), then its assertion signed, which the
+ * proxy sends (forwardHeaders).
+ */
+function prepareForward(o: Forward) {
+  return (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    // The assertion, bound to the path and query as the service receives them and to the body as
+    // buffered; signed with the other requests of this turn of the event loop (AssertionBatcher).
+    const sign = () => {
+      if (!req.principal) return done()
+      const claims = requestClaims(
+        { auth: req.principal, requestId: String(req.id) },
+        { method: req.method, path: req.url.slice(o.base.length), body: req.rawBody, audience: o.service },
+      )
+      signAssertionInBatch(claims, o.signer, o.batcher).then((token) => {
+        req.assertion = token
+        done()
+      }, done)
+    }
+    if (!(req.body instanceof Readable)) return sign()
+    readBody(req, req.body).then(sign, done)
   }
 }
 
@@ -176,12 +201,6 @@ declare module 'fastify' {
  * Reads a request body (64 KiB at most, or the route's own limit; chunked or not) before it is
  * forwarded, so that the assertion can carry its hash; the proxy then sends exactly these bytes.
  */
-function bufferBody(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
-  // Without a body (every GET) nothing is awaited: no promise per request.
-  if (!(req.body instanceof Readable)) return done()
-  readBody(req, req.body).then(() => done(), done)
-}
-
 async function readBody(req: FastifyRequest, body: Readable) {
   const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
   const chunks: Buffer[] = []
