@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
-import { companyPage, companyRead, createDb, ensureRole, uuidv7 } from '@clinic/platform'
-import { databaseUrl, dropSchema, schemaName } from './helpers'
+import { companyPage, companyRead } from '@clinic/platform'
+import { rlsThings } from './helpers'
 
 /**
  * companyRead and companyPage: one statement sets `app.idempresa` and reads under row-level
@@ -8,50 +8,30 @@ import { databaseUrl, dropSchema, schemaName } from './helpers'
  * setting, aggregates and functions that read the setting included (an aggregate that ran first
  * counted nothing), and the setting must end with the statement.
  */
-const schema = schemaName()
-const role = `${schema}_app`
-let owner: Knex
-let db: Knex
 const A = 101
 const B = 102
-const ids: Record<number, string[]> = { [A]: [], [B]: [] }
+let fixture: Awaited<ReturnType<typeof rlsThings>>
+let db: Knex
+let ids: Record<number, string[]>
 
 beforeAll(async () => {
-  owner = createDb(databaseUrl(), { schema })
-  await owner.raw(`CREATE SCHEMA ${schema}`)
-  await ensureRole(owner, role)
-  await owner.raw(`
-    CREATE TABLE things (idempresa integer NOT NULL, id uuid PRIMARY KEY, name text NOT NULL, at integer NOT NULL);
-    ALTER TABLE things ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY company ON things USING (idempresa = nullif(current_setting('app.idempresa', true), '')::integer);
-    -- As search_patients: a function that reads the setting itself.
-    CREATE FUNCTION named(pattern text) RETURNS SETOF things LANGUAGE sql STABLE SECURITY DEFINER
-      SET search_path = ${schema} AS $$
-        SELECT * FROM ${schema}.things
-        WHERE idempresa = nullif(current_setting('app.idempresa', true), '')::integer AND name LIKE pattern
-      $$;
-    GRANT USAGE ON SCHEMA ${schema} TO ${role};
-    GRANT SELECT ON things TO ${role};
-    GRANT EXECUTE ON FUNCTION named(text) TO ${role}`)
-  for (const [company, n] of [
-    [A, 5],
-    [B, 2],
-  ] as const)
-    for (let at = 1; at <= n; at++) {
-      const id = uuidv7()
-      ids[company]!.push(id)
-      await owner('things').insert({ idempresa: company, id, name: `thing ${company} ${at}`, at })
-    }
-  // One connection, so every statement of a test meets what the one before left on it.
-  db = createDb(databaseUrl(), { schema, role, poolMax: 1 })
+  fixture = await rlsThings(
+    { [A]: 5, [B]: 2 },
+    {
+      extraSql: (schema, role) => `
+      -- As search_patients: a function that reads the setting itself.
+      CREATE FUNCTION named(pattern text) RETURNS SETOF things LANGUAGE sql STABLE SECURITY DEFINER
+        SET search_path = ${schema} AS $$
+          SELECT * FROM ${schema}.things
+          WHERE idempresa = nullif(current_setting('app.idempresa', true), '')::integer AND name LIKE pattern
+        $$;
+      GRANT EXECUTE ON FUNCTION named(text) TO ${role}`,
+    },
+  )
+  ;({ db, ids } = fixture)
 })
 
-afterAll(async () => {
-  await db?.destroy()
-  await dropSchema(schema)
-  await owner?.raw(`DROP ROLE IF EXISTS ${role}`)
-  await owner?.destroy()
-})
+afterAll(() => fixture?.close())
 
 const page = (company: number, o: { offset?: number; limit?: number; source?: Knex.QueryBuilder } = {}) => {
   const matching = (o.source ?? db.from('things')).where('idempresa', company)

@@ -6,8 +6,10 @@ import {
   baseMigration,
   createDb,
   createLogger,
+  ensureRole,
   makeEvent,
   migrate,
+  uuidv7,
   type CloudEvent,
   type Migration,
 } from '@clinic/platform'
@@ -94,3 +96,48 @@ export async function rawChannel() {
 
 /** A cuttable TCP proxy in front of the run's RabbitMQ (see platform testing's tcpProxy). */
 export const brokerProxy = (target = new URL(amqpUrl())) => tcpProxy(target)
+
+/**
+ * A schema of its own with `things` under row-level security by `idempresa`, a role the policies
+ * apply to (granted `grants` on it, plus what `extraSql` adds), and `counts[company]` things per
+ * company, whose ids come back in insertion order. `db` connects as the role on a pool of one
+ * connection, so every statement of a test meets what the ones before left on it.
+ */
+export async function rlsThings(
+  counts: Record<number, number>,
+  o: { grants?: string; extraSql?: (schema: string, role: string) => string } = {},
+) {
+  const schema = schemaName()
+  const role = `${schema}_app`
+  const owner = createDb(databaseUrl(), { schema })
+  await owner.raw(`CREATE SCHEMA ${schema}`)
+  await ensureRole(owner, role)
+  await owner.raw(`
+    CREATE TABLE things (idempresa integer NOT NULL, id uuid PRIMARY KEY, name text NOT NULL, at integer NOT NULL);
+    ALTER TABLE things ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY company ON things USING (idempresa = nullif(current_setting('app.idempresa', true), '')::integer);
+    GRANT USAGE ON SCHEMA ${schema} TO ${role};
+    GRANT ${o.grants ?? 'SELECT'} ON things TO ${role};
+    ${o.extraSql?.(schema, role) ?? ''}`)
+  const ids: Record<number, string[]> = {}
+  for (const [company, n] of Object.entries(counts).map(([c, n]) => [Number(c), n] as const)) {
+    ids[company] = []
+    for (let at = 1; at <= n; at++) {
+      const id = uuidv7()
+      ids[company].push(id)
+      await owner('things').insert({ idempresa: company, id, name: `thing ${company} ${at}`, at })
+    }
+  }
+  const db = createDb(databaseUrl(), { schema, role, poolMax: 1 })
+  return {
+    schema,
+    db,
+    ids,
+    async close() {
+      await db.destroy()
+      await dropSchema(schema)
+      await owner.raw(`DROP ROLE IF EXISTS ${role}`)
+      await owner.destroy()
+    },
+  }
+}

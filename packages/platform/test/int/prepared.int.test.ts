@@ -5,54 +5,28 @@ import {
   companyRead,
   companyRowById,
   companyTransaction,
-  createDb,
-  ensureRole,
   runPrepared,
   uuidv7,
 } from '@clinic/platform'
-import { databaseUrl, dropSchema, schemaName } from './helpers'
+import { rlsThings } from './helpers'
 
 /**
  * The hot reads (companyRowById, companyPage, companyRead) run as named prepared statements: the
  * connection lists them in pg_prepared_statements, one per text, reused by later calls. On a pool
  * of one connection every statement of a test meets what the ones before left on it.
  */
-const schema = schemaName()
-const role = `${schema}_app`
-let owner: Knex
-let db: Knex
 const A = 201
 const B = 202
-const ids: Record<number, string[]> = { [A]: [], [B]: [] }
+let fixture: Awaited<ReturnType<typeof rlsThings>>
+let db: Knex
+let ids: Record<number, string[]>
 
 beforeAll(async () => {
-  owner = createDb(databaseUrl(), { schema })
-  await owner.raw(`CREATE SCHEMA ${schema}`)
-  await ensureRole(owner, role)
-  await owner.raw(`
-    CREATE TABLE things (idempresa integer NOT NULL, id uuid PRIMARY KEY, name text NOT NULL, at integer NOT NULL);
-    ALTER TABLE things ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY company ON things USING (idempresa = nullif(current_setting('app.idempresa', true), '')::integer);
-    GRANT USAGE ON SCHEMA ${schema} TO ${role};
-    GRANT SELECT, INSERT ON things TO ${role}`)
-  for (const [company, n] of [
-    [A, 3],
-    [B, 2],
-  ] as const)
-    for (let at = 1; at <= n; at++) {
-      const id = uuidv7()
-      ids[company]!.push(id)
-      await owner('things').insert({ idempresa: company, id, name: `thing ${company} ${at}`, at })
-    }
-  db = createDb(databaseUrl(), { schema, role, poolMax: 1 })
+  fixture = await rlsThings({ [A]: 3, [B]: 2 }, { grants: 'SELECT, INSERT' })
+  ;({ db, ids } = fixture)
 })
 
-afterAll(async () => {
-  await db?.destroy()
-  await dropSchema(schema)
-  await owner?.raw(`DROP ROLE IF EXISTS ${role}`)
-  await owner?.destroy()
-})
+afterAll(() => fixture?.close())
 
 type Prepared = { name: string; statement: string; generic_plans: number; custom_plans: number }
 /** The statements prepared on the one connection (the query itself runs unnamed: not listed). */
