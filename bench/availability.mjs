@@ -47,8 +47,9 @@ const patientsPort = await freePort()
 const patients = http
   .createServer((req, res) => {
     req.resume()
+    // What the internal lookup answers (appointments checks the answer's shape): the patient's id.
     res.writeHead(200, { 'content-type': 'application/json' })
-    res.end('{"exists":true}')
+    res.end(JSON.stringify({ id: req.url.split('?')[0].split('/').pop() }))
   })
   .listen(patientsPort, '127.0.0.1')
 

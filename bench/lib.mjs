@@ -40,11 +40,16 @@ export function node(script, env, args = []) {
   }).trim()
 }
 
+/**
+ * A service from the build, on one core when asked. BENCH_SERVICES_ROOT runs the build of another
+ * checkout (an earlier commit, for before/after runs that alternate in one session); BENCH_NODE_ARGS
+ * adds node flags (e.g. --perf-basic-prof for bench/profile.mjs).
+ */
 export function startService(name, env, core) {
   const argv = [
     process.execPath,
     ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
-    path.join(ROOT, 'services', name, 'dist', 'server.js'),
+    path.join(process.env.BENCH_SERVICES_ROOT ?? ROOT, 'services', name, 'dist', 'server.js'),
   ]
   // On one core when asked (taskset execs node: the pid is node's).
   const [command, ...args] = core === undefined ? argv : ['taskset', '-c', String(core), ...argv]
@@ -188,6 +193,29 @@ export async function measure(url, token, connections, duration = 8) {
     result: r,
     row: `${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} |`,
   }
+}
+
+/**
+ * A bare node:http server in a process of its own answering `body` as JSON: the machine's floor,
+ * measured in the same run as what it is compared with.
+ */
+export async function bareHttp(body) {
+  const port = await freePort()
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const body = Buffer.from(process.env.BODY)
+       require('node:http').createServer((req, res) => {
+         res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length })
+         res.end(body)
+       }).listen(${port}, '127.0.0.1')`,
+    ],
+    { env: { ...process.env, BODY: body }, stdio: 'inherit' },
+  )
+  const url = `http://127.0.0.1:${port}/`
+  await waitOk(url)
+  return { url, pid: child.pid, stop: () => child.kill('SIGTERM') }
 }
 
 /** A local SMTP server that accepts every message: the comms benches' sink. */

@@ -7,9 +7,30 @@
 // Run: node bench/stack.mjs after `npm run build`. Quiet machine: nothing else running.
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
-import { benchTenant, cpuOf, cpuSeconds, load, machine, pidsOf, record, startStack } from './lib.mjs'
+import {
+  bareHttp,
+  benchTenant,
+  cpuOf,
+  cpuSeconds,
+  load,
+  machine,
+  pidsOf,
+  record,
+  startStack,
+} from './lib.mjs'
+import { startPerf } from './perf-groups.mjs'
 
-const PATIENTS = Number(process.env.PATIENTS ?? 20_000)
+const PATIENTS = Number(process.env.PATIENTS ?? 400_000)
+/** Which rows: read, list, create (all by default). */
+const CASES = (process.env.CASES ?? 'read,list,create').split(',')
+/**
+ * RATE=n: offer n requests per second in all (autocannon overallRate) instead of as many as 50
+ * connections take. CPU per request then compares builds at the same throughput: at saturation
+ * a slower build answers fewer requests, and each process's fixed costs per second (timers, GC,
+ * polls) weigh on fewer of them.
+ */
+const RATE = process.env.RATE ? Number(process.env.RATE) : undefined
+const WARMUP = Number(process.env.WARMUP ?? 3)
 const DURATION = Number(process.env.DURATION ?? 10)
 const { env: base, token } = await benchTenant('clinic_bench_stack', {
   services: ['patients', 'audit'],
@@ -31,6 +52,17 @@ const ids = (await db.query('SELECT id FROM patients.patients WHERE idempresa = 
   (r) => r.id,
 )
 
+// The floor of this machine in this run: a bare node:http server answering a read's bytes.
+const bare = await bareHttp(
+  JSON.stringify({ id: ids[0], first_name: 'Nombre', last_name: 'Apellido', email: 'p@example.test' }),
+)
+const bareRun = await load({ url: bare.url, connections: 50, duration: DURATION })
+bare.stop()
+
+// PROFILE=1: the services run with --perf-basic-prof (JS frames named in perf's stacks) and `perf
+// record` samples them during each row's load; the rows' CPU figures then include perf's cost.
+const PROFILE = process.env.PROFILE === '1'
+if (PROFILE) process.env.BENCH_NODE_ARGS = '--perf-basic-prof --logfile=/dev/null --no-logfile-per-isolate'
 const stack = await startStack(base, ['patients', 'audit'])
 const { api, procs, ports } = stack
 const metricsUrl = {
@@ -49,11 +81,28 @@ const statements = async () =>
       }),
     ),
   )
+const datname = new URL(base.DATABASE_URL).pathname.slice(1)
+/** CPU seconds of the stack's own PostgreSQL backends (this database's, but the bench's own connection). */
+const backendCpu = new Map()
+const stackBackends = async () => {
+  const { rows } = await db.query(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [datname],
+  )
+  for (const { pid } of rows)
+    try {
+      backendCpu.set(pid, cpuSeconds(pid))
+    } catch {
+      // gone meanwhile: its last reading stays
+    }
+  return [...backendCpu.values()].reduce((a, b) => a + b, 0)
+}
 const snapshot = async () => ({
   gateway: cpuSeconds(procs.gateway.pid),
   patients: cpuSeconds(procs.patients.pid),
   audit: cpuSeconds(procs.audit.pid),
-  postgres: cpuOf(pidsOf('postgres')),
+  postgres: await stackBackends(),
+  postgresServer: cpuOf(pidsOf('postgres')),
   rabbitmq: cpuOf(pidsOf('beam.smp')),
   statements: await statements(),
   audited: Number((await db.query('SELECT count(*) FROM audit.events WHERE idempresa = 1')).rows[0].count),
@@ -74,6 +123,7 @@ const headers = { 'x-service-token': token, 'content-type': 'application/json' }
 let i = 0
 const cases = [
   {
+    key: 'read',
     name: 'GET /api/patients/{id}',
     opts: {
       requests: [
@@ -82,8 +132,9 @@ const cases = [
     },
     events: 1, // its http.request
   },
-  { name: 'GET /api/patients?limit=25', opts: { url: `${api}/patients?limit=25` }, events: 1 },
+  { key: 'list', name: 'GET /api/patients?limit=25', opts: { url: `${api}/patients?limit=25` }, events: 1 },
   {
+    key: 'create',
     name: 'POST /api/patients',
     opts: {
       method: 'POST',
@@ -91,15 +142,32 @@ const cases = [
     },
     events: 2, // http.request and patient.created
   },
-]
+].filter((c) => CASES.includes(c.key))
 
-const rows = []
+const rows = [
+  `| bare node:http (the same machine's floor) | ${bareRun.requests.average.toFixed(0)} | ${bareRun.latency.p50} | ${bareRun.latency.p99} | ${bareRun.non2xx} | | | |`,
+]
 const breakdown = []
+const profiles = []
 let commitToAudit = null
 for (const c of cases) {
+  // Warm-up, not counted: the figures are of processes in their steady state (code optimised by the
+  // JIT, pools and caches filled), as a service is after its first seconds.
+  const recorded = (await snapshot()).audited
+  const w = await load({ url: `${api}/patients`, headers, connections: 50, duration: WARMUP, ...c.opts })
+  await drain(recorded + (w['2xx'] + w.non2xx) * c.events) // its events recorded before the count starts
   const before = await snapshot()
   const started = new Date()
-  const r = await load({ url: `${api}/patients`, headers, connections: 50, duration: DURATION, ...c.opts })
+  const perf = PROFILE ? startPerf(Object.values(procs).map((p) => p.pid)) : null
+  const r = await load({
+    url: `${api}/patients`,
+    headers,
+    connections: 50,
+    duration: DURATION,
+    ...(RATE ? { overallRate: RATE } : {}),
+    ...c.opts,
+  })
+  if (perf) profiles.push(`${c.name}: ${await perf.stop()}`)
   const requests = r.requests.total
   const drainS = await drain(before.audited + (r['2xx'] + r.non2xx) * c.events)
   const after = await snapshot()
@@ -109,11 +177,12 @@ for (const c of cases) {
     0,
   )
   const stmts = (k) => ((after.statements[k] - before.statements[k]) / requests).toFixed(1)
+  const ratio = r.requests.average / bareRun.requests.average
   rows.push(
-    `| ${c.name} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${((total / requests) * 1e6).toFixed(0)} | ${drainS.toFixed(1)} |`,
+    `| ${c.name} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${ratio.toFixed(3)} | ${((total / requests) * 1e6).toFixed(0)} | ${drainS.toFixed(1)} |`,
   )
   breakdown.push(
-    `| ${c.name} | ${us('gateway')} | ${us('patients')} | ${us('audit')} | ${us('postgres')} | ${us('rabbitmq')} | ${stmts('gateway')} / ${stmts('patients')} / ${stmts('audit')} |`,
+    `| ${c.name} | ${us('gateway')} | ${us('patients')} | ${us('audit')} | ${us('postgres')} | ${us('rabbitmq')} | ${us('postgresServer')} | ${stmts('gateway')} / ${stmts('patients')} / ${stmts('audit')} |`,
   )
   if (c.name.startsWith('POST')) {
     // Commit (the patient row) to its patient.created row on the trail.
@@ -139,24 +208,35 @@ record(
 
 ${machine()}. Gateway, patients and audit from the build (LOG_LEVEL=warn) with PostgreSQL 15 and
 RabbitMQ on the same machine; ${PATIENTS.toLocaleString('en')} patients in company 1 (ANALYZEd: autovacuum is off
-here); autocannon, 50 connections, ${DURATION} s per row, on the same cores. CPU is user+system
+here); autocannon, 50 connections${RATE ? `, ${RATE} requests/s offered in all` : ''}, ${DURATION} s per row, on the same cores. CPU is user+system
 from /proc over the load and the audit drain after it, divided by the requests: PostgreSQL is
-every postgres process of the server, RabbitMQ its beam.smp (run on a quiet machine).
+the stack's own backends (the connections to this database), RabbitMQ its beam.smp (run on a
+quiet machine). "of bare" is the row's req/s over a bare node:http server's, measured first in the
+same run with the same client and connections.
 
-| request | req/s | p50 ms | p99 ms | non-2xx | CPU µs per request, all processes | audit drain after the load, s |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| request | req/s | p50 ms | p99 ms | non-2xx | of bare | CPU µs per request, all processes | audit drain after the load, s |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 
 Where the CPU goes (µs per request) and SQL statements per request (db_statements_total,
 BEGIN/COMMIT included):
 
-| request | gateway | patients | audit | PostgreSQL | RabbitMQ | statements gateway / patients / audit |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| request | gateway | patients | audit | PostgreSQL (the stack's backends) | RabbitMQ | PostgreSQL (the whole server, for reference) | statements gateway / patients / audit |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${breakdown.join('\n')}
 
 Commit to audit row (patient.created) during the POST load: p50 ${Number(commitToAudit?.p50 ?? NaN).toFixed(0)} ms,
 p99 ${Number(commitToAudit?.p99 ?? NaN).toFixed(0)} ms over ${commitToAudit?.n ?? 0} patients.
 
+${
+  profiles.length
+    ? `CPU profile by group (perf record -F 999 -g on the three services during each load, each sample
+counted for the first group one of its frames matches from the leaf up: bench/perf-groups.mjs):
+
+${profiles.map((p) => `- ${p}`).join('\n')}
+`
+    : ''
+}
 RSS MiB idle / after the load: ${Object.keys(procs)
     .map((n) => `${n} ${rssIdle[n].toFixed(0)} / ${rssLoaded[n].toFixed(0)}`)
     .join(', ')}.
