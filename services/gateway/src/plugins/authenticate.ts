@@ -106,7 +106,8 @@ export const authenticate = fp(
         return void refusal(req, new AmbiguousCredentials()).then(done)
       }
       const result = o.authenticator.authenticate(req.headers)
-      if (result instanceof Promise) return void result.then((r) => settle(req, r, done), done)
+      // A throw in settle goes to done too: never an unhandled rejection.
+      if (result instanceof Promise) return void result.then((r) => settle(req, r, done)).catch(done)
       settle(req, result, done)
     })
   },

@@ -193,7 +193,8 @@ function prepareForward(o: Forward) {
       }, done)
     }
     if (!(req.body instanceof Readable)) return sign()
-    readBody(req, req.body).then(sign, done)
+    // A throw in sign goes to done too: never an unhandled rejection.
+    readBody(req, req.body).then(sign).catch(done)
   }
 }
 
