@@ -1,4 +1,4 @@
-import { createLogger } from '@clinic/platform'
+import { createLogger, unpackAccessBatch, type CloudEvent } from '@clinic/platform'
 import { testPrincipal, waitFor } from '@clinic/platform/testing'
 import { AccessLog } from '../../src/access-log'
 import { infra } from './harness'
@@ -10,6 +10,39 @@ beforeAll(async () => {
 afterAll(() => env?.close())
 
 describe('access log', () => {
+  it('writes the events of a group commit as one http.batch row: the first alone, those recorded meanwhile together', async () => {
+    const accessLog = new AccessLog(env.knex, createLogger({ service: 'gateway-test', level: 'silent' }), {
+      retryMs: 60_000,
+    })
+    const principal = testPrincipal()
+    try {
+      // Recorded in one go: the first starts a write, the other 19 wait for it and go in the next.
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          accessLog.record({
+            method: 'GET',
+            path: `/api/patients/${i}`,
+            status: 200,
+            durationMs: 1,
+            ip: '127.0.0.1',
+            requestId: `req-group-${principal.companyId}-${i}`,
+            principal,
+            codalmacen: null,
+          }),
+        ),
+      )
+      const mine = (await env.knex('outbox').where({ type: 'http.batch' }).orderBy('id'))
+        .map((r) => unpackAccessBatch(r.payload as CloudEvent))
+        .filter((events) => events.some((e) => e.idempresa === principal.companyId))
+      expect(mine.map((events) => events.length)).toEqual([1, 19])
+      expect(mine.flat().map((e) => e.requestid)).toEqual(
+        Array.from({ length: 20 }, (_, i) => `req-group-${principal.companyId}-${i}`),
+      )
+    } finally {
+      await accessLog.close()
+    }
+  })
+
   it('logs a failing outbox insert without the values it bound', async () => {
     const lines: string[] = []
     const log = createLogger({
