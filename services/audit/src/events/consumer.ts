@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { expandEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { FastifyInstance } from 'fastify'
-import { appendEvent, appendEvents } from '../db/repositories/audit-events'
+import { appendEvents } from '../db/repositories/audit-events'
 import { toAuditDraft } from '../domain/audit-event'
 
 export const AUDIT_QUEUE = 'audit.events'
@@ -48,13 +48,10 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     prefetch,
     signingSecret: o.signingSecret,
     metrics: o.metrics,
+    // One message at a time (a batch that failed): an event, or the access events of an http.batch.
     handle: async (event, trx) => {
-      if (event.type === 'http.batch') {
-        await appendEvents(trx, expandEvent(event).map(toAuditDraft), o.chainKey)
-        return
-      }
-      const stored = await appendEvent(trx, toAuditDraft(event), o.chainKey)
-      o.log.debug({ event_id: stored.id, company_id: stored.idempresa, seq: stored.seq }, 'event recorded')
+      const stored = await appendEvents(trx, expandEvent(event).map(toAuditDraft), o.chainKey)
+      o.log.debug({ event_id: event.id, recorded: stored.length }, 'event recorded')
     },
     // Under load the events of many requests go in one transaction, one head lock per company.
     batch: {
