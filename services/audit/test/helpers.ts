@@ -7,6 +7,8 @@ import {
   type Principal,
 } from '@clinic/platform'
 import { testPrincipal } from '@clinic/platform/testing'
+import { GENESIS_HASH, sealEvent, toAuditDraft, type AuditEvent } from '../src/domain/audit-event'
+import type { ChainAnchor } from '../src/domain/verify-chain'
 
 /** A domain event as a service would emit it, with an actor and a request id. */
 export function domainEvent<T extends EventType>(
@@ -73,4 +75,29 @@ export function httpEvent(
     codalmacen: over.codalmacen,
     ctx: { auth: principal, requestId: `req-${uuidv7()}` },
   })
+}
+
+/**
+ * `n` patient.created events of `company` sealed into a chain after `anchor` (the genesis by
+ * default), with `key` (AUDIT_CHAIN_KEY) or none (plain SHA-256), recorded a second apart.
+ */
+export function sealedChain(
+  company: number,
+  n: number,
+  anchor: ChainAnchor = { seq: 0, hash: GENESIS_HASH },
+  key?: string,
+): AuditEvent[] {
+  const principal = testPrincipal({ companyId: company })
+  const out: AuditEvent[] = []
+  let prev = anchor.hash
+  for (let i = 1; i <= n; i++) {
+    const e = sealEvent(
+      toAuditDraft(domainEvent('patient.created', patientData(), { principal })),
+      { seq: anchor.seq + i, prevHash: prev, recordedAt: new Date(Date.UTC(2026, 10, 22, 9, 0, i)) },
+      key,
+    )
+    out.push(e)
+    prev = e.hash
+  }
+  return out
 }

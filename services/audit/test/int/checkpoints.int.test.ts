@@ -35,6 +35,16 @@ function capturedLog() {
   return { log, lines }
 }
 
+/** Checkpoints of the writer's database into `file`, one at start, then one every `intervalMs`. */
+const checkpointsTo = (file: string, o: { log?: pino.Logger; intervalMs?: number } = {}) =>
+  startCheckpoints({
+    knex: writer,
+    log: o.log ?? capturedLog().log,
+    file,
+    intervalMs: o.intervalMs ?? 60_000,
+    chainKey: chainKey(),
+  })
+
 const seedCompany = async (n: number) => {
   const principal = testPrincipal()
   const events = await record(
@@ -92,13 +102,7 @@ describe('a tail cut by the database owner', () => {
     const file = path.join(dir, 'cut', 'checkpoints.jsonl')
     const { company, events } = await seedCompany(5)
     const { log, lines } = capturedLog()
-    const checkpoints = await startCheckpoints({
-      knex: writer,
-      log,
-      file,
-      intervalMs: 60_000,
-      chainKey: chainKey(),
-    })
+    const checkpoints = await checkpointsTo(file, { log })
     const [written] = await checkpointsIn(file)
     expect(headIn(written!.checkpoint, company)).toEqual({
       idempresa: company,
@@ -148,13 +152,7 @@ describe('a tail cut by the database owner', () => {
   it('a line that does not verify is reported and never trusted', async () => {
     const file = path.join(dir, 'forged.jsonl')
     const { company, events } = await seedCompany(2)
-    const checkpoints = await startCheckpoints({
-      knex: writer,
-      log: capturedLog().log,
-      file,
-      intervalMs: 60_000,
-      chainKey: chainKey(),
-    })
+    const checkpoints = await checkpointsTo(file)
     await checkpoints.stop()
     // Someone with the file but not the key raises the company's head, and a write was torn.
     const { line } = (await checkpointsIn(file)).at(-1)!
@@ -185,13 +183,7 @@ describe('a tail cut by the database owner', () => {
 describe('a company no checkpoint names', () => {
   it('verifies on its chain alone, with a note: its events came after the last checkpoint', async () => {
     const file = path.join(dir, 'later.jsonl')
-    const checkpoints = await startCheckpoints({
-      knex: writer,
-      log: capturedLog().log,
-      file,
-      intervalMs: 60_000,
-      chainKey: chainKey(),
-    })
+    const checkpoints = await checkpointsTo(file)
     await checkpoints.stop()
     const { company } = await seedCompany(2)
     await expect(verify(company, file)).resolves.toEqual({
@@ -207,13 +199,7 @@ describe('the checkpoint writer', () => {
     const file = path.join(dir, 'timer.jsonl')
     const { principal, company, events } = await seedCompany(1)
     const { log, lines } = capturedLog()
-    const checkpoints = await startCheckpoints({
-      knex: writer,
-      log,
-      file,
-      intervalMs: 50,
-      chainKey: chainKey(),
-    })
+    const checkpoints = await checkpointsTo(file, { log, intervalMs: 50 })
     const [first] = await checkpointsIn(file)
     expect(headIn(first!.checkpoint, company)).toMatchObject({ seq: 1, hash: events[0]!.hash })
 
@@ -251,14 +237,6 @@ describe('the checkpoint writer', () => {
   it('refuses to start when the file cannot be written', async () => {
     const blocker = path.join(dir, 'a-file')
     await writeFile(blocker, '')
-    await expect(
-      startCheckpoints({
-        knex: writer,
-        log: capturedLog().log,
-        file: path.join(blocker, 'checkpoints.jsonl'),
-        intervalMs: 60_000,
-        chainKey: chainKey(),
-      }),
-    ).rejects.toThrow(/ENOTDIR|EEXIST/)
+    await expect(checkpointsTo(path.join(blocker, 'checkpoints.jsonl'))).rejects.toThrow(/ENOTDIR|EEXIST/)
   })
 })

@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { canonicalJson } from '@clinic/platform/core'
-import { testPrincipal } from '@clinic/platform/testing'
-import { sealEvent, toAuditDraft, GENESIS_HASH, type AuditEvent } from '../../src/domain/audit-event'
+import type { AuditEvent } from '../../src/domain/audit-event'
 import {
   checkpointLine,
   highestHead,
@@ -12,7 +11,7 @@ import {
 import type { ChainAnchor } from '../../src/domain/verify-chain'
 import type { ChainReader } from '../../src/domain/verify-company'
 import { formatCheckpointNote, verifyCompanyAgainst } from '../../src/domain/verify-checkpoint'
-import { domainEvent, patientData } from '../helpers'
+import { sealedChain } from '../helpers'
 
 const key = 'unit-chain-key-0123456789abcdef0123456789'
 const at = new Date(Date.UTC(2026, 10, 22, 9, 30))
@@ -90,25 +89,7 @@ describe('highestHead', () => {
   })
 })
 
-function chain(
-  company: number,
-  n: number,
-  anchor: ChainAnchor = { seq: 0, hash: GENESIS_HASH },
-): AuditEvent[] {
-  const principal = testPrincipal({ companyId: company })
-  const out: AuditEvent[] = []
-  let prev = anchor.hash
-  for (let i = 1; i <= n; i++) {
-    const e = sealEvent(
-      toAuditDraft(domainEvent('patient.created', patientData(), { principal })),
-      { seq: anchor.seq + i, prevHash: prev, recordedAt: new Date(Date.UTC(2026, 10, 22, 9, 0, i)) },
-      key,
-    )
-    out.push(e)
-    prev = e.hash
-  }
-  return out
-}
+const chain = (company: number, n: number, anchor?: ChainAnchor) => sealedChain(company, n, anchor, key)
 
 /** A company's rows in memory: `events` as stored, the head on the last of them. */
 function reader(events: AuditEvent[], anchor: ChainAnchor | null = null): ChainReader {

@@ -1,39 +1,9 @@
-import { testPrincipal } from '@clinic/platform/testing'
-import {
-  computeHash,
-  GENESIS_HASH,
-  sealEvent,
-  toAuditDraft,
-  type AuditEvent,
-} from '../../src/domain/audit-event'
+import { computeHash, type AuditEvent } from '../../src/domain/audit-event'
 import { formatVerifyResult, verifyChain } from '../../src/domain/verify-chain'
 import { verifyCompany, type ChainReader } from '../../src/domain/verify-company'
-import { domainEvent, patientData } from '../helpers'
+import { sealedChain } from '../helpers'
 
-function chain(
-  company: number,
-  n: number,
-  anchor = { seq: 0, hash: GENESIS_HASH },
-  key?: string,
-): AuditEvent[] {
-  const principal = testPrincipal({ companyId: company })
-  const out: AuditEvent[] = []
-  let prev = anchor.hash
-  for (let i = 1; i <= n; i++) {
-    const e = sealEvent(
-      toAuditDraft(domainEvent('patient.created', patientData(), { principal })),
-      {
-        seq: anchor.seq + i,
-        prevHash: prev,
-        recordedAt: new Date(Date.UTC(2026, 10, 22, 9, 0, i)),
-      },
-      key,
-    )
-    out.push(e)
-    prev = e.hash
-  }
-  return out
-}
+const chain = sealedChain
 const headOf = (events: AuditEvent[]) => ({ seq: events.at(-1)!.seq, hash: events.at(-1)!.hash })
 
 describe('verifyChain', () => {
