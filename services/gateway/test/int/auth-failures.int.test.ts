@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis'
-import type { LightMyRequestResponse } from 'fastify'
-import { FakeUpstream, VERSION, gateway, infra, tenant, upstreamsTo } from './harness'
+import { FakeUpstream, expectRateLimited, gateway, infra, tenant, upstreamsTo } from './harness'
 
 let env: Awaited<ReturnType<typeof infra>>
 let upstream: FakeUpstream
@@ -31,14 +30,7 @@ const ask = (gw: Gw, remoteAddress: string, headers: Record<string, string> = {}
   gw.app.inject({ method: 'GET', url: '/api/3/patients', remoteAddress, headers })
 const guess = (i: number) => ({ 'x-service-token': `csk_${String(i).padStart(43, 'x')}` })
 
-function expectLimited(res: LightMyRequestResponse) {
-  expect(res.statusCode).toBe(429)
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
-  expect(res.json()).toMatchObject({ status: 429, code: 'rate_limited' })
-  const retryAfter = Number(res.headers['retry-after'])
-  expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true)
-  expect(res.headers['x-service-version']).toBe(VERSION)
-}
+const expectLimited = expectRateLimited
 
 describe('failed authentications per address (AUTH_FAILURES_PER_ADDRESS_PER_MINUTE)', () => {
   it('answers 429 to the 61st failure of an address; a valid token is still served, another address still 401', async () => {

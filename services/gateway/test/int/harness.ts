@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
@@ -205,17 +205,37 @@ export async function tenant(
   await repo.createCenter(companyId, 'ALM1', 'Centro 1')
   await repo.createCenter(companyId, 'ALM2', 'Centro 2')
   const userId = await repo.createUser(companyId, username)
+  const { token, tokenId } = await userToken(knex, { companyId, userId }, opts)
+  if (opts.revoked) await repo.revokeToken(tokenId)
+  return { companyId, username, userId, token, tokenId, headers: { 'x-service-token': token } }
+}
+
+/** A token of a user (as tenant() makes them): every center, scope and no expiry unless given. */
+export async function userToken(
+  knex: Knex,
+  user: { companyId: number; userId: string },
+  opts: { centers?: string[]; scopes?: string[]; expiresAt?: Date | null } = {},
+): Promise<{ token: string; tokenId: string }> {
   const { token, lookup, hash } = newToken()
-  const tokenId = await repo.createToken({
-    companyId,
-    userId,
+  const tokenId = await identityRepository(knex).createToken({
+    companyId: user.companyId,
+    userId: user.userId,
     name: null,
     lookup,
     hash,
     centers: opts.centers ?? null,
     scopes: opts.scopes ?? null,
-    expiresAt: null,
+    expiresAt: opts.expiresAt ?? null,
   })
-  if (opts.revoked) await repo.revokeToken(tokenId)
-  return { companyId, username, userId, token, tokenId, headers: { 'x-service-token': token } }
+  return { token, tokenId }
+}
+
+/** A 429 `rate_limited` problem with a Retry-After of 1-60 s and the version header. */
+export function expectRateLimited(res: LightMyRequestResponse) {
+  expect(res.statusCode).toBe(429)
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+  expect(res.json()).toMatchObject({ status: 429, code: 'rate_limited' })
+  const retryAfter = Number(res.headers['retry-after'])
+  expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true)
+  expect(res.headers['x-service-version']).toBe(VERSION)
 }

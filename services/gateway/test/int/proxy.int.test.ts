@@ -20,9 +20,8 @@ import {
   tenant,
   upstreamsTo,
   type Received,
+  userToken,
 } from './harness'
-import { newToken } from '../../src/auth/tokens'
-import { identityRepository } from '../../src/db/identity-repository'
 
 const PATIENT = '0190c5a0-1234-7abc-8def-0123456789ab'
 
@@ -555,20 +554,7 @@ describe('access events', () => {
 
   it("counts refusals of found tokens (revoked, expired, another user's) under their company: one http.refused per address and minute", async () => {
     const t = await tenant(knex, { revoked: true })
-    const repo = identityRepository(knex)
-    const tokenOf = async (expiresAt: Date | null) => {
-      const { token, lookup, hash } = newToken()
-      await repo.createToken({
-        companyId: t.companyId,
-        userId: t.userId,
-        name: null,
-        lookup,
-        hash,
-        centers: null,
-        expiresAt,
-      })
-      return token
-    }
+    const tokenOf = async (expiresAt: Date | null) => (await userToken(knex, t, { expiresAt })).token
     const expired = await tokenOf(new Date(Date.now() - 60_000))
     const valid = await tokenOf(null)
     const basic = (user: string, token: string) => ({

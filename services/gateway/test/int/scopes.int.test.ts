@@ -1,9 +1,16 @@
 import type { LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
-import { newToken } from '../../src/auth/tokens'
-import { identityRepository } from '../../src/db/identity-repository'
 import { OPERATION_SCOPES, SCOPES, type Scope } from '../../src/scopes'
-import { FakeUpstream, VERSION, accessEvents, gateway, infra, tenant, upstreamsTo } from './harness'
+import {
+  FakeUpstream,
+  VERSION,
+  accessEvents,
+  gateway,
+  infra,
+  tenant,
+  upstreamsTo,
+  userToken,
+} from './harness'
 
 const ID = '0190c5a0-1234-7abc-8def-0123456789ab'
 
@@ -17,20 +24,8 @@ const without = new Map<Scope, string>()
 const only = new Map<Scope, string>()
 
 /** Another token of the tenant's user, with these scopes. */
-async function tokenWith(scopes: readonly string[]): Promise<string> {
-  const { token, lookup, hash } = newToken()
-  await identityRepository(knex).createToken({
-    companyId: t.companyId,
-    userId: t.userId,
-    name: null,
-    lookup,
-    hash,
-    centers: null,
-    scopes: [...scopes],
-    expiresAt: null,
-  })
-  return token
-}
+const tokenWith = async (scopes: readonly string[]) =>
+  (await userToken(knex, t, { scopes: [...scopes] })).token
 
 beforeAll(async () => {
   env = await infra()
