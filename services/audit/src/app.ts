@@ -1,5 +1,5 @@
 import { serviceApp, type ServiceDeps } from '@clinic/platform'
-import { auditEventRepository } from './db/repositories/audit-events'
+import { auditEventRepository } from './db/repositories/audit-events-repository'
 import { auditEventRoutes } from './routes/audit-events'
 
 /** knex: Connected as the service role (clinic_audit_writer): read and append only. */

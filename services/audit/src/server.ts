@@ -2,7 +2,7 @@ import { runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { startCheckpoints } from './checkpoints/checkpointer'
 import { loadAuditConfig } from './config'
-import { ensurePartitions } from './db/repositories/audit-events'
+import { ensurePartitions } from './db/repositories/audit-events-repository'
 import { SCHEMA, WRITER_ROLE } from './db/migrations'
 import { startAuditConsumer } from './events/consumer'
 

@@ -1,5 +1,5 @@
 import { serviceApp, type ServiceDeps } from '@clinic/platform'
-import { PatientsRepository } from './db/repositories/patients'
+import { PatientsRepository } from './db/repositories/patients-repository'
 import { internalRoutes } from './routes/internal'
 import { patientRoutes } from './routes/patients'
 

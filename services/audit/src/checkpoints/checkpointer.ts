@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { readChainHeads } from '../db/repositories/chain-heads'
+import { readChainHeads } from '../db/repositories/chain-heads-repository'
 import { checkpointLine, lineDigest, type CheckpointHead } from '../domain/checkpoint'
 import { appendCheckpoint } from './checkpoint-file'
 

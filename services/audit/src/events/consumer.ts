@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { expandEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { FastifyInstance } from 'fastify'
-import { appendEvents } from '../db/repositories/audit-events'
+import { appendEvents } from '../db/repositories/audit-events-repository'
 import { toAuditDraft } from '../domain/audit-event'
 
 export const AUDIT_QUEUE = 'audit.events'

@@ -10,7 +10,7 @@ import {
   type EventKeys,
 } from '@clinic/platform'
 import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
-import { chainReader } from '../../src/db/repositories/audit-events'
+import { chainReader } from '../../src/db/repositories/audit-events-repository'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'

@@ -4,7 +4,7 @@ import { testAssertionKeys } from '@clinic/platform/testing'
 import { Amqp, createDb, migrate, useEventSigningKey, type CloudEvent } from '@clinic/platform'
 import { buildApp } from '../../src/app'
 import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
-import { appendEvent } from '../../src/db/repositories/audit-events'
+import { appendEvent } from '../../src/db/repositories/audit-events-repository'
 import { toAuditDraft, type AuditEvent } from '../../src/domain/audit-event'
 
 export const log = pino({ level: process.env.LOG_LEVEL ?? 'silent' })

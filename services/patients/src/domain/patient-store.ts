@@ -2,8 +2,8 @@ import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
 
 /**
- * What the domain needs from storage. The implementation (db/patients-repository.ts) scopes every
- * statement by company, so a rule cannot forget it; unit tests can pass a fake.
+ * What the domain needs from storage. The implementation (db/repositories/patients-repository.ts)
+ * scopes every statement by company, so a rule cannot forget it; unit tests can pass a fake.
  */
 export interface PatientStore extends TenantStore<PatientTx, Patient> {
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>

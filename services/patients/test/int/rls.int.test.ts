@@ -1,5 +1,5 @@
 import { companyRead } from '@clinic/platform'
-import { PatientsRepository } from '../../src/db/repositories/patients'
+import { PatientsRepository } from '../../src/db/repositories/patients-repository'
 import { createPatient, newCompany, startApp, type Harness } from '../helpers'
 
 let h: Harness
