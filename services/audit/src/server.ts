@@ -2,7 +2,8 @@ import { runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { startCheckpoints } from './checkpoints/checkpointer'
 import { loadAuditConfig } from './config'
-import { ensurePartitions } from './db/repositories/audit-events-repository'
+import { auditTrailRepository, ensurePartitions } from './db/repositories/audit-events-repository'
+import { chainHeadsRepository } from './db/repositories/chain-heads-repository'
 import { SCHEMA, WRITER_ROLE } from './db/migrations'
 import { startAuditConsumer } from './events/consumer'
 
@@ -36,7 +37,7 @@ runService(
     // once before events are taken (a file that cannot be written stops the start), then
     // periodically, and last after the consumer stopped, with everything this instance recorded.
     const checkpoints = await startCheckpoints({
-      knex,
+      heads: chainHeadsRepository(knex),
       log: logger,
       file: config.AUDIT_CHECKPOINT_FILE,
       intervalMs: config.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000,
@@ -50,7 +51,7 @@ runService(
       log: logger,
       prefetch: config.AUDIT_PREFETCH,
       signingSecret: config.eventKeys,
-      chainKey: config.AUDIT_CHAIN_KEY,
+      trail: auditTrailRepository(config.AUDIT_CHAIN_KEY),
       metrics: app.metrics,
     })
     return {

@@ -1,8 +1,6 @@
 import { resolve } from 'node:path'
-import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { readChainHeads } from '../db/repositories/chain-heads-repository'
-import { checkpointLine, lineDigest, type CheckpointHead } from '../domain/checkpoint'
+import { checkpointLine, lineDigest, type ChainHeadSource, type CheckpointHead } from '../domain/checkpoint'
 import { appendCheckpoint } from './checkpoint-file'
 
 export interface Checkpointer {
@@ -29,7 +27,7 @@ const LOGGED_IDS = 100
  * append their own lines: every line is whole and signed on its own.
  */
 export async function startCheckpoints(o: {
-  knex: Knex
+  heads: ChainHeadSource
   log: Logger
   file: string
   intervalMs: number
@@ -42,7 +40,7 @@ export async function startCheckpoints(o: {
 
   const write = async (full = false) => {
     const at = now()
-    const heads = await readChainHeads(o.knex)
+    const heads = await o.heads.all()
     const current = new Map(heads.map((h) => [h.idempresa, h]))
     const back = [...seen.values()]
       .filter((p) => {

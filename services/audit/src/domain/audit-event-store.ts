@@ -1,5 +1,5 @@
 import type { KeysetAfter } from '@clinic/platform/core'
-import type { AuditEvent, Outcome } from './audit-event'
+import type { AuditDraft, AuditEvent, Outcome } from './audit-event'
 
 export interface AuditFilter {
   action?: string
@@ -26,4 +26,13 @@ export interface AuditEventStore {
   count(companyId: number, filter: AuditFilter): Promise<number>
   /** Events the company has on the trail (its chain length since retention), without counting rows. */
   chainLength(companyId: number): Promise<number>
+}
+
+/**
+ * Appends to the companies' chains (db/repositories/audit-events-repository.ts). `Tx` is the
+ * consumer's transaction, the one that also records the event ids, so a redelivery appends nothing.
+ */
+export interface AuditTrail<Tx> {
+  /** The drafts sealed and appended in the order given within each company; the sealed events. */
+  append(tx: Tx, drafts: AuditDraft[]): Promise<AuditEvent[]>
 }

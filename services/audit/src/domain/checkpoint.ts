@@ -14,6 +14,12 @@ export interface CheckpointHead {
   hash: string
 }
 
+/** Where a checkpoint reads the heads from (db/repositories/chain-heads-repository.ts). */
+export interface ChainHeadSource {
+  /** Every company's chain head, read in one snapshot, in company order. */
+  all(): Promise<CheckpointHead[]>
+}
+
 export interface Checkpoint {
   v: 1
   /** When the heads were read (ISO instant). */

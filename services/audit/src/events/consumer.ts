@@ -3,8 +3,8 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { expandEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { FastifyInstance } from 'fastify'
-import { appendEvents } from '../db/repositories/audit-events-repository'
 import { toAuditDraft } from '../domain/audit-event'
+import type { AuditTrail } from '../domain/audit-event-store'
 
 export const AUDIT_QUEUE = 'audit.events'
 
@@ -22,8 +22,8 @@ export interface AuditConsumerOptions {
    * badly signed events are dead-lettered, never recorded.
    */
   signingSecret: EventKeys
-  /** AUDIT_CHAIN_KEY: the key of the hash chain, kept outside the database. */
-  chainKey: string
+  /** Where events are appended (sealed with AUDIT_CHAIN_KEY, the key kept outside the database). */
+  trail: AuditTrail<Knex.Transaction>
   /** The service's metrics (`app.metrics`): refused events are counted there. */
   metrics: FastifyInstance['metrics']
 }
@@ -50,7 +50,7 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     metrics: o.metrics,
     // One message at a time (a batch that failed): an event, or the access events of an http.batch.
     handle: async (event, trx) => {
-      const stored = await appendEvents(trx, expandEvent(event).map(toAuditDraft), o.chainKey)
+      const stored = await o.trail.append(trx, expandEvent(event).map(toAuditDraft))
       o.log.debug({ event_id: event.id, recorded: stored.length }, 'event recorded')
     },
     // Under load the events of many requests go in one transaction, one head lock per company.
@@ -58,7 +58,7 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
       size: Math.max(1, Math.floor(prefetch / 2)),
       lingerMs: 5,
       handle: async (events, trx) => {
-        await appendEvents(trx, events.flatMap(expandEvent).map(toAuditDraft), o.chainKey)
+        await o.trail.append(trx, events.flatMap(expandEvent).map(toAuditDraft))
       },
     },
   })

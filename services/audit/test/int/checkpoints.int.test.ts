@@ -6,6 +6,7 @@ import pino from 'pino'
 import { testPrincipal, waitFor } from '@clinic/platform/testing'
 import { startCheckpoints } from '../../src/checkpoints/checkpointer'
 import { run } from '../../src/cli/admin'
+import { chainHeadsRepository } from '../../src/db/repositories/chain-heads-repository'
 import { lineDigest, parseCheckpointLine, type Checkpoint } from '../../src/domain/checkpoint'
 import { domainEvent, patientData } from '../helpers'
 import { chainKey, migrateAudit, ownerDb, record, writerDb } from './setup'
@@ -38,7 +39,7 @@ function capturedLog() {
 /** Checkpoints of the writer's database into `file`, one at start, then one every `intervalMs`. */
 const checkpointsTo = (file: string, o: { log?: pino.Logger; intervalMs?: number } = {}) =>
   startCheckpoints({
-    knex: writer,
+    heads: chainHeadsRepository(writer),
     log: o.log ?? capturedLog().log,
     file,
     intervalMs: o.intervalMs ?? 60_000,

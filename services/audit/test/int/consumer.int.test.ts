@@ -10,7 +10,7 @@ import {
   type EventKeys,
 } from '@clinic/platform'
 import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
-import { chainReader } from '../../src/db/repositories/audit-events-repository'
+import { auditTrailRepository, chainReader } from '../../src/db/repositories/audit-events-repository'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'
@@ -70,7 +70,7 @@ async function consumer(o: {
     bindings: o.bindings,
     prefetch: o.prefetch,
     signingSecret: o.keys ?? signingSecret(),
-    chainKey: chainKey(),
+    trail: auditTrailRepository(chainKey()),
     metrics: o.metrics ?? (await testApp()).metrics,
   })
   stops.push(() => c.stop())

@@ -7,7 +7,7 @@ import {
   type AuditEvent,
   type Outcome,
 } from '../../domain/audit-event'
-import type { AuditEventStore, AuditFilter } from '../../domain/audit-event-store'
+import type { AuditEventStore, AuditFilter, AuditTrail } from '../../domain/audit-event-store'
 import { AUDIT_KEYSET } from '../../domain/list-audit-events'
 import type { ChainAnchor, ChainHead } from '../../domain/verify-chain'
 import type { ChainReader } from '../../domain/verify-company'
@@ -132,6 +132,11 @@ export async function appendEvents(
   }
   return drafts.map((d) => sealed.get(d)!)
 }
+
+/** The trail the consumer appends to, sealing with AUDIT_CHAIN_KEY. */
+export const auditTrailRepository = (chainKey: string): AuditTrail<Knex.Transaction> => ({
+  append: (trx, drafts) => appendEvents(trx, drafts, chainKey),
+})
 
 interface ChainHeadRow {
   idempresa: number

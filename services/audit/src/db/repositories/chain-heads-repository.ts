@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { CheckpointHead } from '../../domain/checkpoint'
+import type { ChainHeadSource, CheckpointHead } from '../../domain/checkpoint'
 
 /**
  * Every company's chain head, read in one statement (one snapshot): what a checkpoint records.
@@ -11,3 +11,5 @@ export async function readChainHeads(knex: Knex): Promise<CheckpointHead[]> {
     .orderBy('idempresa')
   return rows.map((r) => ({ idempresa: r.idempresa, seq: Number(r.seq), hash: r.hash }))
 }
+
+export const chainHeadsRepository = (knex: Knex): ChainHeadSource => ({ all: () => readChainHeads(knex) })
