@@ -138,5 +138,5 @@ export const migrations: Migration[] = [
       `)
     },
   },
-  remindersConsentLimits,
+  remindersConsentLimits(SCHEMA, APP_ROLE),
 ]

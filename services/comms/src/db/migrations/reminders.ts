@@ -1,14 +1,13 @@
 import type { Migration } from '@clinic/platform'
-import { APP_ROLE, SCHEMA } from './index'
 
 const TENANT = `idempresa = nullif(current_setting('app.idempresa', true), '')::integer`
 
 /**
  * DESIGN.md section 12: reminder policies and scheduled reminders, consent per channel and address,
  * the daily messaging counters, the uses of patient links; `suppressed` messages and the guardian
- * override on messages.
+ * override on messages. Given the schema and role names by the list (index.ts), which imports this.
  */
-export const remindersConsentLimits: Migration = {
+export const remindersConsentLimits = (SCHEMA: string, APP_ROLE: string): Migration => ({
   name: '0004_reminders_consent_limits',
   async up(knex) {
     await knex.raw(`
@@ -151,4 +150,4 @@ export const remindersConsentLimits: Migration = {
         set_consent_everywhere(text, text, boolean, text) TO ${APP_ROLE};
     `)
   },
-}
+})
