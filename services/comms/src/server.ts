@@ -8,6 +8,8 @@ import { unsubscribeUrlFor } from './links/unsubscribe-link'
 import { providersFrom } from './providers'
 import { startDeliveryWorker } from './worker'
 import { fileClock } from './clock'
+import { deliveryRepository } from './db/repositories/delivery-repository'
+import { messageTx } from './db/repositories/messages-repository'
 import { RemindersRepository } from './db/repositories/reminders-repository'
 import { startReminderConsumer } from './reminders/consumer'
 import { reminderQueue } from './reminders/queue'
@@ -48,6 +50,7 @@ runService(
     })
     const worker = await startDeliveryWorker({
       knex: deps.knex,
+      deliveries: deliveryRepository(deps.knex),
       amqp: deps.amqp,
       log: deps.logger,
       providers: providersFrom(config, deps.logger),
@@ -73,7 +76,11 @@ runService(
       store: reminders,
       patients,
       appointments,
-      queue: reminderQueue({ limits: messagingLimits(config), metrics: admissionMetrics(app.metrics) }),
+      queue: reminderQueue({
+        messageTx,
+        limits: messagingLimits(config),
+        metrics: admissionMetrics(app.metrics),
+      }),
       clock,
       concurrency: config.REMINDER_CONCURRENCY,
       leaseMs: config.REMINDER_LEASE_MS,

@@ -1,14 +1,22 @@
 import { ctxFromEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { deliveryStore, failStaleSending } from './db/repositories/delivery-repository'
-import { RetryLater, deliverMessage, type Provider } from './domain/deliver-message'
-import type { Channel } from './schemas/message'
+import { RetryLater, deliverMessage, type DeliveryStore, type Provider } from './domain/deliver-message'
+import type { Channel, Message } from './schemas/message'
 
 export const DELIVERY_QUEUE = 'comms.delivery'
 
+/** The worker's side of `comms.messages` (db/repositories/delivery-repository.ts). */
+export interface DeliveryStorage {
+  /** The store of one job, finishing in the consumer's transaction `trx`. */
+  store(trx: Knex.Transaction): DeliveryStore
+  /** Messages left `sending` longer than `staleMinutes` made `failed`: those changed. */
+  failStaleSending(staleMinutes: number): Promise<Message[]>
+}
+
 export interface WorkerOptions {
   knex: Knex
+  deliveries: DeliveryStorage
   amqp: Amqp
   log: Logger
   providers: Record<Channel, Provider>
@@ -53,7 +61,7 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): P
       const outcome = await deliverMessage(
         ctxFromEvent(event, o.log),
         {
-          store: deliveryStore(o.knex, trx),
+          store: o.deliveries.store(trx),
           providers: o.providers,
           maxAttempts: o.maxAttempts,
           unsubscribeUrl: o.unsubscribeUrl,
@@ -65,7 +73,7 @@ export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): P
   })
   const sweep = async () => {
     try {
-      const failed = await failStaleSending(o.knex, o.staleMinutes)
+      const failed = await o.deliveries.failStaleSending(o.staleMinutes)
       if (failed.length)
         o.log.warn({ count: failed.length }, 'messages left sending marked failed (outcome unknown)')
     } catch (err) {

@@ -34,6 +34,7 @@ import type { MessagingLimits } from '../src/domain/queue-message'
 import type { PatientContact } from '../src/domain/patient-directory'
 import { unsubscribeUrlFor } from '../src/links/unsubscribe-link'
 import type { Channel } from '../src/schemas/message'
+import { deliveryRepository } from '../src/db/repositories/delivery-repository'
 import { startDeliveryWorker } from '../src/worker'
 
 export type App = Awaited<ReturnType<typeof buildApp>>
@@ -209,6 +210,7 @@ export async function startComms(
     await amqp.start()
     const worker = await startDeliveryWorker({
       knex,
+      deliveries: deliveryRepository(knex),
       amqp,
       log: logger,
       providers: o.providers,

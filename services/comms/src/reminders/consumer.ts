@@ -2,9 +2,9 @@ import { startConsumer, type Amqp, type CloudEvent, type Consumer, type EventKey
 import { setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import type { RemindersRepository } from '../db/repositories/reminders-repository'
 import type { AppointmentDirectory } from '../domain/appointment-directory'
 import { REMINDED_STATUSES, type AppointmentSlot } from './plan'
+import type { ReminderStore } from './reminder-store'
 import { systemCtx } from '../domain/system-ctx'
 import { REMINDER_ACTOR } from './worker'
 
@@ -65,7 +65,7 @@ export function startReminderConsumer(o: {
   knex: Knex
   log: Logger
   signingSecret: EventKeys
-  store: RemindersRepository
+  store: Pick<ReminderStore, 'reconcile'>
   appointments: AppointmentDirectory
   metrics?: Parameters<typeof startConsumer>[0]['metrics']
 }): Promise<Consumer> {
@@ -84,7 +84,7 @@ export function startReminderConsumer(o: {
 
 /** One appointment event applied to its reminders, in the consumer's transaction `trx`. */
 export async function applyAppointmentEvent(
-  o: { store: RemindersRepository; appointments: AppointmentDirectory; log: Logger },
+  o: { store: Pick<ReminderStore, 'reconcile'>; appointments: AppointmentDirectory; log: Logger },
   event: CloudEvent,
   trx: Knex.Transaction,
 ): Promise<void> {

@@ -1,4 +1,5 @@
-import { messageTx } from '../db/repositories/messages-repository'
+import type { Knex } from 'knex'
+import type { MessageTx } from '../domain/message-store'
 import { queueMessage, type AdmissionMetrics, type MessagingLimits } from '../domain/queue-message'
 import type { QueueReminderMessage } from './worker'
 
@@ -8,13 +9,15 @@ import type { QueueReminderMessage } from './worker'
  * transaction. Always to whom the patient's record says (the guardian where one is required).
  */
 export function reminderQueue(o: {
+  /** The message store's side of company `companyId`'s transaction `trx` (messages-repository). */
+  messageTx: (companyId: number, trx: Knex.Transaction) => MessageTx
   limits: MessagingLimits
   metrics?: AdmissionMetrics
 }): QueueReminderMessage {
   return async (trx, ctx, m) => {
     const { message, suppressed } = await queueMessage(
       ctx,
-      { tx: messageTx(ctx.auth.companyId, trx), limits: o.limits, metrics: o.metrics },
+      { tx: o.messageTx(ctx.auth.companyId, trx), limits: o.limits, metrics: o.metrics },
       {
         ...m.recipient,
         patient: m.patient,

@@ -1,6 +1,6 @@
 import { keyset, keysetPage, visibleCenters, type Ctx, type Page } from '@clinic/platform/core'
-import type { RemindersRepository } from '../db/repositories/reminders-repository'
 import type { ListRemindersQuery, Reminder } from '../schemas/reminder'
+import type { ReminderStore } from './reminder-store'
 
 /** Soonest first. */
 export const REMINDER_KEYSET = keyset({
@@ -14,7 +14,7 @@ export const REMINDER_KEYSET = keyset({
 /** The company's reminders (an appointment's with `appointment_id`), under the token's centers. */
 export function listReminders(
   ctx: Ctx,
-  store: RemindersRepository,
+  store: Pick<ReminderStore, 'list'>,
   q: ListRemindersQuery,
 ): Promise<Page<Reminder>> {
   return keysetPage(q, {

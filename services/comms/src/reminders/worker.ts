@@ -4,12 +4,12 @@ import { companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock'
-import type { ClaimedReminder, RemindersRepository } from '../db/repositories/reminders-repository'
 import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
 import type { PatientDirectory } from '../domain/patient-directory'
 import { resolveRecipient } from '../domain/rules'
 import type { ReminderStatus } from '../schemas/reminder'
 import { REMINDED_STATUSES } from './plan'
+import type { ClaimedReminder, ReminderStore } from './reminder-store'
 import { reminderText, type ReminderText } from './reminder-text'
 import { systemCtx } from '../domain/system-ctx'
 
@@ -35,7 +35,7 @@ export type QueueReminderMessage = (
 export interface ReminderWorkerOptions {
   knex: Knex
   log: Logger
-  store: RemindersRepository
+  store: ReminderStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
   queue: QueueReminderMessage

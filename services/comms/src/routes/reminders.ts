@@ -1,8 +1,8 @@
 import { ETagHeader, PatchHeaders, listOf, problem, sendResource } from '@clinic/platform'
 import { CenterForbidden, VersionMismatch, type FieldError } from '@clinic/platform/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { RemindersRepository } from '../db/repositories/reminders-repository'
 import { listReminders } from '../reminders/read-reminders'
+import type { ReminderStore } from '../reminders/reminder-store'
 import { parseOffset } from '../reminders/schedule'
 import { ListRemindersQuery, Reminder, ReminderPolicy, ReminderPolicyBody } from '../schemas/reminder'
 
@@ -61,10 +61,7 @@ const routes = {
   },
 }
 
-export const reminderRoutes: FastifyPluginAsyncTypebox<{ store: RemindersRepository }> = async (
-  app,
-  { store },
-) => {
+export const reminderRoutes: FastifyPluginAsyncTypebox<{ store: ReminderStore }> = async (app, { store }) => {
   app.get('/comms/reminder-policy', { schema: routes.getPolicy }, async (req, reply) =>
     sendResource(reply, { body: await store.policy(req.ctx.auth.companyId) }),
   )

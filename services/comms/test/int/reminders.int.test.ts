@@ -5,6 +5,7 @@ import { AppointmentsClient } from '../../src/clients/appointments-client'
 import { PatientsClient } from '../../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 import { PreferencesRepository } from '../../src/db/repositories/preferences-repository'
+import { messageTx } from '../../src/db/repositories/messages-repository'
 import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
 import { applySmsKeyword } from '../../src/domain/sms-keywords'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
@@ -116,6 +117,7 @@ beforeAll(async () => {
     patients: new PatientsClient(client()),
     appointments: new AppointmentsClient(client()),
     queue: reminderQueue({
+      messageTx,
       limits: { dailySms: 1000, dailyEmail: 1000, hourlyPerAddress: 1000, smsCountries: ['ES'] },
     }),
     clock: () => now,
@@ -380,6 +382,7 @@ describe('the worker', () => {
     const strict = new ReminderWorker({
       ...(worker as unknown as { o: ConstructorParameters<typeof ReminderWorker>[0] }).o,
       queue: reminderQueue({
+        messageTx,
         limits: { dailySms: 100, dailyEmail: 100, hourlyPerAddress: 1, smsCountries: ['ES'] },
       }),
     })

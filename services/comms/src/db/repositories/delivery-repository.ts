@@ -79,3 +79,9 @@ export async function failStaleSending(knex: Knex, staleMinutes: number): Promis
     return messages.map(({ m }) => m)
   })
 }
+
+/** What the delivery worker needs of `comms.messages` (its DeliveryStorage, src/worker.ts). */
+export const deliveryRepository = (knex: Knex) => ({
+  store: (trx: Knex.Transaction) => deliveryStore(knex, trx),
+  failStaleSending: (staleMinutes: number) => failStaleSending(knex, staleMinutes),
+})

@@ -5,10 +5,16 @@ import {
   isoInstant,
   keysetPageParts,
 } from '@clinic/platform/db'
-import { ifMatchAllows, uuidv7, type KeysetAfter } from '@clinic/platform/core'
+import { ifMatchAllows, uuidv7 } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import { planReminders, type AppointmentSlot } from '../../reminders/plan'
 import { REMINDER_KEYSET } from '../../reminders/read-reminders'
+import type {
+  ClaimedReminder,
+  ReminderFilter,
+  ReminderOutcome,
+  ReminderStore,
+} from '../../reminders/reminder-store'
 import type { Reminder, ReminderPolicy, ReminderPolicyInput, ReminderStatus } from '../../schemas/reminder'
 
 const TABLE = 'reminders'
@@ -67,29 +73,11 @@ function toPolicy(r: Record<string, unknown> | undefined): ReminderPolicy {
   }
 }
 
-/** A claimed reminder, as the worker needs it. */
-export interface ClaimedReminder {
-  companyId: number
-  id: string
-  appointmentId: string
-  patientId: string
-  startsAt: Date
-  confirmLink: boolean
-  /** The claim's attempt number: the outcome is written only while it is still this one. */
-  attempts: number
-}
-
-export interface ReminderFilter {
-  centers: string[] | null
-  appointmentId?: string
-  status?: ReminderStatus
-  after?: KeysetAfter
-  offset: number
-  limit: number
-}
-
 /** The policies and reminders of `comms`: every statement under the company's row-level security. */
-export class RemindersRepository extends TenantRepository<Knex.Transaction, Reminder> {
+export class RemindersRepository
+  extends TenantRepository<Knex.Transaction, Reminder>
+  implements ReminderStore
+{
   constructor(knex: Knex) {
     super(knex, { name: TABLE, columns: COLUMNS, toRow: toReminder })
   }
@@ -225,11 +213,7 @@ export class RemindersRepository extends TenantRepository<Knex.Transaction, Remi
   }
 
   /** The reminder's outcome (in the transaction that locked it). */
-  async settle(
-    trx: Knex.Transaction,
-    r: ClaimedReminder,
-    outcome: { status: ReminderStatus; reason?: string | null; messageId?: string; retryAt?: Date },
-  ): Promise<void> {
+  async settle(trx: Knex.Transaction, r: ClaimedReminder, outcome: ReminderOutcome): Promise<void> {
     await trx(TABLE)
       .where({ idempresa: r.companyId, id: r.id })
       .update({
