@@ -1,7 +1,8 @@
 import { runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { loadWebhooksConfig } from './config'
-import { purgeEvents } from './db/repositories/feed-repository'
+import { feedWriter, purgeEvents } from './db/repositories/feed-repository'
+import { jobRepository } from './db/repositories/worker-repository'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 import { systemResolver } from './delivery/address-policy'
 import { Notifications } from './delivery/notifications'
@@ -38,13 +39,14 @@ runService(
     const consumer = await startEventsConsumer({
       amqp,
       knex,
+      feed: feedWriter,
       log: logger,
       signingSecret: config.eventKeys,
       metrics: app.metrics,
       clock,
     })
     const worker = new DeliveryWorker({
-      knex,
+      jobs: jobRepository(knex),
       log: logger,
       box,
       policy,

@@ -20,6 +20,7 @@ import { Webhook } from 'standardwebhooks'
 import { buildApp } from '../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import { storeEvents } from '../src/db/repositories/feed-repository'
+import { jobRepository } from '../src/db/repositories/worker-repository'
 import type { AddressPolicy } from '../src/delivery/address-policy'
 import { Notifications } from '../src/delivery/notifications'
 import { DeliveryWorker } from '../src/delivery/worker'
@@ -135,7 +136,7 @@ export async function startWebhooks(
   })
   await app.ready()
   const worker = new DeliveryWorker({
-    knex,
+    jobs: jobRepository(knex),
     log: logger,
     box,
     policy,

@@ -1,6 +1,5 @@
 import { GroupCommit } from '@clinic/platform'
-import type { Knex } from 'knex'
-import { recordAttempts, type Outcome } from '../db/repositories/worker-repository'
+import type { JobStore, Outcome } from './job-store'
 
 /** The most outcomes one transaction writes. */
 const MAX_BATCH = 200
@@ -13,9 +12,9 @@ const MAX_BATCH = 200
 export class Recorder {
   private readonly commits: GroupCommit<Outcome, boolean>
 
-  constructor(knex: Knex) {
+  constructor(store: Pick<JobStore, 'record'>) {
     this.commits = new GroupCommit(async (batch) => {
-      const written = await recordAttempts(knex, batch)
+      const written = await store.record(batch)
       return batch.map((o) => written.has(o.job.id))
     }, MAX_BATCH)
   }

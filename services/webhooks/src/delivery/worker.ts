@@ -1,14 +1,13 @@
 import { JobRunner } from '@clinic/platform'
-import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { claimJobs, type AttemptRecord, type Job } from '../db/repositories/worker-repository'
+import type { AttemptRecord, Job, JobStore } from './job-store'
 import { Recorder } from './recorder'
 import { signatureHeader, type SecretBox } from '../domain/secrets'
 import type { AddressPolicy } from './address-policy'
 import { SEND_LIMITS, sendWebhook, type SendResult } from './send'
 
 export interface WorkerOptions {
-  knex: Knex
+  jobs: JobStore
   log: Logger
   box: SecretBox
   policy: AddressPolicy
@@ -72,12 +71,12 @@ export class DeliveryWorker extends JobRunner<Job> {
 
   constructor(private readonly o: WorkerOptions) {
     super({ name: 'deliveries', concurrency: o.concurrency, pollMs: o.pollMs ?? 500, log: o.log })
-    this.recorder = new Recorder(o.knex)
+    this.recorder = new Recorder(o.jobs)
   }
 
   protected claimJobs(limit: number): Promise<Job[]> {
     const o = this.o
-    return claimJobs(o.knex, { now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS })
+    return o.jobs.claim({ now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS })
   }
 
   protected runJob(job: Job): Promise<void> {

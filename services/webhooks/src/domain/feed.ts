@@ -1,4 +1,4 @@
-import { ValidationFailed, visibleCenters, type Ctx } from '@clinic/platform/core'
+import { ValidationFailed, visibleCenters, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import type { FeedInput } from '../schemas/endpoint'
 import type { ThinData } from './catalogue'
 import { CursorExpired } from './errors'
@@ -21,6 +21,14 @@ export interface FeedSource {
   read(companyId: number, f: FeedRead): Promise<{ rows: FeedRow[]; head: number; oldest: number | null }>
   /** Resolves when the company's feed may have grown, or after `ms`, or when `signal` aborts. */
   changed(companyId: number, ms: number, signal: AbortSignal): Promise<void>
+}
+
+/**
+ * Where the consumer stores the events it takes (db/repositories/feed-repository.ts), in its
+ * transaction `tx` (the one that also records the event ids): the feed and the deliveries they make.
+ */
+export interface FeedWriter<Tx> {
+  store(tx: Tx, events: CloudEvent[], now: Date): Promise<void>
 }
 
 const PREFIX = 'feed.'

@@ -1,7 +1,7 @@
 import { startConsumer, type Amqp, type Consumer, type EventKeys } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { storeEvents } from '../db/repositories/feed-repository'
+import type { FeedWriter } from '../domain/feed'
 
 export const EVENTS_QUEUE = 'webhooks.events'
 export const EVENTS_BINDINGS = ['patient.*', 'appointment.*', 'practitioner.*', 'comms.message.*']
@@ -15,6 +15,7 @@ export const EVENTS_BINDINGS = ['patient.*', 'appointment.*', 'practitioner.*', 
 export function startEventsConsumer(o: {
   amqp: Amqp
   knex: Knex
+  feed: FeedWriter<Knex.Transaction>
   log: Logger
   signingSecret: EventKeys
   metrics?: Parameters<typeof startConsumer>[0]['metrics']
@@ -29,7 +30,7 @@ export function startEventsConsumer(o: {
     signingSecret: o.signingSecret,
     metrics: o.metrics,
     prefetch: 200,
-    handle: (event, trx) => storeEvents(trx, [event], o.clock()),
-    batch: { size: 100, lingerMs: 20, handle: (events, trx) => storeEvents(trx, events, o.clock()) },
+    handle: (event, trx) => o.feed.store(trx, [event], o.clock()),
+    batch: { size: 100, lingerMs: 20, handle: (events, trx) => o.feed.store(trx, events, o.clock()) },
   })
 }

@@ -2,7 +2,7 @@ import { makeEvent } from '@clinic/platform/core'
 import { Webhook } from 'standardwebhooks'
 import { isPublicAddress, urlProblem } from '../../src/delivery/address-policy'
 import { outcomeOf, retryDelay } from '../../src/delivery/worker'
-import type { Job } from '../../src/db/repositories/worker-repository'
+import type { Job } from '../../src/delivery/job-store'
 import { thinData } from '../../src/domain/catalogue'
 import { SecretBox, newSecret, signatureHeader } from '../../src/domain/secrets'
 

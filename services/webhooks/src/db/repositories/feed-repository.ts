@@ -3,7 +3,7 @@ import { companyRead, setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import { FEED_CHANNEL } from '../../delivery/channels'
 import { isCatalogueType, thinData } from '../../domain/catalogue'
-import type { FeedRead, FeedRow } from '../../domain/feed'
+import type { FeedRead, FeedRow, FeedWriter } from '../../domain/feed'
 import { queueDeliveries, type DeliveryPair } from './endpoints-repository'
 
 interface EndpointMatch {
@@ -60,6 +60,8 @@ export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], n
     await trx.raw(`SELECT pg_notify('${FEED_CHANNEL}', ?)`, [String(companyId)])
   }
 }
+
+export const feedWriter: FeedWriter<Knex.Transaction> = { store: storeEvents }
 
 /**
  * One page of a company's feed after `after` (a seq), and in the same snapshot the company's head

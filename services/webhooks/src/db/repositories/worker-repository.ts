@@ -1,28 +1,10 @@
 import { setCompany } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { ThinData } from '../../domain/catalogue'
+import type { Job, JobStore, Outcome } from '../../delivery/job-store'
 import { endpointEvent } from '../../events/endpoint-events'
 import { Endpoint } from '../../schemas/endpoint'
 import { toEndpoint } from './endpoints-repository'
-
-/** A claimed delivery and what its attempt needs. */
-export interface Job {
-  idempresa: number
-  id: string
-  /** This attempt's number (1 for the first). */
-  attempts: number
-  leased_until: Date
-  event_id: string
-  event_type: string
-  occurred_at: Date
-  data: ThinData
-  endpoint_id: string
-  url: string
-  secret: Buffer
-  previous_secret: Buffer | null
-  previous_secret_until: Date | null
-}
 
 /** Due deliveries for this worker (claim_deliveries in migration 0003). */
 export async function claimJobs(
@@ -36,26 +18,7 @@ export async function claimJobs(
   return rows
 }
 
-export interface AttemptRecord {
-  status: 'pending' | 'succeeded' | 'failed'
-  next_attempt_at: Date | null
-  last_status_code: number | null
-  last_error: string | null
-  last_duration_ms: number
-  /** Disable the endpoint, for this reason. */
-  disable?: string
-  /** When set, disable also when the endpoint had no success since this instant. */
-  disableIfNoSuccessSince?: Date
-}
-
 const ENDPOINT_COLUMNS = Object.keys(Endpoint.properties)
-
-/** An attempt's outcome to write: the job, what happened, and when (the worker's clock). */
-export interface Outcome {
-  job: Job
-  record: AttemptRecord
-  now: Date
-}
 
 /**
  * Writes the outcomes of many attempts in one transaction (one commit for all: the worker's group
@@ -148,3 +111,9 @@ async function noSuccessReason(trx: Knex.Transaction, job: Job, since: Date): Pr
     .first('id')
   return row ? 'no successful delivery for 24 hours and a message used every attempt' : null
 }
+
+/** The delivery worker's store. */
+export const jobRepository = (knex: Knex): JobStore => ({
+  claim: (o) => claimJobs(knex, o),
+  record: (outcomes) => recordAttempts(knex, outcomes),
+})
