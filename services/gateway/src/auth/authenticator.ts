@@ -1,6 +1,6 @@
 import type { Principal } from '@clinic/platform'
-import type { IdentityRepository, TokenRecord } from '../db/identity-repository'
 import { SCOPES, isScope, type Scope } from '../scopes'
+import type { TokenRecord, TokenStore } from './token-store'
 import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup, type Credentials } from './tokens'
 
 export type AuthResult =
@@ -28,7 +28,7 @@ export class Authenticator {
   private inFlight = new Map<string, Promise<CacheEntry>>()
 
   constructor(
-    private readonly repo: IdentityRepository,
+    private readonly repo: TokenStore,
     private readonly opts: { ttlMs: number; maxEntries?: number; onError?: (err: unknown) => void },
   ) {}
 

@@ -1,20 +1,8 @@
 import type { Knex } from 'knex'
 import { enqueueEvents, uuidv7, type CloudEvent } from '@clinic/platform'
+import type { TokenRecord } from '../auth/token-store'
 
-export interface TokenRecord {
-  id: string
-  idempresa: number
-  user_id: string
-  username: string
-  token_hash: Buffer
-  centers: string[] | null
-  /** null: every scope (a token made without a list, or before scopes existed). */
-  scopes: string[] | null
-  company_centers: string[]
-  expires_at: Date | null
-  revoked_at: Date | null
-  last_used_at: Date | null
-}
+export type { TokenRecord }
 
 export interface TokenSummary {
   id: string
