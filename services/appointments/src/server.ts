@@ -19,7 +19,7 @@ runService(
       patients: new PatientsClient({
         baseUrl: config.PATIENTS_URL,
         signer: requireServiceSigner(deps, 'patients'),
-        timeoutMs: config.PATIENTS_TIMEOUT_MS,
+        timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
       }),
       holdTtlSeconds: config.HOLD_TTL_SECONDS,
     }),

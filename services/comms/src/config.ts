@@ -16,8 +16,8 @@ export const configSpec = {
   PATIENTS_URL: v.url({ default: 'http://127.0.0.1:8081', protocols: ['http:', 'https:'] }),
   /** Where the appointments service answers `GET /internal/appointments/:id` (reminders). */
   APPOINTMENTS_URL: v.url({ default: 'http://127.0.0.1:8082', protocols: ['http:', 'https:'] }),
-  /** How long a send waits for another service before answering 503. */
-  UPSTREAM_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
+  /** How long a send waits for another service before answering 503 (as in every caller). */
+  SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   /**
    * Where messages go: `providers` (SMTP_URL and TWILIO_* must name both; start-up stops otherwise)
    * or `files`, development only (`npm start`): a channel without a provider is written under

@@ -30,7 +30,7 @@ runService(
   async (deps, config) => {
     const client = {
       signer: requireServiceSigner(deps, 'patients and appointments'),
-      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+      timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
     }
     const patients = new PatientsClient({ ...client, baseUrl: config.PATIENTS_URL })
     const appointments = new AppointmentsClient({ ...client, baseUrl: config.APPOINTMENTS_URL })

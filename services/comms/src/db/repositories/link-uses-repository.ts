@@ -13,7 +13,7 @@ class Undo<T> {
  * `comms.link_uses`: one row per patient link used (row-level security per company). The row is
  * inserted first in the transaction that then waits for the appointments service: a concurrent
  * insert of the same token blocks on it until it commits (then finds it) or rolls back (then goes
- * on as the first). The connection is held meanwhile, at most UPSTREAM_TIMEOUT_MS.
+ * on as the first). The connection is held meanwhile, at most SERVICE_CALL_TIMEOUT_MS.
  */
 export class LinkUsesRepository implements LinkUseStore {
   constructor(private readonly knex: Knex) {}
