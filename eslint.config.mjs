@@ -1,5 +1,6 @@
 // Flat config: typescript-eslint (type-aware) + prettier. The rules that matter here:
-// no imports between services, no framework or driver in domain/, no floating promises, no console.
+// no imports between services, no framework or driver in domain/, repositories imported only by db/
+// and the composition roots, no floating promises, no console.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 import prettier from 'eslint-config-prettier'
@@ -9,6 +10,32 @@ import { readFileSync } from 'node:fs'
 // The one list of services (packages/platform/services.json): no imports between any two of them.
 const list = JSON.parse(readFileSync(new URL('./packages/platform/services.json', import.meta.url), 'utf8'))
 const services = [list.gateway, ...list.services].map((s) => s.name)
+
+// Domain code, routes, workers and consumers reach storage through a store interface, so each can be
+// run on a fake and a query layer stays inside db/: only db/ and the composition roots (app.ts,
+// server.ts, cli/), which build the repositories and hand them in, import one.
+const repositories = {
+  group: ['**/db/repositories', '**/db/repositories/**', '**/*-repository', '**/*-repository.*'],
+  message:
+    'Only db/ and the composition roots (app.ts, server.ts, cli/) import repositories: depend on a store interface.',
+}
+
+const domainPaths = [
+  ...['fastify', 'knex', 'amqplib', 'pg', 'pino', 'prom-client'].map((name) => ({
+    name,
+    message: 'domain/ stays free of frameworks and drivers.',
+  })),
+  {
+    name: '@clinic/platform',
+    message: 'domain/ imports @clinic/platform/core (framework-free); the root loads fastify, knex, pg.',
+  },
+]
+const domainPatterns = [
+  {
+    group: ['@clinic/platform/*', '!@clinic/platform/core'],
+    message: 'domain/ imports @clinic/platform/core only.',
+  },
+]
 
 export default tseslint.config(
   {
@@ -34,49 +61,30 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  ...services.map((s) => ({
-    files: [`services/${s}/**/*.ts`],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: services
-            .filter((o) => o !== s)
-            .map((o) => ({
-              group: [`**/services/${o}/**`, `@clinic/${o}`],
-              message: 'Services talk over HTTP or events, never imports.',
-            })),
-        },
-      ],
-    },
-  })),
-  {
-    files: ['services/*/src/domain/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...['fastify', 'knex', 'amqplib', 'pg', 'pino', 'prom-client'].map((name) => ({
-              name,
-              message: 'domain/ stays free of frameworks and drivers.',
-            })),
-            {
-              name: '@clinic/platform',
-              message:
-                'domain/ imports @clinic/platform/core (framework-free); the root loads fastify, knex, pg.',
-            },
-          ],
-          patterns: [
-            {
-              group: ['@clinic/platform/*', '!@clinic/platform/core'],
-              message: 'domain/ imports @clinic/platform/core only.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // One no-restricted-imports per file (a later config replaces an earlier one's lists, it does not
+  // add to them): no other service anywhere in a service; no repository outside db/ and the
+  // composition roots; and in domain/, no framework or driver either.
+  ...services.flatMap((s) => {
+    const cross = services
+      .filter((o) => o !== s)
+      .map((o) => ({
+        group: [`**/services/${o}/**`, `@clinic/${o}`],
+        message: 'Services talk over HTTP or events, never imports.',
+      }))
+    const restrict = (o) => ({ 'no-restricted-imports': ['error', o] })
+    return [
+      { files: [`services/${s}/**/*.ts`], rules: restrict({ patterns: cross }) },
+      {
+        files: [`services/${s}/src/**/*.ts`],
+        ignores: [`services/${s}/src/{db,cli}/**`, `services/${s}/src/{app,server}.ts`],
+        rules: restrict({ patterns: [...cross, repositories] }),
+      },
+      {
+        files: [`services/${s}/src/domain/**/*.ts`],
+        rules: restrict({ paths: domainPaths, patterns: [...cross, repositories, ...domainPatterns] }),
+      },
+    ]
+  }),
   {
     // Small parts: no source file over 300 lines, no function over 80 (tests aside). Migrations are
     // never edited once they land, so a long one stays as it was written.
