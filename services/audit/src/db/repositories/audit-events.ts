@@ -96,8 +96,9 @@ export async function appendEvent(
  * company one at a time; advance_chain_head_to moves it past the events inserted here, checking
  * that each links to the one before. Heads are locked in company order, so two consumers never
  * deadlock. Each company's rows are inserted under its own app.idempresa (the policy of events
- * checks it), set anew for each company of the transaction. seq runs 1, 2, 3 ... without gaps (a rolled-back append takes its seqs with it), and
- * recorded_at, from the database clock, never goes back within a company.
+ * checks it), set anew for each company of the transaction. seq runs 1, 2, 3 ... without gaps (a
+ * rolled-back append takes its seqs with it), and recorded_at, from the database clock, never goes
+ * back within a company.
  */
 export async function appendEvents(
   trx: Knex.Transaction,
