@@ -142,6 +142,18 @@ export async function companyPage<T extends { id: unknown }>(
   }
 }
 
+// The company each open transaction set last, so a read in it (rowById) filters by the same one.
+const companies = new WeakMap<Knex.Transaction, number>()
+
 /** Sets `app.idempresa` for the rest of this transaction: what the row-level security policies check. */
-export const setCompany = (trx: Knex.Transaction, companyId: number) =>
-  trx.raw(`select set_config('app.idempresa', ?, true)`, [String(companyId)])
+export const setCompany = (trx: Knex.Transaction, companyId: number) => {
+  companies.set(trx, companyId)
+  return trx.raw(`select set_config('app.idempresa', ?, true)`, [String(companyId)])
+}
+
+/** The company `trx` was set to (setCompany, companyTransaction); throws when it was set to none. */
+export function companyOf(trx: Knex.Transaction): number {
+  const companyId = companies.get(trx)
+  if (companyId === undefined) throw new Error('not a company transaction: setCompany was never called on it')
+  return companyId
+}

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { companyIdempotent, storedIdempotentResponse } from '../idempotency'
 import type { IdempotencyKey, StoredResponse, TenantStore } from '../tenant-store'
-import { companyPage, companyRowById, companyTransaction } from './company'
+import { companyOf, companyPage, companyRowById, companyTransaction } from './company'
 
 /** The table a repository owns: its name, the columns the API shows, and a row as the API shows it. */
 export interface TenantTable<Row> {
@@ -14,7 +14,7 @@ export interface TenantTable<Row> {
  * The shell every tenant repository shares (a service's repository extends it and adds `tx`, what
  * a use case may do in one company's transaction, and its lists). Every transaction sets
  * `app.idempresa` for the row-level security policies (companyTransaction); `findById` and
- * `page` are one round trip each (companyRowById, companyPage).
+ * `page` are one round trip each (companyRowById, companyPage); `rowById` reads inside one.
  */
 export abstract class TenantRepository<Tx, Row> implements TenantStore<Tx, Row> {
   protected constructor(
@@ -45,6 +45,23 @@ export abstract class TenantRepository<Tx, Row> implements TenantStore<Tx, Row> 
   async findById(companyId: number, id: string): Promise<Row | null> {
     const t = this.table
     const row = await companyRowById<Record<string, unknown>>(this.knex, companyId, t.name, id, t.columns)
+    return row ? t.toRow(row) : null
+  }
+
+  /**
+   * Row `id` of the transaction's company (the one `trx` was opened for: companyOf), as the API
+   * shows it, or null; with `forUpdate` locked until `trx` ends. What a `Tx`'s findById runs.
+   */
+  protected async rowById(
+    trx: Knex.Transaction,
+    id: string,
+    opts?: { forUpdate?: boolean },
+  ): Promise<Row | null> {
+    const t = this.table
+    const q = trx(t.name)
+      .where({ idempresa: companyOf(trx), id })
+      .first([...t.columns])
+    const row = (await (opts?.forUpdate ? q.forUpdate() : q)) as Record<string, unknown> | undefined
     return row ? t.toRow(row) : null
   }
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { companyPage, companyRead } from '@clinic/platform'
+import { TENANT_PREDICATE, companyPage, companyRead } from '@clinic/platform'
 import { rlsThings } from './helpers'
 
 /**
@@ -23,7 +23,7 @@ beforeAll(async () => {
       CREATE FUNCTION named(pattern text) RETURNS SETOF things LANGUAGE sql STABLE SECURITY DEFINER
         SET search_path = ${schema} AS $$
           SELECT * FROM ${schema}.things
-          WHERE idempresa = nullif(current_setting('app.idempresa', true), '')::integer AND name LIKE pattern
+          WHERE ${TENANT_PREDICATE} AND name LIKE pattern
         $$;
       GRANT EXECUTE ON FUNCTION named(text) TO ${role}`,
     },

@@ -9,9 +9,11 @@ import {
   ensureRole,
   makeEvent,
   migrate,
+  secureTenantTable,
   uuidv7,
   type CloudEvent,
   type Migration,
+  type TablePrivilege,
 } from '@clinic/platform'
 import { appointmentEventData, tapEvents, tcpProxy } from '@clinic/platform/testing'
 
@@ -105,7 +107,7 @@ export const brokerProxy = (target = new URL(amqpUrl())) => tcpProxy(target)
  */
 export async function rlsThings(
   counts: Record<number, number>,
-  o: { grants?: string; extraSql?: (schema: string, role: string) => string } = {},
+  o: { grants?: TablePrivilege[]; extraSql?: (schema: string, role: string) => string } = {},
 ) {
   const schema = schemaName()
   const role = `${schema}_app`
@@ -113,12 +115,11 @@ export async function rlsThings(
   await owner.raw(`CREATE SCHEMA ${schema}`)
   await ensureRole(owner, role)
   await owner.raw(`
-    CREATE TABLE things (idempresa integer NOT NULL, id uuid PRIMARY KEY, name text NOT NULL, at integer NOT NULL);
-    ALTER TABLE things ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY company ON things USING (idempresa = nullif(current_setting('app.idempresa', true), '')::integer);
-    GRANT USAGE ON SCHEMA ${schema} TO ${role};
-    GRANT ${o.grants ?? 'SELECT'} ON things TO ${role};
-    ${o.extraSql?.(schema, role) ?? ''}`)
+    CREATE TABLE things (idempresa integer NOT NULL, id uuid NOT NULL, name text NOT NULL, at integer NOT NULL,
+      PRIMARY KEY (idempresa, id));
+    GRANT USAGE ON SCHEMA ${schema} TO ${role}`)
+  await secureTenantTable(owner, 'things', { role, privileges: o.grants ?? ['SELECT'] })
+  if (o.extraSql) await owner.raw(o.extraSql(schema, role))
   const ids: Record<number, string[]> = {}
   for (const [company, n] of Object.entries(counts).map(([c, n]) => [Number(c), n] as const)) {
     ids[company] = []

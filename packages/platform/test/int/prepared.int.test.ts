@@ -22,7 +22,7 @@ let db: Knex
 let ids: Record<number, string[]>
 
 beforeAll(async () => {
-  fixture = await rlsThings({ [A]: 3, [B]: 2 }, { grants: 'SELECT, INSERT' })
+  fixture = await rlsThings({ [A]: 3, [B]: 2 }, { grants: ['SELECT', 'INSERT'] })
   ;({ db, ids } = fixture)
 })
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { setCompany } from '@clinic/platform/db'
 import { testPrincipal } from '@clinic/platform/testing'
 import { run } from '../../src/cli/admin'
 import { appendEvents, chainReader, ensurePartitions, toRow } from '../../src/db/repositories/audit-events-repository'
@@ -6,7 +7,7 @@ import { dropPartitionsBefore } from '../../src/db/retention'
 import { computeHash, GENESIS_HASH, sealEvent, toAuditDraft } from '../../src/domain/audit-event'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { domainEvent, patientData } from '../helpers'
-import { chainKey, migrateAudit, ownerDb, record, writerDb } from './setup'
+import { chainKey, eventsOf, migrateAudit, ownerDb, record, writerDb } from './setup'
 
 // A loaded machine (2 cores, parallel projects) can take seconds to deliver; waitFor bounds each wait.
 jest.setTimeout(60_000)
@@ -109,9 +110,9 @@ describe('append-only store', () => {
     await ensurePartitions(writer, 2)
     const { events } = await seedCompany(1)
     const month = events[0]!.recorded_at.slice(0, 7).replace('-', '_')
-    const { rows } = await writer.raw(`SELECT tableoid::regclass::text AS part FROM events WHERE id = ?`, [
-      events[0]!.id,
-    ])
+    const rows = await eventsOf(writer, events[0]!.idempresa, (q) =>
+      q.where('id', events[0]!.id).select(writer.raw('tableoid::regclass::text AS part')),
+    )
     expect(rows[0].part).toBe(`events_${month}`)
   })
 })
@@ -226,6 +227,7 @@ describe('chain heads and keys', () => {
     )
     const refused = await writer
       .transaction(async (trx) => {
+        await setCompany(trx, b.companyId)
         await trx('events').insert({ ...toRow(forged), http: null })
         await trx.raw('SELECT advance_chain_head_to(?, ?, ?)', [b.companyId, forged.seq, forged.hash])
       })

@@ -1,7 +1,14 @@
 import type { Knex } from 'knex'
 import pino from 'pino'
 import { testAssertionKeys } from '@clinic/platform/testing'
-import { Amqp, createDb, migrate, useEventSigningKey, type CloudEvent } from '@clinic/platform'
+import {
+  Amqp,
+  companyTransaction,
+  createDb,
+  migrate,
+  useEventSigningKey,
+  type CloudEvent,
+} from '@clinic/platform'
 import { buildApp } from '../../src/app'
 import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
 import { appendEvent } from '../../src/db/repositories/audit-events-repository'
@@ -47,9 +54,19 @@ export async function record(knex: Knex, events: CloudEvent[]): Promise<AuditEve
   return out
 }
 
+/**
+ * Rows of one company's trail (`shape` adds the rest of the query), read as the service reads
+ * them: under that company's row-level security, so a writer's knex sees them.
+ */
+export const eventsOf = (
+  knex: Knex,
+  companyId: number,
+  shape: (q: Knex.QueryBuilder) => Knex.QueryBuilder = (q) => q,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any[]> =>
+  companyTransaction(knex, companyId, (trx) => shape(trx('events').where({ idempresa: companyId })))
+
 export const countEvents = async (knex: Knex, companyId: number, where: Record<string, unknown> = {}) => {
-  const [row] = await knex('events')
-    .where({ idempresa: companyId, ...where })
-    .count<{ n: number }[]>({ n: '*' })
+  const [row] = await eventsOf(knex, companyId, (q) => q.where(where).count({ n: '*' }))
   return Number(row!.n)
 }

@@ -175,11 +175,7 @@ export class AppointmentsRepository
     return {
       ...calendarTx(trx, companyId, clock),
       lockCalendars: (practitioner, patientId) => lockCalendars(trx, companyId, practitioner, patientId),
-      async findById(id, opts) {
-        const q = rows().where('id', id).first(SELECT)
-        const row = await (opts?.forUpdate ? q.forUpdate() : q)
-        return row ? toAppointment(row as Row) : null
-      },
+      findById: (id, opts) => this.rowById(trx, id, opts),
       async insert(id, fields: AppointmentFields) {
         await prepareClaim(trx, companyId, clock, { ...fields, patientId: fields.patient_id })
         const [row] = await translate(

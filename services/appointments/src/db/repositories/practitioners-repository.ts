@@ -47,11 +47,7 @@ export class PractitionersRepository
   protected tx(companyId: number, trx: Knex.Transaction): PractitionerTx {
     const rows = () => trx('practitioners').where('idempresa', companyId)
     return {
-      async findById(id, opts) {
-        const q = rows().where('id', id).first(COLUMNS)
-        const row = await (opts?.forUpdate ? q.forUpdate() : q)
-        return row ? toPractitioner(row) : null
-      },
+      findById: (id, opts) => this.rowById(trx, id, opts),
       async insert(id, fields) {
         try {
           const [row] = await trx('practitioners')

@@ -1,4 +1,4 @@
-import { commonTables, ensureRole, type Migration } from '@clinic/platform'
+import { commonTables, ensureRole, secureTenantTable, type Migration } from '@clinic/platform'
 
 export const SCHEMA = 'audit'
 /** The role the service runs as (SET ROLE on every connection): it may read and append, nothing more. */
@@ -216,6 +216,16 @@ export const migrations: Migration[] = [
         REVOKE ALL ON FUNCTION advance_chain_head_to(integer, bigint, text) FROM PUBLIC;
         GRANT EXECUTE ON FUNCTION advance_chain_head_to(integer, bigint, text) TO ${WRITER_ROLE};
       `)
+    },
+  },
+  {
+    // The trail under row-level security like every other tenant table: the writer appends and
+    // reads one company at a time (app.idempresa per company, see appendEvents). On the parent
+    // only: the writer has no privilege on the partitions themselves, so it reaches rows through
+    // the parent and its policy alone.
+    name: '0004_events_row_level_security',
+    async up(knex) {
+      await secureTenantTable(knex, 'events', { role: WRITER_ROLE, privileges: ['SELECT', 'INSERT'] })
     },
   },
 ]

@@ -1,4 +1,4 @@
-import { applyKeyset } from '@clinic/platform/db'
+import { applyKeyset, companyRead, companyTransaction, setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import {
   sealEvent,
@@ -95,8 +95,10 @@ export async function appendEvent(
  * DEFINER) creates the genesis head if needed and locks it, so competing consumers append to one
  * company one at a time; advance_chain_head_to moves it past the events inserted here, checking
  * that each links to the one before. Heads are locked in company order, so two consumers never
- * deadlock. seq runs 1, 2, 3 ... without gaps (a rolled-back append takes its seqs with it), and
- * recorded_at, from the database clock, never goes back within a company.
+ * deadlock. Each company's rows are inserted under its own app.idempresa (the policy of events
+ * checks it), set anew for each company of the transaction. seq runs 1, 2, 3 ... without gaps (a
+ * rolled-back append takes its seqs with it), and recorded_at, from the database clock, never goes
+ * back within a company.
  */
 export async function appendEvents(
   trx: Knex.Transaction,
@@ -111,6 +113,7 @@ export async function appendEvents(
   }
   const sealed = new Map<AuditDraft, AuditEvent>()
   for (const company of [...byCompany.keys()].sort((a, b) => a - b)) {
+    await setCompany(trx, company)
     const { rows } = await trx.raw<{ rows: Array<ChainHeadRow & { now: Date }> }>(
       `SELECT h.seq, h.hash, h.recorded_at, date_trunc('milliseconds', clock_timestamp()) AS now
          FROM lock_chain_head(?) h`,
@@ -163,11 +166,13 @@ export function auditEventRepository(knex: Knex): AuditEventStore {
     async list(companyId, filter, page) {
       const q = applyFilter(knex('events').select('*'), companyId, filter)
       applyKeyset(q, AUDIT_KEYSET, page.after)
-      const rows: EventRow[] = await q.offset(page.offset).limit(page.limit)
-      return rows.map(fromRow)
+      const rows = await companyRead<EventRow>(knex, companyId, q.offset(page.offset).limit(page.limit))
+      // companyRead's outer query promises no order of its own: the page's (seq descending) again.
+      return rows.sort((a, b) => b.seq - a.seq).map(fromRow)
     },
     async count(companyId, filter) {
-      const [row] = await applyFilter(knex('events').count<{ n: number }[]>({ n: '*' }), companyId, filter)
+      const q = applyFilter(knex('events').count({ n: '*' }), companyId, filter)
+      const [row] = await companyRead<{ n: number }>(knex, companyId, q)
       return Number(row?.n ?? 0)
     },
     async chainLength(companyId) {
@@ -201,15 +206,17 @@ export async function* eventsInSeqOrder(
   // Keyset on (seq, id), so a repeated seq (a forged row) is read too, and reported.
   let last: [number, string] = [afterSeq, 'ffffffff-ffff-ffff-ffff-ffffffffffff']
   for (;;) {
-    const rows: EventRow[] = await knex('events')
-      .where('idempresa', companyId)
-      .whereRaw('(seq, id) > (?, ?::uuid)', last)
-      .where('seq', '<=', untilSeq)
-      .orderBy([
-        { column: 'seq', order: 'asc' },
-        { column: 'id', order: 'asc' },
-      ])
-      .limit(batchSize)
+    const rows: EventRow[] = await companyTransaction(knex, companyId, (trx) =>
+      trx('events')
+        .where('idempresa', companyId)
+        .whereRaw('(seq, id) > (?, ?::uuid)', last)
+        .where('seq', '<=', untilSeq)
+        .orderBy([
+          { column: 'seq', order: 'asc' },
+          { column: 'id', order: 'asc' },
+        ])
+        .limit(batchSize),
+    )
     for (const r of rows) yield fromRow(r)
     if (rows.length < batchSize) return
     const tail = rows[rows.length - 1]!
@@ -232,11 +239,13 @@ export function chainReader(knex: Knex): ChainReader {
     anchor: (companyId) => readAnchor(knex, companyId),
     events: (companyId, anchorSeq, untilSeq) => eventsInSeqOrder(knex, companyId, anchorSeq, untilSeq),
     async pastHead(companyId) {
-      const { rows } = await knex.raw<{ rows: Array<{ head_seq: string; n: string }> }>(
-        `SELECT coalesce(h.seq, 0) AS head_seq,
-                (SELECT count(*) FROM events e WHERE e.idempresa = ? AND e.seq > coalesce(h.seq, 0)) AS n
-           FROM (SELECT 1) one LEFT JOIN chain_heads h ON h.idempresa = ?`,
-        [companyId, companyId],
+      const { rows } = await companyTransaction(knex, companyId, (trx) =>
+        trx.raw<{ rows: Array<{ head_seq: string; n: string }> }>(
+          `SELECT coalesce(h.seq, 0) AS head_seq,
+                  (SELECT count(*) FROM events e WHERE e.idempresa = ? AND e.seq > coalesce(h.seq, 0)) AS n
+             FROM (SELECT 1) one LEFT JOIN chain_heads h ON h.idempresa = ?`,
+          [companyId, companyId],
+        ),
       )
       return { headSeq: Number(rows[0]!.head_seq), count: Number(rows[0]!.n) }
     },

@@ -1,4 +1,5 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
+import { earlyReceiptsByCompany } from './early-receipts'
 import { remindersConsentLimits } from './reminders'
 
 export const SCHEMA = 'comms'
@@ -139,4 +140,5 @@ export const migrations: Migration[] = [
     },
   },
   remindersConsentLimits(SCHEMA, APP_ROLE),
+  earlyReceiptsByCompany(SCHEMA, APP_ROLE, RECEIPT_LOCK),
 ]

@@ -55,11 +55,7 @@ export class PatientsRepository extends TenantRepository<PatientTx, Patient> imp
   protected tx(companyId: number, trx: Knex.Transaction): PatientTx {
     const patients = () => trx<Row>(TABLE).where('idempresa', companyId)
     return {
-      async findById(id, opts) {
-        const q = patients().where('id', id).first(SELECT)
-        const row = await (opts?.forUpdate ? q.forUpdate() : q)
-        return row ? toPatient(row as unknown as Row) : null
-      },
+      findById: (id, opts) => this.rowById(trx, id, opts),
       async insert(id, fields) {
         const [row] = await translate(
           trx(TABLE)

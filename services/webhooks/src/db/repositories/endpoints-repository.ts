@@ -25,11 +25,7 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
   protected tx(companyId: number, trx: Knex.Transaction): EndpointTx {
     const rows = () => trx('endpoints').where('idempresa', companyId)
     return {
-      async findById(id, opts) {
-        const q = rows().where('id', id).first(COLUMNS)
-        const row = await (opts?.forUpdate ? q.forUpdate() : q)
-        return row ? toEndpoint(row) : null
-      },
+      findById: (id, opts) => this.rowById(trx, id, opts),
       async countLocked() {
         // One creator at a time per company, so two creates never both see 19.
         await trx.raw(`SELECT pg_advisory_xact_lock(hashtext('webhooks.endpoints'), ?)`, [companyId])
