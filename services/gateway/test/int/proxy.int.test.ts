@@ -207,6 +207,35 @@ describe('forwarding to the services', () => {
     }
     expect(upstream.received.length).toBe(before)
   })
+
+  it('tells a client that sent no token in a form it reads (Bearer too) the two forms it takes', async () => {
+    const t = await tenant(knex)
+    const basicWithoutUser = Buffer.from(t.token).toString('base64')
+    for (const headers of [
+      {},
+      { authorization: `Bearer ${t.token}` },
+      { authorization: `Basic ${basicWithoutUser}` },
+    ]) {
+      const res = await inject({ method: 'GET', url: '/api/patients', headers })
+      expect(res.statusCode).toBe(401)
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+      expect(res.headers['www-authenticate']).toBe('Basic realm="clinic"')
+      const p = problem(res) as { code: string; detail: string }
+      expect(p.code).toBe('unauthenticated')
+      expect(p.detail).toMatch(/X-service-Token header/)
+      expect(p.detail).toMatch(/HTTP Basic credentials username:token/)
+    }
+    // A token in an accepted form that is refused says only that: nothing to learn about the form.
+    const unknown = await inject({
+      method: 'GET',
+      url: '/api/patients',
+      headers: { 'x-service-token': 'csk_nope' },
+    })
+    expect(problem(unknown)).toMatchObject({
+      code: 'unauthenticated',
+      detail: 'A valid API token is required',
+    })
+  })
 })
 
 describe('TRUST_PROXY', () => {
