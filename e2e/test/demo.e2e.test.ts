@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process'
 import { randomInt } from 'node:crypto'
-import path from 'node:path'
 import { promisify } from 'node:util'
 import { call, stack } from '../src/client'
 import { ROOT, freePort } from '../src/stack'
@@ -11,10 +10,15 @@ const companyId = randomInt(10_000, 100_000)
 /** Fixed for both runs (a run after midnight UTC would otherwise book the next day). */
 const DAY = new Date(Date.now() + 864e5).toISOString().slice(0, 10)
 
-/** `npm run demo` against the e2e stack: its admin CLI gets the stack's DATABASE_URL and secrets. */
+/**
+ * `npm run -s demo` as the README runs it (inside `eval`: its stdout must be only the two lines),
+ * against the e2e stack: its admin CLI gets the stack's DATABASE_URL and secrets.
+ */
 async function demo(env: Record<string, string> = {}) {
-  const { stdout, stderr } = await exec(process.execPath, [path.join(ROOT, 'scripts', 'demo.mjs')], {
+  const { stdout, stderr } = await exec('npm', ['run', '-s', 'demo'], {
+    cwd: ROOT,
     env: {
+      NPM_CONFIG_UPDATE_NOTIFIER: 'false',
       ...process.env,
       ...stack().env,
       GATEWAY_URL: stack().gatewayUrl,
@@ -54,7 +58,7 @@ async function totals(token: string) {
   }
 }
 
-describe('npm run demo', () => {
+describe('npm run -s demo', () => {
   it('gives a working token in one command, and a second run adds nothing but a new token', async () => {
     const first = await demo()
     expect(first.api).toBe(stack().api)

@@ -400,7 +400,7 @@ export interface paths {
         };
         /**
          * Consent of an address (opted out or not), per channel
-         * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). Always `{items: [...]}`: with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one item today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).
+         * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). A list like every other (`{data, meta}`, paged the same way): with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one preference today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).
          *
          *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
@@ -1397,7 +1397,8 @@ export interface components {
         };
         /** PreferenceList */
         PreferenceList: {
-            items: components["schemas"]["Preference"][];
+            data: components["schemas"]["Preference"][];
+            meta: components["schemas"]["ListMeta"];
         };
         /** PreferenceUpdate */
         PreferenceUpdate: {
@@ -3602,11 +3603,17 @@ export interface operations {
     getPreferences: {
         parameters: {
             query: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
                 /** @description an email address (compared lower-cased) or an E.164 phone number (+34600111222) */
                 address: string;
                 channel?: "email" | "sms";
-                /** @description Code of a clinic center of the company (codalmacen) */
-                codalmacen?: string;
             };
             header?: never;
             path?: never;

@@ -101,11 +101,17 @@ export type Receiver = Awaited<ReturnType<typeof startReceiver>>
  * company's deliveries), with a clock the test moves and a resolver it controls.
  */
 export async function startWebhooks(
-  o: { limits?: { connectMs: number; totalMs: number; maxReadBytes: number } } = {},
+  o: {
+    limits?: { connectMs: number; totalMs: number; maxReadBytes: number }
+    /** Where the service logs, at info (default: nowhere, or LOG_LEVEL to stdout). */
+    logTo?: { write(line: string): void }
+  } = {},
 ) {
   const url = await createTestDatabase()
   await migrate(url, SCHEMA, migrations)
-  const logger = createLogger({ service: 'webhooks', level: process.env.LOG_LEVEL ?? 'silent' })
+  const logger = o.logTo
+    ? createLogger({ service: 'webhooks', level: 'info', destination: o.logTo })
+    : createLogger({ service: 'webhooks', level: process.env.LOG_LEVEL ?? 'silent' })
   const knex = createDb(url, { schema: SCHEMA, role: APP_ROLE, poolMax: 10 })
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
   let now = new Date()

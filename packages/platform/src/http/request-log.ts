@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 /** A request slower than this is logged as a warning whatever LOG_LEVEL says. */
 const SLOW_REQUEST_MS = 1000
@@ -11,20 +11,35 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A probe, polled every few seconds: its access line is at debug. */
     probe?: boolean
+    /**
+     * A long poll: the query parameter (seconds) by which a client asks the route to hold its answer
+     * until there is news. The time it was asked to wait is not slowness; only what comes on top is.
+     */
+    longPoll?: string
   }
+}
+
+/** How long the request asked its route to wait on purpose (a long poll's parameter), in ms. */
+function waitAsked(req: FastifyRequest): number {
+  const param = req.routeOptions.config?.longPoll
+  if (!param) return 0
+  const value = (req.query as Record<string, unknown> | undefined)?.[param]
+  const seconds = Number(typeof value === 'string' || typeof value === 'number' ? value : NaN)
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0
 }
 
 /**
  * One access line per request, at info (warn when slow): method, route, status, ms and, for a
  * refused request, the problem's code; `request_id` comes with the request's logger. The path's
  * parameters and the query string stay out (a query can hold a patient's name); the route does not.
- * Probes (`config.probe`) log at debug.
+ * Probes (`config.probe`) log at debug; a long poll (`config.longPoll`) is slow only past its wait.
  */
 export function requestLog(app: FastifyInstance) {
   app.decorateRequest('accessNote', undefined)
   app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime
-    const level = ms >= SLOW_REQUEST_MS ? 'warn' : req.routeOptions.config?.probe ? 'debug' : 'info'
+    const slow = ms >= SLOW_REQUEST_MS + waitAsked(req)
+    const level = slow ? 'warn' : req.routeOptions.config?.probe ? 'debug' : 'info'
     req.log[level](
       {
         method: req.method,
@@ -34,7 +49,7 @@ export function requestLog(app: FastifyInstance) {
         ...(reply.problemCode ? { code: reply.problemCode } : {}),
         ...req.accessNote,
       },
-      ms >= SLOW_REQUEST_MS ? 'slow request' : 'request',
+      slow ? 'slow request' : 'request',
     )
     done()
   })

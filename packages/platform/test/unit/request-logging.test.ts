@@ -23,10 +23,15 @@ async function requestLines(level: 'info' | 'debug', slowMs = 0) {
     await new Promise((r) => setTimeout(r, slowMs))
     return { ok: true }
   })
+  // A long poll that takes as long: slow only when it was not asked to wait that long.
+  app.get('/poll', { config: { longPoll: 'wait' } }, async () => {
+    await new Promise((r) => setTimeout(r, slowMs))
+    return { ok: true }
+  })
   for (const url of ['/health/live', '/health/ready', '/metrics', '/things']) await app.inject({ url })
   await app.inject({ method: 'POST', url: '/refused', payload: { n: 'x' } })
   await app.inject({ url: '/planned' })
-  if (slowMs) await app.inject({ url: '/slow' })
+  if (slowMs) for (const url of ['/slow', '/poll?wait=2', '/poll?wait=0']) await app.inject({ url })
   await app.close()
   return lines.map((l) => JSON.parse(l) as Line & Record<string, unknown>)
 }
@@ -67,9 +72,18 @@ describe('request logs: one access line per request', () => {
     expect(lines.filter((l) => /client closed|request refused/.test(l.msg))).toEqual([])
   })
 
-  it('name a slow request (over 1 s) at every level, with its route and time', async () => {
-    const slow = (await requestLines('info', 1050)).filter((l) => l.msg === 'slow request')
-    expect(slow).toEqual([expect.objectContaining({ route: '/slow', ms: expect.any(Number) })])
+  it('name a slow request (over 1 s) at every level, with its route and time; a long poll only past its wait', async () => {
+    const lines = await requestLines('info', 1050)
+    const slow = lines.filter((l) => l.msg === 'slow request')
+    expect(slow).toEqual([
+      expect.objectContaining({ route: '/slow', ms: expect.any(Number) }),
+      expect.objectContaining({ route: '/poll', level: 40 }),
+    ])
     expect(slow[0]!.ms).toBeGreaterThanOrEqual(1000)
+    // Asked to wait 2 s, the poll's 1 s is on time: one info line, and the one that asked for no wait is slow.
+    expect(lines.filter((l) => l.route === '/poll').map((l) => [l.msg, l.level])).toEqual([
+      ['request', 30],
+      ['slow request', 40],
+    ])
   })
 })

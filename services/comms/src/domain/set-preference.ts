@@ -1,4 +1,12 @@
-import { UUID_PATTERN, ValidationFailed, visibleCenters, type Ctx } from '@clinic/platform/core'
+import {
+  UUID_PATTERN,
+  ValidationFailed,
+  keyset,
+  keysetPage,
+  visibleCenters,
+  type Ctx,
+  type Page,
+} from '@clinic/platform/core'
 import { preferenceEvent } from '../events/preference-events'
 import { CHANNELS, type Channel } from '../schemas/message'
 import type { Preference, PreferenceQuery, PutPreferenceBody } from '../schemas/preference'
@@ -36,29 +44,42 @@ export function putPreferenceErrors(raw: unknown) {
   return addressErrors(b.channel, b.address)
 }
 
+/** By channel: an address has at most one preference per channel. */
+const PREFERENCE_KEYSET = keyset({ order: 'asc', columns: [{ name: 'channel', kind: 'text' }] })
+
 /**
  * The company's preferences for an address: on `channel`, else on the channel the address is on
  * by its form (an email address on email, an E.164 number on sms). Every company has its own;
- * a center-limited token sees them too (consent is per company, not per center).
+ * a center-limited token sees them too (consent is per company, not per center). A list like every
+ * other, paged the same way, although one address has a preference per channel at most.
  */
-export async function getPreferences(
+export function getPreferences(
   ctx: Ctx,
   store: PreferenceStore,
   q: PreferenceQuery,
-): Promise<{ items: Preference[] }> {
-  visibleCenters(ctx.auth, q.codalmacen)
-  const errors = addressErrors(q.channel, q.address)
-  if (errors.length) throw new ValidationFailed(errors, 'The query string is not valid')
-  const channels: Channel[] = q.channel ? [q.channel] : [channelOf(q.address)!]
+): Promise<Page<Preference>> {
   const companyId = ctx.auth.companyId
-  const rows = await Promise.all(
-    channels.map(async (channel) => {
-      const address = consentAddress(channel, q.address)
-      const [row] = await store.find(companyId, address, [channel])
-      return toPreference(companyId, channel, address, row)
-    }),
-  )
-  return { items: rows }
+  return keysetPage(q, {
+    keyset: PREFERENCE_KEYSET,
+    filter: () => {
+      visibleCenters(ctx.auth, q.codalmacen)
+      const errors = addressErrors(q.channel, q.address)
+      if (errors.length) throw new ValidationFailed(errors, 'The query string is not valid')
+      return q.channel ? [q.channel] : [channelOf(q.address)!]
+    },
+    fetch: async (channels, page) => {
+      const all = await Promise.all(
+        [...channels].sort().map(async (channel) => {
+          const address = consentAddress(channel, q.address)
+          const [row] = await store.find(companyId, address, [channel])
+          return toPreference(companyId, channel, address, row)
+        }),
+      )
+      const after = page.after
+      const rest = after ? all.filter((p) => p.channel > after.channel) : all
+      return { rows: rest.slice(page.offset, page.offset + page.limit), total: all.length }
+    },
+  })
 }
 
 /**

@@ -12,7 +12,7 @@ const getPreferencesRoute = {
     operationId: 'getPreferences',
     summary: 'Consent of an address (opted out or not), per channel',
     description:
-      "Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). Always `{items: [...]}`: with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one item today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).",
+      "Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). A list like every other (`{data, meta}`, paged the same way): with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one preference today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).",
     querystring: PreferenceQuery,
     response: {
       200: PreferenceList,

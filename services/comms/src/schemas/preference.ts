@@ -1,4 +1,4 @@
-import { CenterCode, Instant, nullable } from '@clinic/platform'
+import { Instant, ListQuery, listOf, nullable } from '@clinic/platform'
 import { Type, type Static } from '@sinclair/typebox'
 import { CHANNELS } from './message'
 
@@ -40,16 +40,13 @@ export const Preference = Type.Object(
 )
 export type Preference = Static<typeof Preference>
 
-export const PreferenceList = Type.Object(
-  { items: Type.Array(Preference) },
-  { title: 'PreferenceList', additionalProperties: false },
-)
+export const PreferenceList = listOf(Preference, 'PreferenceList')
 
 export const PreferenceQuery = Type.Object(
   {
+    ...ListQuery,
     address: Address,
     channel: Type.Optional(Channel),
-    codalmacen: Type.Optional(CenterCode),
   },
   { additionalProperties: false },
 )

@@ -37,7 +37,7 @@ function api(principal: Principal = testPrincipal(), on: () => Harness = () => h
     const q = new URLSearchParams({ address, ...(channel ? { channel } : {}) })
     const res = await get(`/comms/preferences?${q}`)
     expect(res.statusCode).toBe(200)
-    return res.json().items as Array<Record<string, unknown>>
+    return res.json().data as Array<Record<string, unknown>>
   }
   return { principal, put, get, find }
 }
@@ -77,6 +77,33 @@ describe('GET and PUT /comms/preferences', () => {
       { id: expect.any(String), channel: 'email', address, opted_out: false, source: null, updated_at: null },
     ])
     expect((await find(address, 'email'))[0]!.channel).toBe('email')
+  })
+
+  it('answers a list like every other: {data, meta}, paged by offset or after', async () => {
+    const { get } = api()
+    const number = phone()
+    const q = `address=${encodeURIComponent(number)}`
+    const first = await get(`/comms/preferences?${q}`)
+    expect(first.statusCode).toBe(200)
+    expect(Object.keys(first.json())).toEqual(['data', 'meta'])
+    expect(first.json().meta).toEqual({ total: 1, offset: 0, limit: 25, next: null })
+
+    const one = await get(`/comms/preferences?${q}&limit=1&offset=1`)
+    expect(one.json()).toEqual({ data: [], meta: { total: 1, offset: 1, limit: 1, next: null } })
+
+    // A page with a next page would name it; a cursor is checked as strictly as any list's.
+    const forged = await get(
+      `/comms/preferences?${q}&after=${Buffer.from('["sms",1]').toString('base64url')}`,
+    )
+    expect(forged.statusCode).toBe(400)
+    expect(forged.json().errors).toEqual([expect.objectContaining({ path: '/after' })])
+    const past = await get(`/comms/preferences?${q}&after=${Buffer.from('["sms"]').toString('base64url')}`)
+    expect(past.json()).toEqual({ data: [], meta: { total: 1, offset: 0, limit: 25, next: null } })
+    const both = await get(
+      `/comms/preferences?${q}&offset=1&after=${Buffer.from('["email"]').toString('base64url')}`,
+    )
+    expect(both.statusCode).toBe(400)
+    expect((await get(`/comms/preferences?${q}&limit=101`)).statusCode).toBe(400)
   })
 
   it('sets a preference (source api), reads it back, and puts one event without the address in the outbox', async () => {

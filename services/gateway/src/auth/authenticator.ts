@@ -41,7 +41,11 @@ export class Authenticator {
     now = Date.now(),
   ): AuthResult | Promise<AuthResult> {
     const creds = credentialsFrom(headers)
-    if (!creds) return { ok: false, reason: 'no credentials' }
+    if (!creds)
+      return {
+        ok: false,
+        reason: headers.authorization === undefined ? 'no credentials' : 'unsupported authorization',
+      }
     if (!isTokenShaped(creds.token)) return { ok: false, reason: 'malformed token' }
     const hit = this.cache.get(creds.token)
     if (hit && hit.until > now) return this.decide(hit, creds, now)

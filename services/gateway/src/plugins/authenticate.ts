@@ -42,6 +42,15 @@ export const isPublic = (req: FastifyRequest) =>
   req.routeOptions.config?.internal === true ||
   req.url.startsWith('/api/docs')
 
+/**
+ * A client that sent no token in a form the gateway reads (none, `Authorization: Bearer`, a Basic
+ * header without `username:token`) is told the forms it takes, not only that it failed.
+ */
+const ACCEPTED_FORMS =
+  'Send the API token in an X-service-Token header, or as HTTP Basic credentials username:token (Authorization: Basic)'
+const refusalDetail = (reason: string) =>
+  reason === 'no credentials' || reason === 'unsupported authorization' ? ACCEPTED_FORMS : undefined
+
 /** The request presents credentials of some kind (a request with none guesses nothing). */
 const presentsCredentials = (req: FastifyRequest) =>
   req.headers['x-service-token'] !== undefined || req.headers.authorization !== undefined
@@ -92,7 +101,7 @@ export const authenticate = fp(
       if (!result.ok) {
         req.refusedCompany = result.companyId ?? 0
         req.accessNote = { cause: result.reason }
-        return void refusal(req, new Unauthenticated()).then(done)
+        return void refusal(req, new Unauthenticated(refusalDetail(result.reason))).then(done)
       }
       req.principal = result.principal
       req.scopes = result.scopes

@@ -34,6 +34,11 @@ const HOP_BY_HOP = ['expect', 'connection', 'keep-alive', 'upgrade', 'te', 'trai
  * (`GET /events?wait=30`, DESIGN.md section 10), with room for the page it then reads.
  */
 export const UPSTREAM_TIMEOUT_MS = 40_000
+/**
+ * Families whose reads may be long polls, and the query parameter (seconds) that asks for the
+ * wait: the access line counts a request slow only past the wait it asked for (request-log.ts).
+ */
+const LONG_POLLS: Readonly<Record<string, string>> = { events: 'wait' }
 
 /**
  * Under both bases: every planned area answers 501 not_implemented, every routed family is
@@ -63,6 +68,7 @@ export async function proxyRoutes(
           prefix: `${base}/${family}`,
           rewritePrefix: `/${family}`,
           httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
+          ...(LONG_POLLS[family] ? { config: { longPoll: LONG_POLLS[family] } } : {}),
         })
       // A provider's callbacks carry no API token and may be form-encoded: the service checks
       // their signature. No assertion is forwarded, so the service sees no principal.

@@ -5,6 +5,7 @@ import {
   ASSERTION_HEADER,
   bodyHashOf,
   checkEventSignature,
+  createLogger,
   unpackAccessBatch,
   useEventSigningKey,
   verifyAssertion,
@@ -206,6 +207,75 @@ describe('forwarding to the services', () => {
       expect(problem(res)).toMatchObject({ status: 401, code: 'unauthenticated' })
     }
     expect(upstream.received.length).toBe(before)
+  })
+
+  it('tells a client that sent no token in a form it reads (Bearer too) the two forms it takes', async () => {
+    const t = await tenant(knex)
+    const basicWithoutUser = Buffer.from(t.token).toString('base64')
+    for (const headers of [
+      {},
+      { authorization: `Bearer ${t.token}` },
+      { authorization: `Basic ${basicWithoutUser}` },
+    ]) {
+      const res = await inject({ method: 'GET', url: '/api/patients', headers })
+      expect(res.statusCode).toBe(401)
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+      expect(res.headers['www-authenticate']).toBe('Basic realm="clinic"')
+      const p = problem(res) as { code: string; detail: string }
+      expect(p.code).toBe('unauthenticated')
+      expect(p.detail).toMatch(/X-service-Token header/)
+      expect(p.detail).toMatch(/HTTP Basic credentials username:token/)
+    }
+    // A token in an accepted form that is refused says only that: nothing to learn about the form.
+    const unknown = await inject({
+      method: 'GET',
+      url: '/api/patients',
+      headers: { 'x-service-token': 'csk_nope' },
+    })
+    expect(problem(unknown)).toMatchObject({
+      code: 'unauthenticated',
+      detail: 'A valid API token is required',
+    })
+  })
+})
+
+describe('a long poll through the gateway', () => {
+  it('is not a slow request for the wait it asked for (GET /events?wait=); any other slow answer is', async () => {
+    // A service that takes 1.1 s over everything, as the change feed does when asked to wait.
+    const slowService = Fastify()
+    slowService.all('/*', async () => {
+      await new Promise((r) => setTimeout(r, 1100))
+      return { data: [], meta: { next: 'x' } }
+    })
+    await slowService.listen({ port: 0, host: '127.0.0.1' })
+    const slowUrl = `http://127.0.0.1:${(slowService.server.address() as AddressInfo).port}`
+    const lines: Array<{ msg: string; level: number; route?: string; status?: number }> = []
+    const logger = createLogger({
+      service: 'gateway-test',
+      level: 'info',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    })
+    const g = await gateway({ knex, amqp: env.amqp, upstreams: upstreamsTo(slowUrl), logger })
+    try {
+      const t = await tenant(knex)
+      for (const url of [
+        '/api/events?wait=30',
+        '/api/3/events?wait=2',
+        '/api/events',
+        '/api/patients?wait=30',
+      ])
+        expect((await g.app.inject({ method: 'GET', url, headers: t.headers })).statusCode).toBe(200)
+      const access = lines.filter((l) => l.status === 200).map((l) => [l.route, l.msg, l.level])
+      expect(access).toEqual([
+        ['/api/events', 'request', 30],
+        ['/api/3/events', 'request', 30],
+        ['/api/events', 'slow request', 40],
+        ['/api/patients', 'slow request', 40],
+      ])
+    } finally {
+      await g.close()
+      await slowService.close()
+    }
   })
 })
 

@@ -84,7 +84,7 @@ describe('Authenticator', () => {
     expect(await auth.authenticate({}, T0)).toEqual({ ok: false, reason: 'no credentials' })
     expect(await auth.authenticate({ authorization: 'Bearer x' }, T0)).toEqual({
       ok: false,
-      reason: 'no credentials',
+      reason: 'unsupported authorization',
     })
     expect(await auth.authenticate({ 'x-service-token': 'csk_short' }, T0)).toEqual({
       ok: false,

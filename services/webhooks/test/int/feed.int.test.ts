@@ -2,8 +2,10 @@ import { purgeEvents } from '../../src/db/repositories/feed-repository'
 import { appointmentCreated, principal, startWebhooks, type Webhooks } from '../helpers'
 
 let w: Webhooks
+/** What the service logged, line by line. */
+const logged: Array<Record<string, unknown>> = []
 beforeAll(async () => {
-  w = await startWebhooks()
+  w = await startWebhooks({ logTo: { write: (line) => void logged.push(JSON.parse(line)) } })
 })
 afterAll(() => w.close())
 
@@ -58,6 +60,18 @@ test('wait answers as soon as an event arrives', async () => {
   const page = await waiting
   expect(page.data.map((e) => e.id)).toEqual([event.id])
   expect(Date.now() - started).toBeLessThan(10_000)
+})
+
+test('a long poll that waits as asked is not logged as a slow request', async () => {
+  const p = principal()
+  const start = await feed(p)
+  logged.length = 0
+  const started = Date.now()
+  const page = await feed(p, `?after=${start.meta.next}&wait=2`)
+  expect(page.data).toEqual([])
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1900)
+  const access = logged.filter((l) => l.route === '/events')
+  expect(access).toEqual([expect.objectContaining({ msg: 'request', level: 30, status: 200 })])
 })
 
 test('a cursor from before what the feed keeps is 410 cursor_expired; a made-up one is 400', async () => {
