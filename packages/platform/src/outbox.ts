@@ -1,9 +1,9 @@
 import type { Knex } from 'knex'
-import pg from 'pg'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
 import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
+import { Listener } from './listener'
 
 /**
  * Writes events in the caller's transaction: they exist exactly when the change commits. Or, given
@@ -38,7 +38,7 @@ export interface RelayOptions {
  * soon as a transaction commits; a poll covers missed notifications and broker outages.
  */
 export class OutboxRelay {
-  private listener: pg.Client | null = null
+  private listener: Listener | null = null
   private timer: NodeJS.Timeout | null = null
   private running: Promise<void> | null = null
   private again = false
@@ -52,32 +52,18 @@ export class OutboxRelay {
   }
 
   async start(): Promise<void> {
-    await this.listen()
+    this.listener = new Listener({
+      databaseUrl: this.o.databaseUrl,
+      channel: `outbox_${this.o.schema}`,
+      name: `${this.o.schema}-relay`,
+      log: this.o.log,
+      retryMs: this.pollMs,
+      onNotify: () => this.wake(),
+    })
+    await this.listener.start()
     this.timer = setInterval(() => this.wake(), this.pollMs)
     this.timer.unref()
     this.wake()
-  }
-
-  private async listen() {
-    if (this.stopped) return
-    const client = new pg.Client({
-      connectionString: this.o.databaseUrl,
-      application_name: `${this.o.schema}-relay`,
-    })
-    client.on('notification', () => this.wake())
-    client.on('error', (err) => {
-      this.o.log.warn({ err }, 'outbox listener lost; the poll covers until it is back')
-      this.listener = null
-      setTimeout(() => void this.listen().catch(() => undefined), this.pollMs).unref()
-    })
-    try {
-      await client.connect()
-      await client.query(`LISTEN outbox_${this.o.schema}`)
-      this.listener = client
-    } catch (err) {
-      this.o.log.warn({ err }, 'outbox listener could not connect')
-      await client.end().catch(() => undefined)
-    }
   }
 
   /** Drains now (or right after the drain under way). */
@@ -136,6 +122,6 @@ export class OutboxRelay {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)
     await this.running
-    await this.listener?.end().catch(() => undefined)
+    await this.listener?.stop()
   }
 }
