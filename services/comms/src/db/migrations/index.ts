@@ -1,4 +1,5 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
+import { messageDeliveryJobs } from './delivery-jobs'
 import { remindersConsentLimits } from './reminders'
 
 export const SCHEMA = 'comms'
@@ -139,4 +140,5 @@ export const migrations: Migration[] = [
     },
   },
   remindersConsentLimits,
+  messageDeliveryJobs(SCHEMA, APP_ROLE),
 ]
