@@ -5,7 +5,7 @@
  * in order; each `submit` resolves with its item's result, or rejects when its batch's write failed.
  */
 export class GroupCommit<I, R> {
-  private waiting: Array<{ item: I; done: (r: R) => void; fail: (err: unknown) => void }> = []
+  private waiting: Array<{ item: I; done?: (r: R) => void; fail?: (err: unknown) => void }> = []
   private writing: Promise<void> | null = null
 
   constructor(
@@ -20,13 +20,32 @@ export class GroupCommit<I, R> {
     })
   }
 
+  /**
+   * Items nobody waits for (a retry, a background count): written as submitted ones are, with no
+   * promise each; a write that fails tells no one, so its `write` must keep what it could not write.
+   */
+  push(items: readonly I[]): void {
+    for (const item of items) this.waiting.push({ item })
+    this.kick()
+  }
+
+  /** Items not yet in a write. */
+  get pending(): number {
+    return this.waiting.length
+  }
+
+  /** Resolves when nothing is waiting or being written. */
+  async idle(): Promise<void> {
+    while (this.writing) await this.writing
+  }
+
   private kick() {
     if (this.writing || !this.waiting.length) return
     const batch = this.waiting.splice(0, this.max)
     this.writing = this.write(batch.map((b) => b.item))
       .then(
-        (results) => batch.forEach((b, i) => b.done(results[i]!)),
-        (err: unknown) => batch.forEach((b) => b.fail(err)),
+        (results) => batch.forEach((b, i) => b.done?.(results[i]!)),
+        (err: unknown) => batch.forEach((b) => b.fail?.(err)),
       )
       .finally(() => {
         this.writing = null

@@ -25,4 +25,23 @@ describe('GroupCommit', () => {
     await expect(commits.submit(1)).rejects.toThrow('database away')
     await expect(commits.submit(2)).resolves.toBe(2)
   })
+
+  it('writes pushed items with the submitted ones, no promise each; idle() waits for every write', async () => {
+    const batches: number[][] = []
+    let release: () => void = () => {}
+    const commits = new GroupCommit<number, number>(async (batch) => {
+      batches.push(batch)
+      if (batches.length === 1) await new Promise<void>((r) => (release = r))
+      return batch
+    })
+    const first = commits.submit(1)
+    commits.push([2, 3])
+    const fourth = commits.submit(4)
+    expect(commits.pending).toBe(3)
+    const idle = commits.idle()
+    release()
+    await idle
+    expect(batches).toEqual([[1], [2, 3, 4]])
+    expect([commits.pending, await first, await fourth]).toEqual([0, 1, 4])
+  })
 })
