@@ -4,6 +4,7 @@ import type { Amqp } from './amqp'
 import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
+import { WakeLoop } from './wake-loop'
 
 /**
  * Writes events in the caller's transaction: they exist exactly when the change commits. Or, given
@@ -39,16 +40,20 @@ export interface RelayOptions {
  */
 export class OutboxRelay {
   private listener: Listener | null = null
-  private timer: NodeJS.Timeout | null = null
-  private running: Promise<void> | null = null
-  private again = false
-  private stopped = false
+  private readonly loop: WakeLoop
   private readonly batchSize: number
   private readonly pollMs: number
 
   constructor(private readonly o: RelayOptions) {
     this.batchSize = o.batchSize ?? 100
     this.pollMs = o.pollMs ?? 1000
+    this.loop = new WakeLoop({
+      pass: () => this.drain(),
+      pollMs: this.pollMs,
+      // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
+      // (knex writes the statement with its bound values into the message).
+      onError: (err) => this.o.log.warn({ err }, 'outbox relay paused; will retry'),
+    })
   }
 
   async start(): Promise<void> {
@@ -61,36 +66,18 @@ export class OutboxRelay {
       onNotify: () => this.wake(),
     })
     await this.listener.start()
-    this.timer = setInterval(() => this.wake(), this.pollMs)
-    this.timer.unref()
-    this.wake()
+    this.loop.start()
   }
 
   /** Drains now (or right after the drain under way). */
   wake(): void {
-    if (this.stopped) return
-    if (this.running) {
-      this.again = true
-      return
-    }
-    this.running = this.drain()
-      .then(() => undefined)
-      // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
-      // (knex writes the statement with its bound values into the message).
-      .catch((err: unknown) => this.o.log.warn({ err }, 'outbox relay paused; will retry'))
-      .finally(() => {
-        this.running = null
-        if (this.again) {
-          this.again = false
-          this.wake()
-        }
-      })
+    this.loop.wake()
   }
 
   /** Publishes until nothing is pending. Returns the number of events published. */
   async drain(): Promise<number> {
     let total = 0
-    while (!this.stopped && this.o.amqp.connected) {
+    while (!this.loop.stopping && this.o.amqp.connected) {
       const sent = await this.o.knex.transaction(async (trx) => {
         // The payload goes out as the text PostgreSQL holds: no parse and re-serialise per event.
         const { rows } = (await trx.raw(
@@ -119,9 +106,7 @@ export class OutboxRelay {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
-    await this.running
+    await this.loop.stop()
     await this.listener?.stop()
   }
 }
