@@ -139,6 +139,8 @@ export interface WriteStream {
   rows(fs: FaultStack, companyId: number): Promise<Array<{ id: string; key: string }>>
   /** Messages only: how many were handed to a provider more than once. */
   sentTwice?(fs: FaultStack, companyId: number): Promise<number>
+  /** Messages only: the rows still waiting to be handed to a provider (lost if they stay so). */
+  pending?(fs: FaultStack, companyId: number): Promise<string[]>
 }
 
 export async function post(
@@ -262,6 +264,14 @@ export const messageWrites: WriteStream = {
   idOf: (a) => a.body.id,
   rows: (fs, companyId) =>
     fs.sql('SELECT id::text AS id, body AS key FROM comms.messages WHERE idempresa = $1', [companyId]),
+  // Still queued once the trail has settled: the delivery worker never took it.
+  pending: async (fs, companyId) =>
+    (
+      await fs.sql<{ id: string }>(
+        `SELECT id::text AS id FROM comms.messages WHERE idempresa = $1 AND status = 'queued'`,
+        [companyId],
+      )
+    ).map((r) => r.id),
   // Handed to a provider twice shows as two comms.message.sent events on the trail.
   sentTwice: async (fs, companyId) =>
     (
@@ -432,7 +442,7 @@ export interface Verdict {
  * The checker: every write acknowledged 2xx has its row, and every row its `action` event on the
  * audit trail exactly once (waiting up to `settleMs` for the trail to catch up). A write that got
  * no 2xx may or may not have happened; if it did, it is checked like the others. A key that made
- * two rows was applied twice.
+ * two rows was applied twice. A message still queued by then was never handed over: lost too.
  */
 export async function check(
   fs: FaultStack,
@@ -454,11 +464,13 @@ export async function check(
   }
   let rows = await stream.rows(fs, tenant.companyId)
   let recorded = await events()
+  let pending: string[] = []
   await waitFor(
     async () => {
       rows = await stream.rows(fs, tenant.companyId)
       recorded = await events()
-      return rows.every((r) => recorded.has(r.id))
+      pending = (await stream.pending?.(fs, tenant.companyId)) ?? []
+      return rows.every((r) => recorded.has(r.id)) && !pending.length
     },
     { timeoutMs: settleMs, intervalMs: 250, what: `every ${stream.action} on the audit trail` },
   ).catch(() => undefined) // reported as lost below
@@ -466,6 +478,7 @@ export async function check(
   const lostIds = new Set([
     ...ok.filter((x) => !x.id || !rowIds.has(x.id)).map((x) => x.key),
     ...rows.filter((r) => !recorded.has(r.id)).map((r) => r.id),
+    ...pending,
   ])
   const perKey = new Map<string, number>()
   for (const r of rows) perKey.set(r.key, (perKey.get(r.key) ?? 0) + 1)

@@ -3,7 +3,8 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { CloudEvent } from './events'
 
-// The consumer's parts (consumer.ts): what it holds, how it acks, requeues and batches.
+// The consumer's parts (consumer.ts): what it holds, how it acks and requeues (its batches are a
+// GroupCommit with a linger).
 
 export type Delivery = { ch: Channel; msg: ConsumeMessage }
 export type Admitted = Delivery & { event: CloudEvent }
@@ -52,42 +53,4 @@ export async function recordFresh(trx: Knex.Transaction, ids: string[]): Promise
     .ignore()
     .returning('event_id')
   return new Set(rows.map((r) => r.event_id))
-}
-
-/** Gathers admitted messages into batches: one flush at a time, in delivery order. */
-export class Batcher {
-  private pending: Admitted[] = []
-  private flushing: Promise<void> | null = null
-  private linger: NodeJS.Timeout | null = null
-
-  constructor(
-    private readonly o: { size: number; lingerMs: number },
-    private readonly flushBatch: (batch: Admitted[]) => Promise<void>,
-  ) {}
-
-  add(item: Admitted): Promise<void> {
-    this.pending.push(item)
-    if (this.pending.length >= this.o.size) return this.drain()
-    this.linger ??= setTimeout(() => {
-      this.linger = null
-      void this.drain()
-    }, this.o.lingerMs)
-    return this.flushing ?? Promise.resolve()
-  }
-
-  /** Flushes full batches, and the last partial one once its linger is over (or now, stopping). */
-  drain(): Promise<void> {
-    this.flushing ??= (async () => {
-      while (this.pending.length >= this.o.size || (this.pending.length && !this.linger)) await this.flush()
-    })().finally(() => (this.flushing = null))
-    return this.flushing
-  }
-
-  private async flush() {
-    if (this.linger) clearTimeout(this.linger)
-    this.linger = null
-    const batch = this.pending
-    this.pending = []
-    if (batch.length) await this.flushBatch(batch)
-  }
 }

@@ -7,7 +7,8 @@ import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
 import { checkEventSignature, type EventKeys } from './event-signing'
 import { parseEvent, type CloudEvent } from './events'
-import { Batcher, Holds, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
+import { Holds, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
+import { GroupCommit } from './group-commit'
 
 export interface ConsumerOptions {
   amqp: Amqp
@@ -75,14 +76,22 @@ class IdempotentConsumer implements Consumer {
   private stopping = false
   private channel: Channel | null = null
   private tag: string | null = null
-  private batch: Batcher | null = null
+  private batch: GroupCommit<Admitted, void> | null = null
 
   constructor(private readonly o: ConsumerOptions) {
     this.maxAttempts = o.maxAttempts ?? 5
     this.backoff = o.backoffMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** (n - 1)))
     this.maxHoldMs = o.maxHoldMs ?? 10_000
     this.refused = o.metrics ? refusedCounter(o.metrics) : null
-    if (o.batch) this.batch = new Batcher(o.batch, (items) => this.handleBatch(items))
+    if (o.batch)
+      this.batch = new GroupCommit(
+        async (items) => {
+          await this.handleBatch(items)
+          return new Array<void>(items.length)
+        },
+        o.batch.size,
+        o.batch.lingerMs,
+      )
   }
 
   async subscribe() {
@@ -106,7 +115,7 @@ class IdempotentConsumer implements Consumer {
     this.stopping = true
     this.holds.releaseAll()
     if (this.channel && this.tag) await this.channel.cancel(this.tag).catch(() => undefined)
-    await this.batch?.drain()
+    await this.batch?.idle()
     await Promise.all(this.inFlight)
     await this.channel?.close().catch(() => undefined)
   }
@@ -121,7 +130,7 @@ class IdempotentConsumer implements Consumer {
   private receive(d: Delivery): Promise<void> {
     const event = this.admit(d)
     if (!event) return Promise.resolve()
-    return this.batch ? this.batch.add({ ...d, event }) : this.processOne({ ...d, event })
+    return this.batch ? this.batch.submit({ ...d, event }) : this.processOne({ ...d, event })
   }
 
   /** The event, or null when the message was dead-lettered (not an event, or not signed). */

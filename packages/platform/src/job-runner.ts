@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { WakeLoop } from './wake-loop'
 
 export interface JobRunnerOptions {
   /** What the jobs are, for the logs ('deliveries', 'reminders'). */
@@ -24,12 +25,15 @@ export interface JobRunnerOptions {
  */
 export abstract class JobRunner<J> {
   private inFlight = new Set<Promise<void>>()
-  private claiming: Promise<void> | null = null
-  private again = false
-  private stopped = false
-  private timer: NodeJS.Timeout | null = null
+  private readonly loop: WakeLoop
 
-  constructor(private readonly runner: JobRunnerOptions) {}
+  constructor(private readonly runner: JobRunnerOptions) {
+    this.loop = new WakeLoop({
+      pass: () => this.claimAndRun(),
+      pollMs: runner.pollMs,
+      onError: (err) => runner.log.warn({ err }, `claiming ${runner.name} failed; will retry`),
+    })
+  }
 
   /**
    * Claims at most `limit` due jobs in PostgreSQL (`FOR UPDATE SKIP LOCKED`, each leased to this
@@ -41,41 +45,23 @@ export abstract class JobRunner<J> {
   protected abstract runJob(job: J): Promise<void>
 
   start(): this {
-    this.timer = setInterval(() => this.wake(), this.runner.pollMs)
-    this.timer.unref()
-    this.wake()
+    this.loop.start()
     return this
   }
 
   /** Looks for due jobs now (or right after the look under way). */
   wake(): void {
-    if (this.stopped) return
-    if (this.claiming) {
-      this.again = true
-      return
-    }
-    this.claiming = this.claimAndRun()
-      .catch((err: unknown) =>
-        this.runner.log.warn({ err }, `claiming ${this.runner.name} failed; will retry`),
-      )
-      .finally(() => {
-        this.claiming = null
-        if (this.again) {
-          this.again = false
-          this.wake()
-        }
-      })
+    this.loop.wake()
   }
 
   /** Resolves when nothing is claimed or in flight (tests: move the clock, wake(), await idle()). */
   async idle(): Promise<void> {
-    while (this.claiming || this.inFlight.size) await Promise.all([this.claiming, ...this.inFlight])
+    while (this.loop.busy || this.inFlight.size) await Promise.all([this.loop.settled(), ...this.inFlight])
   }
 
   /** Claims no more, and waits for the jobs in flight. */
   async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
+    await this.loop.stop()
     await this.idle()
   }
 
@@ -95,6 +81,6 @@ export abstract class JobRunner<J> {
       this.inFlight.add(p)
     }
     // As many as there was room for: there may be more due now.
-    if (jobs.length === free) this.again = true
+    if (jobs.length === free) this.wake()
   }
 }

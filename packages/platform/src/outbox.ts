@@ -1,9 +1,10 @@
 import type { Knex } from 'knex'
-import pg from 'pg'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
 import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
+import { Listener } from './listener'
+import { WakeLoop } from './wake-loop'
 
 /**
  * Writes events in the caller's transaction: they exist exactly when the change commits. Or, given
@@ -38,73 +39,45 @@ export interface RelayOptions {
  * soon as a transaction commits; a poll covers missed notifications and broker outages.
  */
 export class OutboxRelay {
-  private listener: pg.Client | null = null
-  private timer: NodeJS.Timeout | null = null
-  private running: Promise<void> | null = null
-  private again = false
-  private stopped = false
+  private listener: Listener | null = null
+  private readonly loop: WakeLoop
   private readonly batchSize: number
   private readonly pollMs: number
 
   constructor(private readonly o: RelayOptions) {
     this.batchSize = o.batchSize ?? 100
     this.pollMs = o.pollMs ?? 1000
+    this.loop = new WakeLoop({
+      pass: () => this.drain(),
+      pollMs: this.pollMs,
+      // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
+      // (knex writes the statement with its bound values into the message).
+      onError: (err) => this.o.log.warn({ err }, 'outbox relay paused; will retry'),
+    })
   }
 
   async start(): Promise<void> {
-    await this.listen()
-    this.timer = setInterval(() => this.wake(), this.pollMs)
-    this.timer.unref()
-    this.wake()
-  }
-
-  private async listen() {
-    if (this.stopped) return
-    const client = new pg.Client({
-      connectionString: this.o.databaseUrl,
-      application_name: `${this.o.schema}-relay`,
+    this.listener = new Listener({
+      databaseUrl: this.o.databaseUrl,
+      channel: `outbox_${this.o.schema}`,
+      name: `${this.o.schema}-relay`,
+      log: this.o.log,
+      retryMs: this.pollMs,
+      onNotify: () => this.wake(),
     })
-    client.on('notification', () => this.wake())
-    client.on('error', (err) => {
-      this.o.log.warn({ err }, 'outbox listener lost; the poll covers until it is back')
-      this.listener = null
-      setTimeout(() => void this.listen().catch(() => undefined), this.pollMs).unref()
-    })
-    try {
-      await client.connect()
-      await client.query(`LISTEN outbox_${this.o.schema}`)
-      this.listener = client
-    } catch (err) {
-      this.o.log.warn({ err }, 'outbox listener could not connect')
-      await client.end().catch(() => undefined)
-    }
+    await this.listener.start()
+    this.loop.start()
   }
 
   /** Drains now (or right after the drain under way). */
   wake(): void {
-    if (this.stopped) return
-    if (this.running) {
-      this.again = true
-      return
-    }
-    this.running = this.drain()
-      .then(() => undefined)
-      // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
-      // (knex writes the statement with its bound values into the message).
-      .catch((err: unknown) => this.o.log.warn({ err }, 'outbox relay paused; will retry'))
-      .finally(() => {
-        this.running = null
-        if (this.again) {
-          this.again = false
-          this.wake()
-        }
-      })
+    this.loop.wake()
   }
 
   /** Publishes until nothing is pending. Returns the number of events published. */
   async drain(): Promise<number> {
     let total = 0
-    while (!this.stopped && this.o.amqp.connected) {
+    while (!this.loop.stopping && this.o.amqp.connected) {
       const sent = await this.o.knex.transaction(async (trx) => {
         // The payload goes out as the text PostgreSQL holds: no parse and re-serialise per event.
         const { rows } = (await trx.raw(
@@ -133,9 +106,7 @@ export class OutboxRelay {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true
-    if (this.timer) clearInterval(this.timer)
-    await this.running
-    await this.listener?.end().catch(() => undefined)
+    await this.loop.stop()
+    await this.listener?.stop()
   }
 }

@@ -50,8 +50,8 @@ export const configSpec = {
   TWILIO_INBOUND_WEBHOOK_URL: v.url({ optional: true, protocols: ['http:', 'https:'] }),
   OUTBOX_DIR: v.string({ default: 'var/outbox' }),
   /**
-   * Messages the worker delivers at once (each holds a database connection while its provider
-   * answers); the pool is sized to it.
+   * Messages the worker delivers at once (each takes a database connection to write its outcome,
+   * none while its provider answers); the pool is sized to it.
    */
   DELIVERY_CONCURRENCY: v.int({ default: '16', min: 1, max: 100 }),
   /** Delivery tries per message before `failed` (transient errors only). */

@@ -6,9 +6,10 @@ import { loadCommsConfig, messagingLimits, twilioInboundUrl } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 import { unsubscribeUrlFor } from './links/unsubscribe-link'
 import { providersFrom } from './providers'
-import { startDeliveryWorker } from './worker'
+import { DeliveryWorker } from './worker'
+import { DeliveryRepository } from './db/repositories/delivery-repository'
+import { DELIVERY_CHANNEL } from './db/migrations/delivery-jobs'
 import { fileClock } from './clock'
-import { deliveryRepository } from './db/repositories/delivery-repository'
 import { messageTx } from './db/repositories/messages-repository'
 import { RemindersRepository } from './db/repositories/reminders-repository'
 import { startReminderConsumer } from './reminders/consumer'
@@ -48,18 +49,18 @@ runService(
       links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
       clock,
     })
-    const worker = await startDeliveryWorker({
-      knex: deps.knex,
-      deliveries: deliveryRepository(deps.knex),
-      amqp: deps.amqp,
+    const worker = new DeliveryWorker({
+      store: new DeliveryRepository(deps.knex),
       log: deps.logger,
       providers: providersFrom(config, deps.logger),
+      clock,
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
       retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       staleMinutes: config.SENDING_STALE_MINUTES,
-      prefetch: config.DELIVERY_CONCURRENCY,
+      concurrency: config.DELIVERY_CONCURRENCY,
+      listen: { databaseUrl: config.DATABASE_URL, channel: DELIVERY_CHANNEL },
       unsubscribeUrl: unsubscribeUrlFor(config.COMMS_LINK_SECRET, config.PUBLIC_BASE_URL),
-    })
+    }).start()
     const reminders = new RemindersRepository(deps.knex)
     const consumer = await startReminderConsumer({
       amqp: deps.amqp,

@@ -1,92 +1,145 @@
-import { ctxFromEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
-import type { Knex } from 'knex'
+import { JobRunner, Listener } from '@clinic/platform'
+import { isConnectionError, type Ctx } from '@clinic/platform/core'
 import type { Logger } from 'pino'
-import { RetryLater, deliverMessage, type DeliveryStore, type Provider } from './domain/deliver-message'
-import type { Channel, Message } from './schemas/message'
-
-export const DELIVERY_QUEUE = 'comms.delivery'
-
-/** The worker's side of `comms.messages` (db/repositories/delivery-repository.ts). */
-export interface DeliveryStorage {
-  /** The store of one job, finishing in the consumer's transaction `trx`. */
-  store(trx: Knex.Transaction): DeliveryStore
-  /** Messages left `sending` longer than `staleMinutes` made `failed`: those changed. */
-  failStaleSending(staleMinutes: number): Promise<Message[]>
-}
+import type { Clock } from './clock'
+import {
+  deliverMessage,
+  type ClaimedMessage,
+  type DeliveryStore,
+  type Provider,
+} from './domain/deliver-message'
+import type { Channel } from './schemas/message'
 
 export interface WorkerOptions {
-  knex: Knex
-  deliveries: DeliveryStorage
-  amqp: Amqp
+  store: DeliveryStore
   log: Logger
   providers: Record<Channel, Provider>
+  /** What time it is for due messages and their next attempt (COMMS_CLOCK_FILE; tests move it). */
+  clock: Clock
   maxAttempts: number
   retryBaseMs: number
   staleMinutes: number
-  /** How often the stale-sending sweep runs. */
+  /** Messages being delivered at once in this process (DELIVERY_CONCURRENCY). */
+  concurrency: number
+  /** Woken by inserts into messages (LISTEN); without it, the poll alone. */
+  listen?: { databaseUrl: string; channel: string }
+  /** How often to look for due messages without being woken. */
+  pollMs?: number
+  /** How often messages left `sending` by a dead worker are failed (real time). */
   sweepEveryMs?: number
-  prefetch?: number
   /** Emails get List-Unsubscribe headers with this URL (links/unsubscribe-link.ts); absent: none. */
   unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
-}
-
-/** Exponential backoff with full jitter in [d/2, d], capped at 10 minutes. */
-export const retryDelay = (base: number, attempt: number, random = Math.random) => {
-  const d = Math.min(600_000, base * 2 ** (attempt - 1))
-  return Math.round(d / 2 + (random() * d) / 2)
+  random?: () => number
 }
 
 /**
- * The delivery worker: consumes `comms.message.queued` (platform idempotent consumer: redelivered
- * events are no-ops; failures go to the `.retry` delay queue, then the `.dlq`), and sweeps
- * messages left `sending` by a dead worker to `failed`.
+ * Delivers queued messages: the rows are the jobs (the platform's JobRunner, as for reminders and
+ * webhook deliveries). A message is claimed when due (a new one at once, a retry after its
+ * backoff), sent, and its outcome written back; nothing waits in a process timer or a broker
+ * queue, so a restart loses nothing. The claim is the at-most-once line: a worker that dies after
+ * it leaves the row `sending`, and the sweep in this loop fails it "outcome unknown" once it is
+ * `staleMinutes` old, never sending it again.
  */
-export async function startDeliveryWorker(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
-  const consumer: Consumer = await startConsumer({
-    amqp: o.amqp,
-    knex: o.knex,
-    log: o.log,
-    queue: DELIVERY_QUEUE,
-    bindings: ['comms.message.queued'],
-    // A handler holds a pooled connection for its job and takes another for the claim: stay well
-    // under the pool size.
-    prefetch: o.prefetch ?? 4,
-    // The domain gives up (failed) after maxAttempts; the consumer's own limit only catches
-    // poison jobs (a broken event, a database fault) and dead-letters them.
-    maxAttempts: o.maxAttempts + 3,
-    backoffMs: (n) => retryDelay(o.retryBaseMs, n),
-    handle: async (event, trx) => {
-      const data = event.data as { id?: unknown }
-      if (event.type !== 'comms.message.queued' || typeof data.id !== 'string') return
-      const outcome = await deliverMessage(
-        ctxFromEvent(event, o.log),
-        {
-          store: o.deliveries.store(trx),
-          providers: o.providers,
-          maxAttempts: o.maxAttempts,
-          unsubscribeUrl: o.unsubscribeUrl,
-        },
-        { id: data.id },
-      )
-      if (outcome === 'retry') throw new RetryLater('transient delivery failure')
-    },
-  })
-  const sweep = async () => {
+export class DeliveryWorker extends JobRunner<ClaimedMessage> {
+  private listener: Listener | null = null
+  private lastSweep = 0
+
+  constructor(private readonly o: WorkerOptions) {
+    super({ name: 'messages', concurrency: o.concurrency, pollMs: o.pollMs ?? 1000, log: o.log })
+  }
+
+  override start(): this {
+    if (this.o.listen)
+      this.listener = new Listener({
+        ...this.o.listen,
+        name: 'comms-delivery',
+        log: this.o.log,
+        retryMs: this.o.pollMs ?? 1000,
+        onNotify: () => this.wake(),
+      })
+    void this.listener?.start()
+    return super.start()
+  }
+
+  override async stop(): Promise<void> {
+    await super.stop()
+    await this.listener?.stop()
+    await Promise.all(Object.values(this.o.providers).map((p) => p.close?.()))
+  }
+
+  protected async claimJobs(limit: number): Promise<ClaimedMessage[]> {
+    if (Date.now() - this.lastSweep >= (this.o.sweepEveryMs ?? 60_000)) await this.sweep()
+    return this.o.store.claim(this.o.clock(), limit)
+  }
+
+  protected async runJob(m: ClaimedMessage): Promise<void> {
+    // Who queued it, as the queued event said: the sent or failed event names them too.
+    const { cause } = m
+    const ctx: Ctx = {
+      auth: {
+        companyId: m.companyId,
+        userId: cause.actorid ?? '',
+        username: cause.actorname ?? '',
+        tokenId: cause.actortokenid ?? '',
+        companyCenters: m.codalmacen ? [m.codalmacen] : [],
+        allowedCenters: null,
+      },
+      log: this.o.log.child({ request_id: cause.requestid }),
+      requestId: cause.requestid ?? '',
+    }
+    await deliverMessage(
+      ctx,
+      {
+        // The provider has been called: its outcome is written even across a database outage
+        // (until the claim is about to go stale), never by calling the provider again.
+        store: withRetries(this.o.store, {
+          until: Date.now() + (this.o.staleMinutes * 60_000) / 2,
+          log: ctx.log,
+        }),
+        providers: this.o.providers,
+        maxAttempts: this.o.maxAttempts,
+        retryBaseMs: this.o.retryBaseMs,
+        clock: this.o.clock,
+        unsubscribeUrl: this.o.unsubscribeUrl,
+        random: this.o.random,
+      },
+      m,
+    )
+  }
+
+  /** Messages left `sending` past `staleMinutes` become failed "outcome unknown" (never resent). */
+  async sweep(): Promise<void> {
+    this.lastSweep = Date.now()
     try {
-      const failed = await o.deliveries.failStaleSending(o.staleMinutes)
+      const failed = await this.o.store.failStale(this.o.staleMinutes)
       if (failed.length)
-        o.log.warn({ count: failed.length }, 'messages left sending marked failed (outcome unknown)')
+        this.o.log.warn({ count: failed.length }, 'messages left sending marked failed (outcome unknown)')
     } catch (err) {
-      o.log.error({ err }, 'stale sending sweep failed')
+      this.o.log.error({ err }, 'stale sending sweep failed')
     }
   }
-  const timer = setInterval(() => void sweep(), o.sweepEveryMs ?? 60_000)
-  timer.unref()
+}
+
+/**
+ * The store, its writes tried again while the database is away (a connection error), until
+ * `until`: then the error stands and the row stays `sending` for the sweep.
+ */
+export function withRetries(store: DeliveryStore, o: { until: number; log: Logger }): DeliveryStore {
+  const retried = async <T>(write: () => Promise<T>): Promise<T> => {
+    for (let n = 0; ; n++) {
+      try {
+        return await write()
+      } catch (err) {
+        if (!isConnectionError(err as Error) || Date.now() > o.until) throw err
+        o.log.warn({ err }, 'recording a delivery failed (database away); trying again')
+        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** n)))
+      }
+    }
+  }
   return {
-    async stop() {
-      clearInterval(timer)
-      await consumer.stop()
-      await Promise.all(Object.values(o.providers).map((p) => p.close?.()))
-    },
+    claim: (now, limit) => store.claim(now, limit),
+    failStale: (minutes) => store.failStale(minutes),
+    reschedule: (...args) => retried(() => store.reschedule(...args)),
+    transaction: (companyId, work) => retried(() => store.transaction(companyId, work)),
   }
 }

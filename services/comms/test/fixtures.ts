@@ -1,5 +1,5 @@
 import type { PatientContact } from '../src/domain/patient-directory'
-import type { Message } from '../src/schemas/message'
+import type { ClaimedMessage } from '../src/domain/deliver-message'
 
 let seq = 0
 /** Obviously fake contact data (example.test addresses, +34 600 000 xxx numbers). */
@@ -30,9 +30,10 @@ export const guardianOf = (overrides: Partial<NonNullable<PatientContact['guardi
 })
 
 /** A message as the delivery worker claims it: queued email, its body, and what `over` changes. */
-export const claimedMessage = (
-  over: Partial<Message & { body: string; language?: string }> = {},
-): Message & { body: string; language?: string } => ({
+export const claimedMessage = (over: Partial<ClaimedMessage> = {}): ClaimedMessage => ({
+  companyId: 7,
+  language: 'es',
+  cause: {},
   id: '0190c5a0-0000-7000-8000-0000000d0001',
   patient_id: '0190c5a0-0000-7000-8000-0000000d0002',
   appointment_id: null,

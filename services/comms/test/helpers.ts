@@ -34,8 +34,9 @@ import type { MessagingLimits } from '../src/domain/queue-message'
 import type { PatientContact } from '../src/domain/patient-directory'
 import { unsubscribeUrlFor } from '../src/links/unsubscribe-link'
 import type { Channel } from '../src/schemas/message'
-import { deliveryRepository } from '../src/db/repositories/delivery-repository'
-import { startDeliveryWorker } from '../src/worker'
+import { DeliveryRepository } from '../src/db/repositories/delivery-repository'
+import { DELIVERY_CHANNEL } from '../src/db/migrations/delivery-jobs'
+import { DeliveryWorker } from '../src/worker'
 
 export type App = Awaited<ReturnType<typeof buildApp>>
 
@@ -149,14 +150,20 @@ export interface Harness {
   /** The broker the harness publishes to: with `providers`, a vhost of its own. */
   amqpUrl: string
   directory: Directory
+  /** With `providers`: the delivery worker (wake() to look for due messages now). */
+  worker: DeliveryWorker | null
+  /** The delivery worker's clock (the system clock until moved). */
+  deliveryClock: Clock
+  /** With `providers`: moves the delivery worker's clock forward, so retries fall due without waiting. */
+  moveDeliveryClock(ms: number): void
   close(): Promise<void>
 }
 
 /**
  * The comms app on the run's database (as the service role), with the directory server above.
  * With `providers`, also the outbox relay and the delivery worker, on a database and a vhost of
- * their own: test files run in parallel, and a worker on a shared `comms.delivery` queue would take
- * (and, not finding the row in its database, drop) another file's messages.
+ * their own: test files run in parallel, and a relay or a worker on the run's database would take
+ * another file's outbox rows and messages.
  */
 export async function startComms(
   o: {
@@ -204,22 +211,25 @@ export async function startComms(
     clock: o.clock,
   })
   await app.ready()
-  let stopWorker: (() => Promise<void>) | null = null
+  let worker: DeliveryWorker | null = null
   let relay: OutboxRelay | null = null
+  let offset = 0
+  const deliveryClock = () => new Date(Date.now() + offset)
   if (o.providers) {
     await amqp.start()
-    const worker = await startDeliveryWorker({
-      knex,
-      deliveries: deliveryRepository(knex),
-      amqp,
+    worker = new DeliveryWorker({
+      store: new DeliveryRepository(knex),
       log: logger,
       providers: o.providers,
+      clock: deliveryClock,
       maxAttempts: 3,
-      retryBaseMs: 50,
+      // Longer than any test waits: a retry falls due when the test moves the clock (moveDeliveryClock).
+      retryBaseMs: 60_000,
       staleMinutes: 10,
+      concurrency: 4,
+      listen: { databaseUrl: url, channel: DELIVERY_CHANNEL },
       unsubscribeUrl: unsubscribeUrlFor(TEST_LINK_SECRET, TEST_PUBLIC_BASE_URL),
-    })
-    stopWorker = () => worker.stop()
+    }).start()
     relay = new OutboxRelay({ knex, schema: SCHEMA, databaseUrl: url, amqp, log: logger, pollMs: 200 })
     await relay.start()
   }
@@ -230,10 +240,16 @@ export async function startComms(
     amqp,
     amqpUrl,
     directory,
+    worker,
+    deliveryClock,
+    moveDeliveryClock(ms) {
+      offset += ms
+      worker?.wake()
+    },
     async close() {
       await app.close()
       await relay?.stop()
-      await stopWorker?.()
+      await worker?.stop()
       await amqp.close()
       await directory.close()
       await Promise.all([knex.destroy(), owner.destroy()])

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import {
+  GroupCommit,
   accessBatch,
   enqueueEvents,
   isUuid,
@@ -51,13 +52,14 @@ interface Counted {
  * together in the next one, so a request waits one short insert, whatever the load, and an
  * answered request always has its event (a SIGKILL loses none). While the database is away the
  * answer is not held hostage: `record()` resolves, the events stay buffered (up to `maxBuffered`)
- * and are written again every `retryMs`.
+ * and are written again every `retryMs`. The batching is the platform's GroupCommit.
  */
 export class AccessLog {
-  private buffer: Array<{ event: CloudEvent; done: () => void }> = []
+  private readonly commits: GroupCommit<CloudEvent, void>
+  /** Events whose write failed (the database away), written again every `retryMs`. */
+  private failed: CloudEvent[] = []
   /** Refused and public requests per key and minute, until their minute ends. */
   private counts = new Map<string, Counted>()
-  private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout
 
   constructor(
@@ -65,9 +67,10 @@ export class AccessLog {
     private readonly log: Logger,
     private readonly opts: { retryMs?: number; maxBatch?: number; maxBuffered?: number } = {},
   ) {
+    this.commits = new GroupCommit((batch) => this.write(batch), opts.maxBatch ?? 500)
     this.timer = setInterval(() => {
       this.closeCounts()
-      void this.flush()
+      this.retry()
     }, opts.retryMs ?? 1000)
     this.timer.unref()
   }
@@ -108,6 +111,7 @@ export class AccessLog {
 
   /** Turns the counts of minutes that are over (all of them on close) into events. */
   private closeCounts(all = false, now = Date.now()) {
+    const events: CloudEvent[] = []
     for (const [key, w] of this.counts) {
       if (!all && w.windowStart + 60_000 > now) continue
       this.counts.delete(key)
@@ -126,8 +130,9 @@ export class AccessLog {
               companyId: 0,
               data: { method: w.method, status: w.status, ...counted },
             })
-      this.buffer.push({ event, done: () => undefined })
+      events.push(event)
     }
+    if (events.length) this.commits.push(events)
   }
 
   /** Resolves when the event is committed (or kept for a retry while the database is away). */
@@ -150,43 +155,43 @@ export class AccessLog {
         resource_id,
       },
     })
-    if (this.buffer.length >= (this.opts.maxBuffered ?? 50_000)) {
+    if (this.commits.pending + this.failed.length >= (this.opts.maxBuffered ?? 50_000)) {
       this.log.error('access log buffer full (database down?); dropping an access event')
       return Promise.resolve()
     }
-    return new Promise((done) => {
-      this.buffer.push({ event, done })
-      void this.flush()
-    })
+    return this.commits.submit(event)
   }
 
   /**
-   * Writes what is buffered, one statement per batch (atomic by itself: no BEGIN/COMMIT round
-   * trips); returns when nothing is left to try.
+   * One group commit's events, one statement (atomic by itself: no BEGIN/COMMIT round trips). A
+   * failure keeps them for the retry timer and lets the answers go out meanwhile.
    */
-  flush(): Promise<void> {
-    this.writing ??= this.writeAll().finally(() => (this.writing = null))
-    return this.writing
+  private async write(batch: CloudEvent[]): Promise<void[]> {
+    try {
+      // One outbox row, one message and one signature for the batch (http.batch); audit records
+      // each of its events as a row of the trail.
+      await enqueueEvents(this.knex, [accessBatch(batch)])
+    } catch (err) {
+      this.failed.push(...batch)
+      // { err } goes through the platform's serializer: a database error is logged from an
+      // allow-list, never its message (knex puts the statement's bound values in it).
+      this.log.warn({ err, pending: this.failed.length }, 'access log write failed; will retry')
+    }
+    return new Array<void>(batch.length)
   }
 
-  private async writeAll(): Promise<void> {
-    while (this.buffer.length) {
-      const batch = this.buffer.splice(0, this.opts.maxBatch ?? 500)
-      try {
-        // One outbox row, one message and one signature for the batch (http.batch); audit
-        // records each of its events as a row of the trail.
-        await enqueueEvents(this.knex, [accessBatch(batch.map((b) => b.event))])
-      } catch (err) {
-        // Kept for the retry timer; the answers go out meanwhile.
-        this.buffer.unshift(...batch.map((b) => ({ event: b.event, done: () => undefined })))
-        for (const b of batch) b.done()
-        // { err } goes through the platform's serializer: a database error is logged from an
-        // allow-list, never its message (knex puts the statement's bound values in it).
-        this.log.warn({ err, pending: this.buffer.length }, 'access log write failed; will retry')
-        return
-      }
-      for (const b of batch) b.done()
-    }
+  /** The events whose write failed, into the next group commit. */
+  private retry() {
+    if (!this.failed.length) return
+    const again = this.failed
+    this.failed = []
+    this.commits.push(again)
+  }
+
+  /** Writes what is buffered (once more for what failed); returns when nothing is left to try. */
+  flush(): Promise<void> {
+    this.retry()
+    return this.commits.idle()
   }
 
   /** Every refusal and public request counted so far out as events now, minute over or not (shutdown, tests). */
@@ -198,7 +203,6 @@ export class AccessLog {
   async close(): Promise<void> {
     clearInterval(this.timer)
     this.closeCounts(true)
-    await this.writing
     await this.flush()
   }
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { TENANT_PREDICATE, companyTransaction, setCompany } from '@clinic/platform/db'
 import { testPrincipal } from '@clinic/platform/testing'
-import { appendEvents, chainReader, toRow } from '../../src/db/repositories/audit-events'
+import { appendEvents, chainReader, toRow } from '../../src/db/repositories/audit-events-repository'
 import { sealEvent, toAuditDraft } from '../../src/domain/audit-event'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { domainEvent, patientData } from '../helpers'

@@ -1,4 +1,4 @@
-import { causeOf, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import type { CloudEvent, Ctx } from '@clinic/platform/core'
 import { messageEvent } from '../events/message-events'
 import type { Channel, Message } from '../schemas/message'
 
@@ -34,35 +34,59 @@ export class DeliveryError extends Error {
   }
 }
 
-/** Thrown to have the consumer put the job on its delayed retry queue. */
-export class RetryLater extends Error {}
+/** Who queued a message and in which request (`causeOf` of the send): its sent or failed event names them. */
+export type Cause = Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
 
-export interface DeliveryStore {
-  /** queued -> sending, attempts + 1, committed at once: nobody else sends it after this. */
-  claim(companyId: number, id: string): Promise<(Message & { body: string; language?: string }) | null>
-  /** sending -> queued with last_error, committed at once (a transient failure). */
-  requeue(companyId: number, id: string, error: string): Promise<void>
-  /** In the job's transaction (with processed_events): the outcome and its event. */
+/** A message as claimed for delivery: now `sending`, `attempts` counting this attempt. */
+export type ClaimedMessage = Message & { companyId: number; body: string; language: string; cause: Cause }
+
+/** The writes of one finished attempt, in one transaction of the message's company. */
+export interface DeliveryTx {
+  /** sending -> sent or failed (only while the claim of `attempt` is still the row's). */
   finish(
-    companyId: number,
     id: string,
+    attempt: number,
     outcome: { providerId: string } | { error: string },
   ): Promise<Message | null>
   /**
-   * In the job's transaction, after `finish` recorded an SMS sent: a Twilio receipt for `providerId`
-   * that arrived before the sid was recorded, applied now (the message as it became), or null.
+   * After `finish` recorded an SMS sent: a Twilio receipt for `providerId` that arrived before the
+   * sid was recorded, applied now (the message as it became), or null.
    */
   applyEarlyReceipt(providerId: string): Promise<Message | null>
   publish(events: CloudEvent[]): Promise<void>
 }
 
+export interface DeliveryStore {
+  /**
+   * Due messages of every company (queued, `next_attempt_at` at or before `now`), at most `limit`:
+   * each is `sending` with one more attempt, committed before this returns, so nobody else sends
+   * it after this.
+   */
+  claim(now: Date, limit: number): Promise<ClaimedMessage[]>
+  /** sending -> queued with last_error, due again at `retryAt` (a transient failure); false: not ours any more. */
+  reschedule(companyId: number, id: string, attempt: number, error: string, retryAt: Date): Promise<boolean>
+  /** Runs `work` in one transaction of the company (row-level security), committed when it resolves. */
+  transaction<T>(companyId: number, work: (tx: DeliveryTx) => Promise<T>): Promise<T>
+  /**
+   * Messages left `sending` longer than `staleMinutes` (their worker died between the claim and the
+   * outcome) become `failed` "outcome unknown" with their event: never sent again.
+   */
+  failStale(staleMinutes: number): Promise<Message[]>
+}
+
+/** Exponential backoff with full jitter in [d/2, d], capped at 10 minutes. */
+export const retryDelay = (base: number, attempt: number, random = Math.random) => {
+  const d = Math.min(600_000, base * 2 ** (attempt - 1))
+  return Math.round(d / 2 + (random() * d) / 2)
+}
+
 export type Outcome = 'sent' | 'failed' | 'retry' | 'skipped'
 
 /**
- * Sends one queued message at most once. The claim (a conditional UPDATE queued -> sending) commits
- * before the provider is called, so a redelivered job or a second worker finds nothing to claim;
- * if the process dies after the provider accepted, the row stays `sending` and the sweep marks it
- * failed ("outcome unknown"): a patient never gets the same message twice.
+ * Sends one claimed message, at most once. The claim (queued -> sending) committed before the
+ * provider is called, so another worker finds nothing to claim; a transient failure puts the row
+ * back, due after a backoff; if the process dies after the provider accepted, the row stays
+ * `sending` and is failed "outcome unknown" (`failStale`): a patient never gets a message twice.
  */
 export async function deliverMessage(
   ctx: Ctx,
@@ -70,20 +94,20 @@ export async function deliverMessage(
     store: DeliveryStore
     providers: Record<Channel, Provider>
     maxAttempts: number
+    /** DELIVERY_RETRY_BASE_MS: the first retry's delay (doubling, with jitter). */
+    retryBaseMs: number
+    /** What time it is for the next attempt (tests move it). */
+    clock: () => Date
     /** An email's one-click unsubscribe URL (links/unsubscribe-link.ts), from its company and language. */
     unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
+    random?: () => number
   },
-  /** The message of the queued event; `ctx` is the event's (ctxFromEvent): who queued it. */
-  input: { id: string },
+  /** `ctx` is of who queued it (its `cause`). */
+  m: ClaimedMessage,
 ): Promise<Outcome> {
   const { store } = deps
   const { log } = ctx
-  const companyId = ctx.auth.companyId
-  const m = await store.claim(companyId, input.id)
-  if (!m) {
-    log.debug({ message_id: input.id }, 'message not queued (already claimed or done); nothing to send')
-    return 'skipped'
-  }
+  const companyId = m.companyId
   const attempt = m.attempts
   let outcome: { providerId: string } | { error: string }
   try {
@@ -95,46 +119,62 @@ export async function deliverMessage(
       subject: m.subject,
       body: m.body,
       ...(m.channel === 'email' && deps.unsubscribeUrl
-        ? { unsubscribeUrl: deps.unsubscribeUrl(companyId, m.id, m.language ?? 'es') }
+        ? { unsubscribeUrl: deps.unsubscribeUrl(companyId, m.id, m.language) }
         : {}),
     })
   } catch (err) {
     const e = err instanceof DeliveryError ? err : new DeliveryError(false, 'provider error')
     if (!e.permanent && attempt < deps.maxAttempts) {
-      await store.requeue(companyId, m.id, e.reason)
+      const retryAt = new Date(deps.clock().getTime() + retryDelay(deps.retryBaseMs, attempt, deps.random))
+      const kept = await store.reschedule(companyId, m.id, attempt, e.reason, retryAt)
       log.warn(
-        { message_id: m.id, channel: m.channel, attempt, reason: e.reason },
-        'delivery failed; will retry',
+        { message_id: m.id, channel: m.channel, attempt, reason: e.reason, retry_at: retryAt.toISOString() },
+        kept
+          ? 'delivery failed; will retry'
+          : 'delivery failed; not rescheduled: the message was no longer sending',
       )
-      return 'retry'
+      return kept ? 'retry' : 'skipped'
     }
     outcome = { error: e.permanent ? e.reason : `${e.reason} (gave up after ${attempt} attempts)` }
   }
-  const done = await store.finish(companyId, m.id, outcome)
+  const done = await record(store, m, outcome)
   if (!done) {
-    // The row left `sending` meanwhile (the stale sweep failed it as "outcome unknown"): that stays
-    // the record, and its event was the sweep's.
+    // The row left `sending` meanwhile (failStale failed it as "outcome unknown"): that stays the
+    // record, and its event was the sweep's.
     log.warn(
       { message_id: m.id, channel: m.channel, attempt },
       'delivery outcome not recorded: the message was no longer sending',
     )
     return 'skipped'
   }
-  // The sent or failed event names who queued the message (and their request).
-  const event = messageEvent(
-    done.status === 'sent' ? 'comms.message.sent' : 'comms.message.failed',
-    companyId,
-    done,
-  )
-  Object.assign(event, causeOf(ctx))
-  const events = [event]
-  if (done.status === 'sent' && done.channel === 'sms' && done.provider_id) {
-    // A receipt is Twilio's word, as when it comes through the webhook: no actor.
-    const receipt = await store.applyEarlyReceipt(done.provider_id)
-    if (receipt) events.push(messageEvent('comms.message.delivered', companyId, receipt))
-  }
-  await store.publish(events)
   const result = done.status === 'sent' ? 'sent' : 'failed'
   log.info({ message_id: m.id, channel: m.channel, attempt, status: result }, 'delivery finished')
   return result
+}
+
+/** The attempt's outcome and its events in one transaction; null when the row had left `sending`. */
+function record(
+  store: DeliveryStore,
+  m: ClaimedMessage,
+  outcome: { providerId: string } | { error: string },
+): Promise<Message | null> {
+  return store.transaction(m.companyId, async (tx) => {
+    const row = await tx.finish(m.id, m.attempts, outcome)
+    if (!row) return null
+    // The sent or failed event names who queued the message (and their request).
+    const event = messageEvent(
+      row.status === 'sent' ? 'comms.message.sent' : 'comms.message.failed',
+      m.companyId,
+      row,
+    )
+    Object.assign(event, m.cause)
+    const events = [event]
+    if (row.status === 'sent' && row.channel === 'sms' && row.provider_id) {
+      // A receipt is Twilio's word, as when it comes through the webhook: no actor.
+      const receipt = await tx.applyEarlyReceipt(row.provider_id)
+      if (receipt) events.push(messageEvent('comms.message.delivered', m.companyId, receipt))
+    }
+    await tx.publish(events)
+    return row
+  })
 }

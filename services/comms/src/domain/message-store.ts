@@ -1,4 +1,4 @@
-import type { KeysetAfter, OutboxTx, TenantStore } from '@clinic/platform/core'
+import type { CloudEvent, KeysetAfter, OutboxTx, TenantStore } from '@clinic/platform/core'
 import type { Channel, MessageStatus, RecipientRole, VersionedMessage } from '../schemas/message'
 
 /** What a send writes; status, attempts and timestamps start at their defaults. */
@@ -18,6 +18,8 @@ export interface NewMessage {
   override_guardian: boolean
   /** `suppressed`: kept for the record, never sent (the address opted out). Default `queued`. */
   status?: 'queued' | 'suppressed'
+  /** Who queued it and in which request (`causeOf`): the delivery's sent or failed event names them. */
+  cause: Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
 }
 
 /** A quota's verdict: room for one more, or how long until there is (seconds, at least 1). */

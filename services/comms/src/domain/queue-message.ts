@@ -1,4 +1,4 @@
-import { AppError, uuidv7, type Ctx } from '@clinic/platform/core'
+import { AppError, causeOf, uuidv7, type Ctx } from '@clinic/platform/core'
 import { messageEvent } from '../events/message-events'
 import type { Channel, VersionedMessage } from '../schemas/message'
 import { smsDestinationProblem } from './destinations'
@@ -125,6 +125,7 @@ async function write(
     template: m.template,
     override_guardian: m.override_guardian,
     status,
+    cause: causeOf(ctx),
   })
   const type = status === 'queued' ? 'comms.message.queued' : 'comms.message.suppressed'
   await tx.publish([messageEvent(type, ctx.auth.companyId, message, { ctx })])

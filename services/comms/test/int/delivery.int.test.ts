@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import amqplib from 'amqplib'
-import { ATTEMPT_HEADER, makeEvent, type Amqp } from '@clinic/platform'
+import { createLogger } from '@clinic/platform'
 import { tapEvents, testPrincipal, waitFor } from '@clinic/platform/testing'
 import twilio from 'twilio'
-import { deliveryStore, failStaleSending } from '../../src/db/repositories/delivery-repository'
+import { DeliveryRepository } from '../../src/db/repositories/delivery-repository'
 import { setCompany } from '@clinic/platform/db'
-import { deliverMessage, type Provider } from '../../src/domain/deliver-message'
+import { deliverMessage, type ClaimedMessage, type Provider } from '../../src/domain/deliver-message'
+import { DeliveryWorker } from '../../src/worker'
 import { SmtpProvider } from '../../src/providers/smtp-provider'
 import { TwilioProvider } from '../../src/providers/twilio-provider'
 import { makeContact } from '../fixtures'
@@ -56,14 +56,29 @@ async function send(contact: ReturnType<typeof makeContact>, body: Record<string
 
 const rowOf = (companyId: number, id: string) =>
   h.owner('messages').where({ idempresa: companyId, id }).first()
+/** The message once it left queued and sending; a retry waiting out its backoff gets the clock moved past it. */
 const settled = (companyId: number, id: string) =>
   waitFor(
     async () => {
       const r = await rowOf(companyId, id)
+      if (r?.status === 'queued' && r.attempts > 0) h.moveDeliveryClock(10 * 60_000)
       return r && !['queued', 'sending'].includes(r.status) ? r : null
     },
     { timeoutMs: 15_000 },
   )
+/** A day from the worker's clock: a row due then is not the running worker's until a test claims it. */
+const later = () => new Date(h.deliveryClock().getTime() + 86_400_000)
+/** Claims `id` as a worker would (whatever else is due by `at` is claimed too: none is, by then). */
+async function claimAt(at: Date, id: string): Promise<ClaimedMessage | undefined> {
+  return (await new DeliveryRepository(h.knex).claim(at, 100)).find((m) => m.id === id)
+}
+const deps = (providers: Record<'email' | 'sms', Provider>) => ({
+  store: new DeliveryRepository(h.knex),
+  providers,
+  maxAttempts: 3,
+  retryBaseMs: 60_000,
+  clock: h.deliveryClock,
+})
 /** The events published about a message (a tap on the broker), once `n` of them have arrived. */
 const eventsOf = (id: string, n: number) =>
   waitFor(() => (tap.about(id).length >= n ? tap.about(id) : null), {
@@ -101,7 +116,7 @@ const receipt = (
 const receiptFor = (sid: string, status: string, extra: Record<string, string> = {}) =>
   receipt({ MessageSid: sid, MessageStatus: status, AccountSid: SID, ...extra })
 
-/** A queued SMS written straight to the table: no queued event, so the running worker never sees it. */
+/** A queued SMS written straight to the table, due only tomorrow: the running worker leaves it alone. */
 async function queuedSms(companyId: number) {
   const id = `0190c5a0-0000-7000-8000-${randomBytes(6).toString('hex')}`
   await h.knex.transaction(async (trx) => {
@@ -115,6 +130,7 @@ async function queuedSms(companyId: number) {
       recipient_name: 'Testa',
       recipient_address: '+34600000125',
       body: 'x',
+      next_attempt_at: later(),
     })
   })
   return id
@@ -145,55 +161,41 @@ describe('email over SMTP (a real smtp-server)', () => {
     })
   })
 
-  it('a 4xx answer is retried (delayed retry queue), then sent', async () => {
+  it('a 4xx answer is retried after its backoff, then sent', async () => {
     const { principal, id } = await send(makeContact({ email: 'tempfail-1@example.test' }))
     const row = await settled(principal.companyId, id)
     expect(row).toMatchObject({ status: 'sent', attempts: 2 })
     expect(smtp.copiesOf(id)).toBe(1)
   })
 
-  it('a transient failure waits in the broker (comms.delivery.retry, per-message TTL), not in a sleep', async () => {
-    const conn = await amqplib.connect(h.amqpUrl)
-    const ch = await conn.createChannel()
-    const original = h.amqp.sendToQueue.bind(h.amqp)
-    const retries: Array<{ queue: string; subject: string; expiration: unknown; attempt: unknown }> = []
-    // The consumer's retry, as it hands it to the broker; held there 1.5 s (instead of the test's
-    // 25-50 ms backoff) so the test can see it parked in the queue.
-    const spy = jest
-      .spyOn(h.amqp, 'sendToQueue')
-      .mockImplementation(
-        async (queue: string, content: Buffer, options: Parameters<Amqp['sendToQueue']>[2]) => {
-          retries.push({
-            queue,
-            subject: (JSON.parse(content.toString('utf8')) as { subject: string }).subject,
-            expiration: options.expiration,
-            attempt: options.headers?.[ATTEMPT_HEADER],
-          })
-          return original(queue, content, { ...options, expiration: '1500' })
-        },
-      )
-    try {
-      const { principal, id } = await send(makeContact({ email: 'tempfail-broker@example.test' }))
-      const retry = await waitFor(() => retries.find((r) => r.subject === id), { what: 'the retry' })
-      // retryDelay(50, 1): between 25 and 50 ms, as the message's TTL; the first retry.
-      expect(retry).toMatchObject({ queue: 'comms.delivery.retry', attempt: 1 })
-      expect(Number(retry.expiration)).toBeGreaterThanOrEqual(25)
-      expect(Number(retry.expiration)).toBeLessThanOrEqual(50)
-      // Parked in the delay queue: the row waits as queued, nothing sent, the worker holds nothing.
-      await waitFor(async () => (await ch.checkQueue('comms.delivery.retry')).messageCount === 1, {
-        what: 'the job in comms.delivery.retry',
-      })
-      expect(await rowOf(principal.companyId, id)).toMatchObject({ status: 'queued', attempts: 1 })
-      expect(smtp.copiesOf(id)).toBe(0)
-      // Expired, it dead-letters back into comms.delivery and is delivered on the second attempt.
-      expect(await settled(principal.companyId, id)).toMatchObject({ status: 'sent', attempts: 2 })
-      expect(smtp.copiesOf(id)).toBe(1)
-      expect((await ch.checkQueue('comms.delivery.retry')).messageCount).toBe(0)
-      expect(retries.filter((r) => r.subject === id)).toHaveLength(1)
-    } finally {
-      spy.mockRestore()
-      await conn.close()
-    }
+  it('a transient failure waits in the table until its backoff is over on the worker clock, not in a sleep', async () => {
+    const before = h.deliveryClock().getTime()
+    const { principal, id } = await send(makeContact({ email: 'tempfail-wait@example.test' }))
+    const waiting = await waitFor(
+      async () => {
+        const r = await rowOf(principal.companyId, id)
+        return r?.status === 'queued' && r.attempts === 1 ? r : null
+      },
+      { what: 'the retry scheduled' },
+    )
+    expect(waiting.last_error).toBe('smtp 451 (RCPT)')
+    // retryDelay(60 s, 1): between 30 and 60 s after the failure, by the worker's clock.
+    const delay = new Date(waiting.next_attempt_at).getTime() - before
+    expect(delay).toBeGreaterThanOrEqual(30_000)
+    expect(delay).toBeLessThan(65_000)
+    // Not due yet: a look finds nothing to do; the worker holds nothing meanwhile.
+    h.worker!.wake()
+    await h.worker!.idle()
+    expect(await rowOf(principal.companyId, id)).toMatchObject({ status: 'queued', attempts: 1 })
+    expect(smtp.copiesOf(id)).toBe(0)
+    // Time moves past it: the second attempt is made and succeeds.
+    h.moveDeliveryClock(60_000)
+    expect(await settled(principal.companyId, id)).toMatchObject({
+      status: 'sent',
+      attempts: 2,
+      last_error: null,
+    })
+    expect(smtp.copiesOf(id)).toBe(1)
   })
 
   it('a 5xx answer fails at once with last_error; nothing retried', async () => {
@@ -204,25 +206,29 @@ describe('email over SMTP (a real smtp-server)', () => {
     expect(await typesOf(id, 2)).toEqual(['comms.message.queued', 'comms.message.failed'])
   })
 
-  it('a redelivered job, or a second copy under another event id, sends nothing new', async () => {
-    const { principal, id } = await send(makeContact({ email: 'redeliver@example.test' }))
-    await settled(principal.companyId, id)
-    const [queued] = await eventsOf(id, 1)
-    const before = smtp.received.length
-    // The same event again (broker redelivery) and a fresh event for the same message (a second worker).
-    const fresh = {
-      ...queued!,
-      id: makeEvent({ type: 'comms.message.queued', source: '/t', companyId: 1, data: queued!.data as never })
-        .id,
+  it('two workers over the same due messages send each once', async () => {
+    const provider = new SmtpProvider(smtp.url, 'Clinic <no-reply@clinic.example>', 2)
+    const second = new DeliveryWorker({
+      store: new DeliveryRepository(h.knex),
+      log: createLogger({ service: 'comms', level: 'silent' }),
+      providers: { email: provider, sms: provider },
+      clock: h.deliveryClock,
+      maxAttempts: 3,
+      retryBaseMs: 60_000,
+      staleMinutes: 10,
+      concurrency: 4,
+      pollMs: 20,
+    }).start()
+    try {
+      const sends = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => send(makeContact({ email: `race-${i}@example.test` }))),
+      )
+      for (const { principal, id } of sends)
+        expect(await settled(principal.companyId, id)).toMatchObject({ status: 'sent', attempts: 1 })
+      expect(sends.map(({ id }) => smtp.copiesOf(id))).toEqual(sends.map(() => 1))
+    } finally {
+      await second.stop()
     }
-    await h.amqp.publish([queued!, fresh])
-    // The fresh copy is consumed (its id recorded) without a send: the claim found nothing queued.
-    await waitFor(async () =>
-      (await h.owner('processed_events').where('event_id', fresh.id).first()) ? true : null,
-    )
-    expect((await rowOf(principal.companyId, id)).attempts).toBe(1)
-    expect(smtp.copiesOf(id)).toBe(1)
-    expect(smtp.received.length).toBe(before)
   })
 })
 
@@ -245,36 +251,31 @@ describe('the worker dies after the provider accepted (at most once)', () => {
         recipient_name: 'Testa',
         recipient_address: contact.email,
         body: 'x',
+        next_attempt_at: later(),
       })
     })
-    const claimed = await h.knex.transaction((trx) =>
-      deliveryStore(h.knex, trx).claim(principal.companyId, id),
-    )
+    const claimed = await claimAt(later(), id)
     expect(claimed).toMatchObject({ attempts: 1 })
     expect((await rowOf(principal.companyId, id)).status).toBe('sending')
     // ...the provider accepted here, and the process died.
-    expect(await failStaleSending(h.knex, 10)).toEqual([])
+    const store = new DeliveryRepository(h.knex)
+    expect(await store.failStale(10)).toEqual([])
     await h
       .owner('messages')
       .where({ id })
       .update({ claimed_at: h.owner.raw("now() - interval '11 minutes'") })
-    const swept = await failStaleSending(h.knex, 10)
+    const swept = await store.failStale(10)
     expect(swept.map((m) => m.id)).toEqual([id])
     const row = await rowOf(principal.companyId, id)
     expect(row.status).toBe('failed')
     expect(row.last_error).toMatch(/^outcome unknown/)
     expect(await typesOf(id, 1)).toEqual(['comms.message.failed'])
-    // The job comes back (redelivery after the crash): nothing is claimed, nothing sent.
-    const provider = new SmtpProvider(smtp.url, 'Clinic <no-reply@clinic.example>', 1)
-    const outcome = await h.knex.transaction((trx) =>
-      deliverMessage(
-        { auth: principal, log: h.app.log, requestId: '' },
-        { store: deliveryStore(h.knex, trx), providers: { email: provider, sms: provider }, maxAttempts: 3 },
-        { id },
-      ),
+    // Nothing brings it back: no claim finds it, and the dead worker's outcome is not written.
+    expect(await claimAt(new Date(later().getTime() + 86_400_000), id)).toBeUndefined()
+    const late = await store.transaction(principal.companyId, (tx) =>
+      tx.finish(id, 1, { providerId: 'late' }),
     )
-    provider.close()
-    expect(outcome).toBe('skipped')
+    expect(late).toBeNull()
     expect(smtp.copiesOf(id)).toBe(0)
   })
 })
@@ -397,12 +398,10 @@ describe('a Twilio receipt that arrives before the worker recorded the sid', () 
         return { providerId: sid }
       },
     }
-    const outcome = await h.knex.transaction((trx) =>
-      deliverMessage(
-        { auth: principal, log: h.app.log, requestId: '' },
-        { store: deliveryStore(h.knex, trx), providers: { email: racing, sms: racing }, maxAttempts: 3 },
-        { id },
-      ),
+    const outcome = await deliverMessage(
+      { auth: principal, log: h.app.log, requestId: '' },
+      deps({ email: racing, sms: racing }),
+      (await claimAt(later(), id))!,
     )
     expect([early, outcome]).toEqual([204, 'sent'])
     expect(await rowOf(principal.companyId, id)).toMatchObject({ status: 'delivered', provider_id: sid })
@@ -413,26 +412,26 @@ describe('a Twilio receipt that arrives before the worker recorded the sid', () 
     const principal = testPrincipal()
     const id = await queuedSms(principal.companyId)
     const sid = `SM${randomBytes(16).toString('hex')}`
-    await h.knex.transaction((trx) => deliveryStore(h.knex, trx).claim(principal.companyId, id))
-    // The worker's job transaction: the row is sent with its sid, not yet committed.
-    const trx = await h.knex.transaction()
-    const store = deliveryStore(h.knex, trx)
-    await store.finish(principal.companyId, id, { providerId: sid })
-    expect(await store.applyEarlyReceipt(sid)).toBeNull()
-    const pending = receiptFor(sid, 'undelivered', { ErrorCode: '30003' })
-    // The callback waits on the sid's lock rather than missing the uncommitted row.
-    await waitFor(
-      async () =>
-        Number(
-          (
-            await h.owner.raw(
-              `select count(*) as n from pg_locks where locktype = 'advisory' and objsubid = 2 and not granted`,
-            )
-          ).rows[0].n,
-        ) > 0,
-      { what: 'the receipt waiting on the lock' },
-    )
-    await trx.commit()
+    expect(await claimAt(later(), id)).toBeDefined()
+    // The worker's transaction: the row is sent with its sid, not yet committed.
+    const { pending } = await new DeliveryRepository(h.knex).transaction(principal.companyId, async (tx) => {
+      await tx.finish(id, 1, { providerId: sid })
+      expect(await tx.applyEarlyReceipt(sid)).toBeNull()
+      const pending = receiptFor(sid, 'undelivered', { ErrorCode: '30003' })
+      // The callback waits on the sid's lock rather than missing the uncommitted row.
+      await waitFor(
+        async () =>
+          Number(
+            (
+              await h.owner.raw(
+                `select count(*) as n from pg_locks where locktype = 'advisory' and objsubid = 2 and not granted`,
+              )
+            ).rows[0].n,
+          ) > 0,
+        { what: 'the receipt waiting on the lock' },
+      )
+      return { pending }
+    })
     expect((await pending).statusCode).toBe(204)
     expect(await rowOf(principal.companyId, id)).toMatchObject({
       status: 'undelivered',
@@ -482,23 +481,6 @@ describe('privacy', () => {
     for (const secret of secrets) {
       for (const line of logLines) expect(line).not.toContain(secret)
       for (const e of tap.messages) expect(JSON.stringify(e.event)).not.toContain(secret)
-    }
-  })
-})
-
-describe('poison jobs', () => {
-  it('a job that is not an event ends in the dead-letter queue, not in a loop', async () => {
-    const conn = await amqplib.connect(h.amqpUrl)
-    try {
-      const ch = await conn.createChannel()
-      const before = (await ch.checkQueue('comms.delivery.dlq')).messageCount
-      ch.publish('clinic.events', 'comms.message.queued', Buffer.from('{"not": "an event"'))
-      await waitFor(async () =>
-        (await ch.checkQueue('comms.delivery.dlq')).messageCount > before ? true : null,
-      )
-      await ch.close()
-    } finally {
-      await conn.close()
     }
   })
 })

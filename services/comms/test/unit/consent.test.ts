@@ -160,11 +160,15 @@ describe('the one-click unsubscribe URL of an email', () => {
     const got: OutgoingMessage[] = []
     const provider: Provider = { send: async (o) => (got.push(o), { providerId: 'p-1' }) }
     const store: DeliveryStore = {
-      claim: async () => m,
-      requeue: async () => undefined,
-      finish: async () => ({ ...m, status: 'sent' }),
-      applyEarlyReceipt: async () => null,
-      publish: async () => undefined,
+      claim: async () => [m],
+      reschedule: async () => true,
+      transaction: (_companyId, work) =>
+        work({
+          finish: async () => ({ ...m, status: 'sent' }),
+          applyEarlyReceipt: async () => null,
+          publish: async () => undefined,
+        }),
+      failStale: async () => [],
     }
     const log = pino({ level: 'silent' })
     const ctx: Ctx = {
@@ -175,8 +179,15 @@ describe('the one-click unsubscribe URL of an email', () => {
     const unsubscribeUrl = unsubscribeUrlFor(secret, 'https://clinic.example/')
     await deliverMessage(
       ctx,
-      { store, providers: { email: provider, sms: provider }, maxAttempts: 3, unsubscribeUrl },
-      { id: m.id },
+      {
+        store,
+        providers: { email: provider, sms: provider },
+        maxAttempts: 3,
+        retryBaseMs: 1000,
+        clock: () => new Date(),
+        unsubscribeUrl,
+      },
+      m,
     )
     return got[0]!
   }

@@ -2,7 +2,7 @@ import { resolveRecipient, sendFieldErrors, limitErrors } from '../../src/domain
 import { renderReminder } from '../../src/domain/templates'
 import { classifySmtpError } from '../../src/providers/smtp-provider'
 import { classifyTwilioError } from '../../src/providers/twilio-provider'
-import { retryDelay } from '../../src/worker'
+import { retryDelay } from '../../src/domain/deliver-message'
 import { guardianOf, makeContact } from '../fixtures'
 
 describe('recipient and channel', () => {

@@ -1,4 +1,5 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
+import { messageDeliveryJobs } from './delivery-jobs'
 import { earlyReceiptsByCompany } from './early-receipts'
 import { remindersConsentLimits } from './reminders'
 
@@ -141,4 +142,5 @@ export const migrations: Migration[] = [
   },
   remindersConsentLimits(SCHEMA, APP_ROLE),
   earlyReceiptsByCompany(SCHEMA, APP_ROLE, RECEIPT_LOCK),
+  messageDeliveryJobs(SCHEMA, APP_ROLE),
 ]
