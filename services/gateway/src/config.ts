@@ -16,7 +16,7 @@ export { trustProxyOf }
 
 export const configSpec = {
   ...sharedConfig,
-  GATEWAY_PORT: v.port({ default: '8080' }),
+  GATEWAY_PORT: v.servicePort('gateway'),
   /**
    * The Ed25519 private key (base64 PKCS#8 DER) every assertion to a service is signed with; the
    * gateway alone holds it, services its public half (GATEWAY_VERIFY_KEY).
@@ -47,10 +47,7 @@ export const configSpec = {
 
 /** `<NAME>_URL` for every routed service (PATIENTS_URL ...), default http://127.0.0.1:<port>. */
 export const upstreamSpec = Object.fromEntries(
-  ROUTED_SERVICES.map((f) => [
-    upstreamEnv(f.service),
-    v.url({ default: `http://127.0.0.1:${f.port}`, protocols: ['http:', 'https:'] }),
-  ]),
+  ROUTED_SERVICES.map((f) => [upstreamEnv(f.service), v.serviceUrl(f.service)]),
 )
 
 export type GatewayConfig = Config<typeof configSpec> & {
