@@ -4,6 +4,7 @@ import {
   databaseConfig,
   loadConfig,
   parsePrivateKey,
+  serviceList,
   sharedConfig,
   v,
   type AssertionSigner,
@@ -66,6 +67,7 @@ function signerOf(text: string): AssertionSigner {
 
 /** One check of every variable (one message for all problems); `upstreams` by service name. */
 export function loadGatewayConfig(env = process.env): GatewayConfig {
+  serviceList() // an unusable services.json stops the gateway here, naming its problems (families.ts)
   const all = loadConfig({ ...upstreamSpec, ...configSpec }, env) as Record<string, unknown>
   const upstreams = Object.fromEntries(
     ROUTED_SERVICES.map((f) => [f.service, all[upstreamEnv(f.service)] as string]),

@@ -1,4 +1,4 @@
-import { serviceList } from '@clinic/platform'
+import { serviceList, ServiceListError, type ServiceList } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 
 /** A resource service the gateway routes one or more path families to. */
@@ -36,9 +36,22 @@ export interface PlannedFamily {
   resourceType: string
 }
 
-// Read and checked by the platform: a malformed list stops the gateway, naming the problem, before
-// anything routes to `undefined`.
-const source = serviceList()
+// Read and checked by the platform. An unusable list is reported when the configuration loads
+// (loadGatewayConfig: one line, exit 78) rather than as a stack trace at import; until then it
+// stands for a list of no services.
+const source: ServiceList = (() => {
+  try {
+    return serviceList()
+  } catch (err) {
+    if (err instanceof ServiceListError)
+      return {
+        gateway: { name: 'gateway', port: 0, replicas: { min: 1, max: 1 } },
+        services: [],
+        planned: [],
+      }
+    throw err
+  }
+})()
 
 /**
  * The gateway's one table, read from `@clinic/platform/services.json`: routing, the 501 areas,
