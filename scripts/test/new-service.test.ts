@@ -5,6 +5,7 @@ import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createTestDatabase, dropTestDatabase, waitFor } from '@clinic/platform/testing'
+import { namesOf } from '../../packages/platform/naming.cjs'
 
 /**
  * `npm run new-service -- demo-x` in a copy of the repository (the checkout is never touched): the
@@ -103,7 +104,7 @@ it(
       })
       expect(read('tsconfig.json')).toContain(`"services/${NAME}"`)
       expect(read('deploy/compose/compose.yaml')).toContain(`migrate-${NAME}:`)
-      expect(read('deploy/rabbitmq/definitions.json')).toContain(`"clinic-${NAME}"`)
+      expect(read('deploy/rabbitmq/definitions.json')).toContain(`"${namesOf(NAME).brokerUser}"`)
       expect(read('deploy/k8s/networkpolicy.yaml')).toContain(`name: ${NAME}-from-gateway`)
       expect(existsSync(path.join(copy, `deploy/k8s/services/${NAME}/kustomization.yaml`))).toBe(true)
 
@@ -126,7 +127,7 @@ it(
         AMQP_URL: process.env.AMQP_URL,
         EVENT_SIGNING_SECRET: 'test-event-signing-0123456789abcdef0123456789',
         ASSERTION_ROOT_SECRET: 'test-assertion-root-0123456789abcdef0123456789',
-        DEMO_X_PORT: String(port),
+        [namesOf(NAME).env.port]: String(port),
         LOG_LEVEL: 'warn',
       })
       const migrated = spawnSync(process.execPath, [path.join(dir, 'dist/db/migrate.js')], {
