@@ -10,6 +10,7 @@
 //                           the service's own objects if present; its assertion keys as a patch)
 //   generate/networkpolicy.mjs  deploy/k8s/networkpolicy.yaml (ingress, monitoring, egress)
 //   generate/rabbitmq.mjs   deploy/rabbitmq/definitions.json (broker users and permissions)
+//   generate/contracts.mjs  packages/platform/src/contracts/index.ts (each publisher's event contracts)
 //   Dockerfile              nothing: it reads services.json and naming.cjs at build and run time
 //
 //   node scripts/generate.mjs          rewrite the files (npm run generate)
@@ -22,6 +23,7 @@ import { pathToFileURL } from 'node:url'
 import { apps, root } from './lib.mjs'
 import { read } from './generate/common.mjs'
 import { compose, composeEnvExample } from './generate/compose.mjs'
+import { CONTRACTS_INDEX, contractsIndex } from './generate/contracts.mjs'
 import { envExample, tsconfig } from './generate/env.mjs'
 import { configMap, k8sService, kustomization, networkPolicy, secretExample } from './generate/k8s.mjs'
 import { definitions } from './generate/rabbitmq.mjs'
@@ -38,6 +40,7 @@ export async function generate() {
     'deploy/k8s/kustomization.yaml': kustomization(),
     'deploy/k8s/networkpolicy.yaml': networkPolicy(),
     'deploy/rabbitmq/definitions.json': definitions(),
+    [CONTRACTS_INDEX]: contractsIndex(),
     ...Object.assign({}, ...apps.map(k8sService)),
   }
   const prettier = await import('prettier')

@@ -5,6 +5,7 @@
 // In a terminal the services' JSON log lines are pretty-printed (pino-pretty); piped or redirected
 // they pass through unchanged, one JSON object per line after the `[service] ` prefix.
 import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
 import path from 'node:path'
 import readline from 'node:readline'
 import {
@@ -15,6 +16,7 @@ import {
   localSecrets,
   root,
   serviceEnv,
+  serviceList,
   services,
 } from './lib.mjs'
 import { migrateAll } from './migrate.mjs'
@@ -32,12 +34,14 @@ if (!env.COMMS_DELIVERY) env.COMMS_DELIVERY = 'files'
 // Demos move comms' clock (reminders, patient links) with `npm run clock -- +2d`, not in production.
 env.COMMS_CLOCK_FILE ||= path.join(root, 'var', 'comms-clock')
 // The links in messages point at this stack's gateway.
-env.PUBLIC_BASE_URL ||= `http://127.0.0.1:${env.GATEWAY_PORT || '8080'}`
+env.PUBLIC_BASE_URL ||= `http://127.0.0.1:${env.GATEWAY_PORT || serviceList.gateway.port}`
 
 try {
   await checkDependencies(env)
   ensureInstalled()
   build()
+  // The platform's check of services.json, once here rather than by every process in a restart loop.
+  createRequire(import.meta.url)(path.join(root, 'packages/platform/dist/service-list.js')).serviceList()
   console.log('> migrating')
   migrateAll(env)
 } catch (err) {
@@ -96,7 +100,7 @@ function stop() {
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
 
-const port = env.GATEWAY_PORT || '8080'
+const port = env.GATEWAY_PORT || serviceList.gateway.port
 const base = `http://127.0.0.1:${port}/api`
 for (let i = 0; i < 120 && !stopping; i++) {
   try {

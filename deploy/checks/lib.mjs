@@ -33,8 +33,9 @@ export const RESOURCES = serviceList.services.map((s) => s.name)
 export function requiredVars(service) {
   const file = `services/${service}/src/config.ts`
   if (!existsSync(path.join(root, file))) return []
-  return [...read(file).matchAll(/\b([A-Z][A-Z0-9_]+):\s*v\.\w+\(([^)]*)\)/g)]
-    .filter((m) => !/\b(default|optional)\s*:/.test(m[2]))
+  // v.servicePort and v.serviceUrl default to what services.json says.
+  return [...read(file).matchAll(/\b([A-Z][A-Z0-9_]+):\s*v\.(\w+)\(([^)]*)\)/g)]
+    .filter((m) => !/^service(Port|Url)$/.test(m[2]) && !/\b(default|optional)\s*:/.test(m[3]))
     .map((m) => m[1])
 }
 

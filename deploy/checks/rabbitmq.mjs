@@ -1,18 +1,26 @@
 // deploy/rabbitmq/definitions.json: one broker user per app of services.json (clinic-<name>), no
 // password in the file, vhost permissions for each, and topic permissions on clinic.events that
-// give every event type of the platform's registry to exactly one user (audit: none), so that no
+// give every event type of the platform's contracts to exactly one user (audit: none), so that no
 // service can publish another's events.
-import { namesOf, read, report, SERVICES } from './lib.mjs'
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import { namesOf, read, report, root, SERVICES } from './lib.mjs'
 
 const FILE = 'deploy/rabbitmq/definitions.json'
 const VHOST = 'clinic'
 const EXCHANGE = 'clinic.events'
 
-/** The event types of the registry (packages/platform/src/events.ts, `eventTypes`), by their keys. */
+/**
+ * The event types of the registry: the top-level keys of each publisher's contracts file
+ * (packages/platform/src/contracts/<name>.ts, services.json `publishes`).
+ */
 function eventTypes() {
-  const src = read('packages/platform/src/events.ts')
-  const body = src.slice(src.indexOf('export const eventTypes'), src.indexOf('} satisfies Record'))
-  return [...body.matchAll(/^\s*'([a-z_]+(?:\.[a-z_]+)+)':/gm)].map((m) => m[1])
+  const files = SERVICES.map((s) => `packages/platform/src/contracts/${s}.ts`)
+  return files.flatMap((f) =>
+    [...(existsSync(path.join(root, f)) ? read(f) : '').matchAll(/^ {2}'([a-z_]+(?:\.[a-z_]+)+)':/gm)].map(
+      (m) => m[1],
+    ),
+  )
 }
 
 export function checkRabbitDefinitions() {
@@ -53,7 +61,7 @@ export function checkRabbitDefinitions() {
     else writers.set(u, regex(`${u} topic write`, topics[0].write))
   }
   const types = eventTypes()
-  if (!types.length) problems.push('no event types found in packages/platform/src/events.ts')
+  if (!types.length) problems.push('no event types found in packages/platform/src/contracts/')
   for (const type of types) {
     const by = [...writers].filter(([, re]) => re.test(type)).map(([u]) => u)
     if (by.length !== 1)

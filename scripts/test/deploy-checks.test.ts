@@ -25,7 +25,7 @@ function copyOfRepo(): string {
     'packages/platform/services.json',
     'packages/platform/naming.cjs',
     'packages/platform/src/service.ts',
-    'packages/platform/src/events.ts',
+    'packages/platform/src/contracts',
     ...SERVICES.flatMap((s) => [`services/${s}/package.json`, `services/${s}/src/config.ts`]),
   ]
   for (const p of files) cpSync(path.join(ROOT, p), path.join(copy, p), { recursive: true })

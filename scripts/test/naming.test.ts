@@ -12,6 +12,7 @@ import {
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
+import { contractsByService, eventContracts } from '../../packages/platform/src/contracts'
 import { upstreamEnv } from '../../services/gateway/src/families'
 import { assertionKeyPair, eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
 
@@ -182,12 +183,13 @@ describe('services.json against the code', () => {
       ])
   })
 
-  it('lists each event type of the registry under exactly one publisher', () => {
-    const src = read('packages/platform/src/events.ts')
-    const body = src.slice(src.indexOf('export const eventTypes'), src.indexOf('} satisfies Record'))
-    const registry = [...body.matchAll(/^\s*'([a-z_]+(?:\.[a-z_]+)+)':/gm)].map((m) => m[1]).sort()
-    expect(registry.length).toBeGreaterThan(0)
-    expect(apps.flatMap((s) => s.publishes ?? []).sort()).toEqual(registry)
+  it("lists as each app's publishes exactly the event types of its contracts file", () => {
+    for (const s of apps)
+      expect([s.name, [...(s.publishes ?? [])].sort()]).toEqual([
+        s.name,
+        Object.keys((contractsByService as Record<string, object>)[s.name] ?? {}).sort(),
+      ])
+    expect(Object.keys(eventContracts).sort()).toEqual(apps.flatMap((s) => s.publishes ?? []).sort())
   })
 
   it("names each consumer's queue and bindings as its code does", () => {
@@ -254,6 +256,7 @@ describe('generated files', () => {
       'deploy',
       'packages/platform/services.json',
       'packages/platform/naming.cjs',
+      'packages/platform/src/contracts',
       'package.json',
       'tsconfig.json',
       'VERSION',

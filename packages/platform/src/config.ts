@@ -3,6 +3,9 @@
  * coerced, and checked; all problems are reported in one line, and the result is frozen.
  * Only a service's config.ts calls this (STYLE.md section 4).
  */
+import { ConfigError } from './config-error'
+import { servicePort, serviceUrl } from './service-list'
+
 type Kind = 'string' | 'int' | 'port' | 'url' | 'bool' | 'list'
 interface VarSpec<K extends Kind> {
   kind: K
@@ -41,11 +44,26 @@ export const v = {
   url: (o: Omit<VarSpec<'url'>, 'kind'> = {}) => ({ kind: 'url' as const, ...o }),
   bool: (o: Omit<VarSpec<'bool'>, 'kind'> = {}) => ({ kind: 'bool' as const, ...o }),
   list: (o: Omit<VarSpec<'list'>, 'kind'> = {}) => ({ kind: 'list' as const, ...o }),
+  // The defaults below are read from services.json when the config loads, not when config.ts is
+  // imported: a malformed list then stops the service with its one line (exitOnConfigError).
+  /** `<NAME>_PORT`: the port services.json gives the service unless the variable says otherwise. */
+  servicePort: (service: string) => ({
+    kind: 'port' as const,
+    get default() {
+      return String(servicePort(service))
+    },
+  }),
+  /** `<NAME>_URL`: where another service answers, http://127.0.0.1:<its port in services.json> by default. */
+  serviceUrl: (service: string) => ({
+    kind: 'url' as const,
+    protocols: ['http:', 'https:'],
+    get default() {
+      return serviceUrl(service)
+    },
+  }),
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+export { ConfigError }
 
 /** The examples' placeholders (.env.example `change-me-...`, secret.example.yaml `CHANGE_ME_...`). */
 const PLACEHOLDER = /^change[-_]?me/i

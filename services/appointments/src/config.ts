@@ -4,9 +4,9 @@ export const DEFAULT_HOLD_TTL_SECONDS = 300
 
 export const configSpec = {
   ...sharedConfig,
-  APPOINTMENTS_PORT: v.port({ default: '8082' }),
+  APPOINTMENTS_PORT: v.servicePort('appointments'),
   /** Where the patients service answers `GET /internal/patients/:id` (does the patient exist?). */
-  PATIENTS_URL: v.url({ default: 'http://127.0.0.1:8081', protocols: ['http:', 'https:'] }),
+  PATIENTS_URL: v.serviceUrl('patients'),
   /** How long a booking waits for the patients service before answering 503 (as in every caller). */
   SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   /** How long a hold (POST /appointments/holds) keeps its slot. */

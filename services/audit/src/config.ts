@@ -21,7 +21,7 @@ const checkpointFileConfig = {
 
 export const configSpec = {
   ...sharedConfig,
-  AUDIT_PORT: v.port({ default: '8084' }),
+  AUDIT_PORT: v.servicePort('audit'),
   /** Events an instance holds at once; it records them in batches of half that. */
   AUDIT_PREFETCH: v.int({ default: '400', min: 2, max: 5000 }),
   ...eventConsumerConfig,

@@ -11,11 +11,11 @@ import type { MessagingLimits } from './domain/queue-message'
 
 export const configSpec = {
   ...sharedConfig,
-  COMMS_PORT: v.port({ default: '8083' }),
+  COMMS_PORT: v.servicePort('comms'),
   /** Where the patients service answers `GET /internal/patients/:id` (contact, guardian, language). */
-  PATIENTS_URL: v.url({ default: 'http://127.0.0.1:8081', protocols: ['http:', 'https:'] }),
+  PATIENTS_URL: v.serviceUrl('patients'),
   /** Where the appointments service answers `GET /internal/appointments/:id` (reminders). */
-  APPOINTMENTS_URL: v.url({ default: 'http://127.0.0.1:8082', protocols: ['http:', 'https:'] }),
+  APPOINTMENTS_URL: v.serviceUrl('appointments'),
   /** How long a send waits for another service before answering 503 (as in every caller). */
   SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   /**

@@ -4,6 +4,7 @@ import {
   databaseConfig,
   loadConfig,
   parsePrivateKey,
+  serviceList,
   sharedConfig,
   v,
   type AssertionSigner,
@@ -16,7 +17,7 @@ export { trustProxyOf }
 
 export const configSpec = {
   ...sharedConfig,
-  GATEWAY_PORT: v.port({ default: '8080' }),
+  GATEWAY_PORT: v.servicePort('gateway'),
   /**
    * The Ed25519 private key (base64 PKCS#8 DER) every assertion to a service is signed with; the
    * gateway alone holds it, services its public half (GATEWAY_VERIFY_KEY).
@@ -47,10 +48,7 @@ export const configSpec = {
 
 /** `<NAME>_URL` for every routed service (PATIENTS_URL ...), default http://127.0.0.1:<port>. */
 export const upstreamSpec = Object.fromEntries(
-  ROUTED_SERVICES.map((f) => [
-    upstreamEnv(f.service),
-    v.url({ default: `http://127.0.0.1:${f.port}`, protocols: ['http:', 'https:'] }),
-  ]),
+  ROUTED_SERVICES.map((f) => [upstreamEnv(f.service), v.serviceUrl(f.service)]),
 )
 
 export type GatewayConfig = Config<typeof configSpec> & {
@@ -69,6 +67,7 @@ function signerOf(text: string): AssertionSigner {
 
 /** One check of every variable (one message for all problems); `upstreams` by service name. */
 export function loadGatewayConfig(env = process.env): GatewayConfig {
+  serviceList() // an unusable services.json stops the gateway here, naming its problems (families.ts)
   const all = loadConfig({ ...upstreamSpec, ...configSpec }, env) as Record<string, unknown>
   const upstreams = Object.fromEntries(
     ROUTED_SERVICES.map((f) => [f.service, all[upstreamEnv(f.service)] as string]),

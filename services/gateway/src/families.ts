@@ -1,6 +1,5 @@
-import type { ServiceEntry } from '@clinic/platform'
+import { serviceList, ServiceListError, type ServiceList } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
-import list from '@clinic/platform/services.json'
 
 /** A resource service the gateway routes one or more path families to. */
 export interface RoutedService {
@@ -37,46 +36,22 @@ export interface PlannedFamily {
   resourceType: string
 }
 
-interface PlannedEntry {
-  family: string
-  area: string
-  resource_type: string
-}
-const source = list as unknown as { services: ServiceEntry[]; planned: PlannedEntry[] }
-
-// A bad entry stops the gateway at start-up, naming it, instead of routing to `undefined`.
-const FAMILY = /^[a-z][a-z0-9-]*$/
-const PLAIN_PATH = /^[a-z0-9/_-]+$/
-for (const s of source.services) {
-  const families = Object.entries(s.families ?? {})
-  if (!families.length || families.some(([f, type]) => !FAMILY.test(f) || !type))
-    throw new Error(`services.json: ${s.name} needs families: { <lowercase path segment>: <resource_type> }`)
-  const under = (p: string) => families.some(([f]) => p.startsWith(`/${f}/`)) && PLAIN_PATH.test(p)
-  for (const w of s.webhooks ?? [])
-    if (!under(w))
-      throw new Error(`services.json: webhook ${w} of ${s.name} must be a plain path under its families`)
-  for (const [p, limit] of Object.entries(s.body_limits ?? {}))
-    if (!under(p) || !Number.isInteger(limit) || limit < 1)
-      throw new Error(
-        `services.json: body limit ${p} of ${s.name} must be a plain path under its families, and bytes`,
-      )
-}
-// A page prefix is one path segment outside the API and the gateway's own paths, of one service.
-const PAGE = /^\/[a-z0-9][a-z0-9_-]*\/$/
-const GATEWAY_PATHS = ['/api/', '/health/', '/metrics/']
-const pageOwner = new Map<string, string>()
-for (const s of source.services)
-  for (const p of s.pages ?? []) {
-    if (!PAGE.test(p) || GATEWAY_PATHS.includes(p))
-      throw new Error(`services.json: page ${p} of ${s.name} must be one path segment outside /api, e.g. /p/`)
-    if (pageOwner.has(p)) throw new Error(`services.json: the page ${p} is listed twice`)
-    pageOwner.set(p, s.name)
+// Read and checked by the platform. An unusable list is reported when the configuration loads
+// (loadGatewayConfig: one line, exit 78) rather than as a stack trace at import; until then it
+// stands for a list of no services.
+const source: ServiceList = (() => {
+  try {
+    return serviceList()
+  } catch (err) {
+    if (err instanceof ServiceListError)
+      return {
+        gateway: { name: 'gateway', port: 0, replicas: { min: 1, max: 1 } },
+        services: [],
+        planned: [],
+      }
+    throw err
   }
-for (const p of source.planned)
-  if (!FAMILY.test(p.family) || !p.resource_type)
-    throw new Error(
-      `services.json: planned ${p.family} needs a family (lowercase path segment) and a resource_type`,
-    )
+})()
 
 /**
  * The gateway's one table, read from `@clinic/platform/services.json`: routing, the 501 areas,
@@ -101,10 +76,6 @@ export const PLANNED: readonly PlannedFamily[] = source.planned.map((p) => ({
   area: p.area,
   resourceType: p.resource_type,
 }))
-
-const allFamilies = [...ROUTED, ...PLANNED].map((e) => e.family)
-const twice = allFamilies.find((f, i) => allFamilies.indexOf(f) !== i)
-if (twice) throw new Error(`services.json: the family ${twice} is listed twice`)
 
 /** Upstream base URL per service name (patients -> http://127.0.0.1:8081). */
 export type Upstreams = Record<string, string>

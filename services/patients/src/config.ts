@@ -2,7 +2,7 @@ import { loadConfig, sharedConfig, v } from '@clinic/platform'
 
 export const configSpec = {
   ...sharedConfig,
-  PATIENTS_PORT: v.port({ default: '8081' }),
+  PATIENTS_PORT: v.servicePort('patients'),
 }
 
 export const loadPatientsConfig = (env = process.env) => loadConfig(configSpec, env)

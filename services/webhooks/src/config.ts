@@ -9,7 +9,7 @@ import {
 
 export const configSpec = {
   ...sharedConfig,
-  WEBHOOKS_PORT: v.port({ default: '8085' }),
+  WEBHOOKS_PORT: v.servicePort('webhooks'),
   /**
    * Seals the endpoints' signing secrets at rest (AES-256-GCM, key derived from it): the database
    * alone never gives them away. Only this service has it.

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto'
-import { canonicalJson, type CloudEvent } from '@clinic/platform/core'
+import { canonicalJson, eventContracts, type CloudEvent, type EventContract } from '@clinic/platform/core'
 
 /**
  * The audit record of DESIGN.md section 4. What an event becomes on the trail: who, what, on which
@@ -62,26 +62,21 @@ const nonEmpty = (v: unknown): string | null => {
 /** Instants are kept at millisecond precision, so the hash recomputes from what the database returns. */
 export const toInstant = (v: string | Date): string => new Date(v).toISOString()
 
-/**
- * A domain event's outcome: a message that could not be sent (`comms.message.failed`) or whose
- * receipt says it never arrived (`comms.message.delivered` with status `undelivered`) is a failure.
- */
+/** What the publisher's contract says an event type means on the trail (undefined: a type no contract declares). */
+const contractOf = (type: string): EventContract | undefined =>
+  Object.hasOwn(eventContracts, type) ? (eventContracts as Record<string, EventContract>)[type] : undefined
+
+/** A domain event's outcome, by its contract: a failure always, or when a field of its data holds one of the values. */
 function domainOutcome(type: string, data: Record<string, unknown>): Outcome {
-  if (type === 'comms.message.failed') return 'failure'
-  if (type === 'comms.message.delivered' && data.status === 'undelivered') return 'failure'
+  const failure = contractOf(type)?.failure
+  if (failure === 'always') return 'failure'
+  const value = failure ? data[failure.field] : undefined
+  if (failure && typeof value === 'string' && failure.values.includes(value)) return 'failure'
   return 'success'
 }
 
-function resourceTypeOf(type: string): string {
-  const [first, second] = type.split('.')
-  // comms.message.sent is about a message, comms.preference.updated about a preference (consent per
-  // channel and address: its resource_id is the preference's id, never the address); patient.created
-  // about a patient; webhooks.endpoint.created
-  // about a webhook_endpoint, as the gateway's http.request events under /webhooks name it (services.json).
-  if (first === 'comms' && second) return second
-  if (first === 'webhooks' && second === 'endpoint') return 'webhook_endpoint'
-  return first ?? type
-}
+/** The resource its contract names; a type no contract declares is about its first segment. */
+const resourceTypeOf = (type: string): string => contractOf(type)?.resource ?? type.split('.')[0] ?? type
 
 /**
  * Maps an event of `clinic.events` to its audit fields. Only names, ids and request metadata

@@ -1,54 +1,30 @@
-import type { CloudEvent } from '@clinic/platform/core'
+import { eventContracts, type CloudEvent, type EventContract, type EventType } from '@clinic/platform/core'
+
+/** The event types of the contracts that offer themselves to integrators (a `webhook` entry). */
+type Contracts = typeof eventContracts
+export type CatalogueType = {
+  [T in EventType]: Contracts[T] extends { webhook: object } ? T : never
+}[EventType]
+
+interface CatalogueEntry {
+  resource: string
+  path: string
+  when: string
+}
 
 /**
- * The event catalogue (DESIGN.md sections 5 and 10): each type an integrator can subscribe to, when
- * it fires, and where its resource is read. The webhook and the change feed carry thin `data`
- * (`ThinData`): ids, version, the names of changed fields, the status; never names, contacts,
- * notes or bodies. The receiver reads the resource through the API at `url`.
+ * The event catalogue (DESIGN.md sections 5 and 10), from the publishers' contracts: each type an
+ * integrator can subscribe to, when it fires, and where its resource is read. The webhook and the
+ * change feed carry thin `data` (`ThinData`): ids, version, the names of changed fields, the
+ * status; never names, contacts, notes or bodies. The receiver reads the resource through the API
+ * at `url`.
  */
-export const CATALOGUE = {
-  'patient.created': { resource: 'patient', path: '/patients', when: 'a patient is created' },
-  'patient.updated': { resource: 'patient', path: '/patients', when: 'fields of a patient change' },
-  'appointment.created': {
-    resource: 'appointment',
-    path: '/appointments',
-    when: 'an appointment is booked (also from a hold)',
-  },
-  'appointment.updated': {
-    resource: 'appointment',
-    path: '/appointments',
-    when: 'an appointment is moved, confirmed, cancelled, completed, marked no-show or edited',
-  },
-  'appointment.checked_in': {
-    resource: 'appointment',
-    path: '/appointments',
-    when: 'a patient checks in',
-  },
-  'practitioner.created': {
-    resource: 'practitioner',
-    path: '/practitioners',
-    when: 'a practitioner is registered',
-  },
-  'practitioner.updated': {
-    resource: 'practitioner',
-    path: '/practitioners',
-    when: 'hours, time zone, slot length, name or active change',
-  },
-  'comms.message.queued': { resource: 'message', path: '/comms/messages', when: 'a message is accepted' },
-  'comms.message.sent': { resource: 'message', path: '/comms/messages', when: 'the provider took it' },
-  'comms.message.failed': {
-    resource: 'message',
-    path: '/comms/messages',
-    when: 'it could not be sent after its retries',
-  },
-  'comms.message.delivered': {
-    resource: 'message',
-    path: '/comms/messages',
-    when: 'a delivery receipt arrived (status delivered or undelivered)',
-  },
-} as const
+export const CATALOGUE = Object.fromEntries(
+  Object.entries(eventContracts as Record<string, EventContract>).flatMap(([type, c]) =>
+    c.webhook ? [[type, { resource: c.resource, path: c.webhook.path, when: c.webhook.when }]] : [],
+  ),
+) as Record<CatalogueType, CatalogueEntry>
 
-export type CatalogueType = keyof typeof CATALOGUE
 export const CATALOGUE_TYPES = Object.keys(CATALOGUE) as CatalogueType[]
 /** Sent by POST /webhooks/endpoints/{id}/test to that endpoint only; not in the change feed. */
 export const TEST_EVENT_TYPE = 'webhook.test'
