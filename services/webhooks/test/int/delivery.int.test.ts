@@ -92,6 +92,9 @@ test('a receiver that answers 500 three times gets the event again at each attem
   await w.publish([event])
   for (let attempt = 1; attempt <= 3; attempt++) {
     await waitFor(() => rx.received.length === attempt)
+    // A claimed row already counts the attempt and holds its lease as next_attempt_at; the retry's
+    // time is written when the attempt ends: wait for the worker, not only for the receiver.
+    await w.worker.idle()
     await waitFor(
       async () =>
         (await log(p, e.id))[0]?.attempts === attempt && (await log(p, e.id))[0]?.last_status_code === 500,
