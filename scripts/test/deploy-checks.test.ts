@@ -6,7 +6,8 @@ import path from 'node:path'
 /**
  * deploy/check.mjs on a copy of what it reads, each copy broken on purpose: the checks pass on the
  * committed files and fail, naming the problem, on an image without a digest, a Deployment without
- * an egress policy, an ipBlock open to the cloud metadata address, the monitoring namespace on an
+ * an egress policy, an ipBlock open to the cloud metadata address, the database or broker port open
+ * to every address, the monitoring namespace on an
  * API port, the gateway's signing key given to another service, a secret defaulting to the examples'
  * placeholder, a long-running container without limits, classic queues and a Redis without password.
  */
@@ -128,6 +129,14 @@ describe('deploy checks', () => {
       const policies = 'deploy/k8s/networkpolicy.yaml'
       edit(copy, policies, /---\n[^-]*?name: patients-egress\n[\s\S]*?(?=---\n)/, '')
       edit(copy, policies, /(name: comms-egress\n[\s\S]*?)'169\.254\.0\.0\/16',\s*/, '$1')
+      // PostgreSQL at every address (the rule as it was), RabbitMQ at 0.0.0.0/0.
+      edit(
+        copy,
+        policies,
+        /(name: audit-egress\n[\s\S]*?)- to:\n\s*- ipBlock:\n\s*cidr: '10\.20\.0\.0\/24'\n\s*ports:/,
+        '$1- ports:',
+      )
+      edit(copy, policies, /(name: webhooks-egress\n[\s\S]*?cidr: )'10\.20\.1\.0\/24'/, "$1'0.0.0.0/0'")
       edit(
         copy,
         policies,
@@ -149,6 +158,14 @@ describe('deploy checks', () => {
       expect(r.out).toContain('Deployment patients: no egress policy selects its pods'))
     it('on an internet egress open to the cloud metadata address', () =>
       expect(r.out).toContain('NetworkPolicy comms-egress: ipBlock 0.0.0.0/0 must except 169.254.0.0/16'))
+    it('on PostgreSQL, RabbitMQ or Redis ports open to every address', () => {
+      expect(r.out).toContain(
+        'NetworkPolicy audit-egress: TCP 5432 to every address: a rule without `to` (only DNS may; name where PostgreSQL, RabbitMQ and Redis are)',
+      )
+      expect(r.out).toContain(
+        'NetworkPolicy webhooks-egress: ipBlock 0.0.0.0/0 on 5671, 5672: every address; name the network they are on',
+      )
+    })
     it('on the monitoring namespace allowed to an API port', () =>
       expect(r.out).toMatch(
         /the monitoring namespace reaches appointments beyond its metrics port 9082 \(8082\)/,
