@@ -338,6 +338,44 @@ describe('the checkpoint writer', () => {
     expect(await checkpointsIn(file)).toHaveLength(stopped.length)
   })
 
+  it('names the database it read at each line; another one under it gets a full line, no false move back', async () => {
+    const file = path.join(dir, 'swapped.jsonl')
+    const source = {
+      db: 'pg:1/100',
+      heads: [
+        { idempresa: 1, seq: 9, hash: 'h9' },
+        { idempresa: 2, seq: 4, hash: 'h4' },
+      ],
+      all: async () => source.heads,
+      database: async () => source.db,
+    }
+    const { log, lines } = capturedLog()
+    const checkpoints = await startCheckpoints({
+      heads: source,
+      log,
+      file,
+      intervalMs: 60_000,
+      chainKey: chainKey(),
+    })
+    // A fresh database behind the same service: lower heads, one company only.
+    source.db = 'pg:1/200'
+    source.heads = [{ idempresa: 1, seq: 2, hash: 'h2' }]
+    await checkpoints.write()
+    await checkpoints.stop()
+    const written = (await checkpointsIn(file)).map((c) => c.checkpoint)
+    expect(written.map((c) => (c.v === 2 ? c.db : null))).toEqual(['pg:1/100', 'pg:1/200', 'pg:1/200'])
+    expect(written[1]!.heads).toEqual([{ idempresa: 1, seq: 2, hash: 'h2' }])
+    expect(lines.filter((l) => l.level === 50)).toEqual([])
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'audit checkpoints: another database',
+        db: 'pg:1/200',
+        was: 'pg:1/100',
+      }),
+    )
+  })
+
   it('refuses to start when the file cannot be written', async () => {
     const blocker = path.join(dir, 'a-file')
     await writeFile(blocker, '')
