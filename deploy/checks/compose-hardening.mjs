@@ -1,7 +1,7 @@
 // Compose hardening (deploy/README.md, "Checks"): third-party images pinned by digest (and which
 // ones: PostgreSQL 15, RabbitMQ 4, Redis 7), quorum queues, resource limits on every long-running
-// container, Redis behind a password the gateway's REDIS_URL carries, no placeholder as a default
-// value, and audit's checkpoints on a volume.
+// container, Redis behind a password the gateway's REDIS_URL carries, no secret on a command line,
+// no placeholder as a default value, and audit's checkpoints on a volume.
 import { SERVICES, parseUrl } from './lib.mjs'
 import { pinProblem, tagOf } from './images.mjs'
 
@@ -11,6 +11,9 @@ export const INFRA_IMAGES = {
   rabbitmq: /^rabbitmq:4\.\d+(\.\d+)?-management(-alpine)?$/,
   redis: /^redis:7(\.\d+)*(-[a-z]+)?$/,
 }
+
+/** Variables that hold secrets (as .env.example's check names them). */
+const SECRET_NAME = /PASSWORD|SECRET|TOKEN|_KEYS?$/
 
 /** The examples' placeholders (.env.example), which must never be what a container gets by default. */
 const PLACEHOLDER = /change[-_]?me/i
@@ -54,14 +57,35 @@ export function checkComposeHardening(services, raw, envOf, problems) {
       )
   }
 
-  // Redis requires a password, its healthcheck authenticates, the gateway's REDIS_URL carries it.
+  // No secret on a command line: Compose interpolates ${VAR} into command, entrypoint and
+  // healthcheck before the container starts, so the value would be in argv (process listings) and in
+  // `docker inspect`. A secret goes in the environment ($$VAR leaves it to the container's shell).
+  for (const [name, svc] of Object.entries(raw)) {
+    for (const field of ['command', 'entrypoint', 'healthcheck']) {
+      const value = field === 'healthcheck' ? svc.healthcheck?.test : svc[field]
+      const text = []
+        .concat(value ?? [])
+        .join(' ')
+        .replaceAll('$$', '')
+      for (const [, v] of text.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g))
+        if (SECRET_NAME.test(v))
+          problems.push(`${name}: ${field} interpolates ${v}: the secret would be on its command line`)
+      if (/--requirepass\b/.test(text))
+        problems.push(`${name}: ${field} has --requirepass: the password would be on its command line`)
+    }
+  }
+
+  // Redis requires a password, from a config line its shell writes from the environment; its
+  // healthcheck authenticates, the gateway's REDIS_URL carries it.
   const redis = services.redis
   if (redis) {
-    const command = [].concat(redis.command ?? [])
-    const at = command.indexOf('--requirepass')
-    const password = at >= 0 ? String(command[at + 1] ?? '') : ''
+    const script = [].concat(redis.command ?? []).join('\n')
+    const variable = /^\s*requirepass "?\$\{?(\w+)\}?"?\s*$/m.exec(script)?.[1]
+    const password = variable ? String(envOf(redis)[variable] ?? '') : ''
     if (!password)
-      problems.push('redis: no --requirepass <password> (any container of the network could reach it)')
+      problems.push(
+        'redis: no `requirepass $VAR` config line with VAR in its environment (any container of the network could reach it)',
+      )
     const test = [].concat(redis.healthcheck?.test ?? []).join(' ')
     if (!envOf(redis).REDISCLI_AUTH && !/\s-a\s|--pass\b|--askpass\b/.test(test))
       problems.push('redis: the healthcheck does not authenticate (REDISCLI_AUTH)')

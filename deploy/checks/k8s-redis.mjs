@@ -1,5 +1,6 @@
 // deploy/k8s/redis.example.yaml (not applied by the kustomization: for a cluster without a managed
-// Redis): the image pinned by digest, a password from clinic-secrets required with --requirepass,
+// Redis): the image pinned by digest, a password from clinic-secrets required by a config line
+// (never on the command line),
 // the restricted pod hardening, and only the gateway's pods let in.
 import { pinProblem } from './images.mjs'
 import { checkPodSecurity } from './k8s-rules.mjs'
@@ -13,11 +14,12 @@ export function checkRedisExample(docs, ctx, problems) {
     const where = `Deployment ${d.metadata?.name} container ${c.name}`
     const pin = pinProblem(c.image)
     if (pin) problems.push(`${where}: ${pin}`)
-    const args = [...(c.command ?? []), ...(c.args ?? [])]
-    const at = args.indexOf('--requirepass')
-    const ref = /^\$\((\w+)\)$/.exec(String(args[at + 1] ?? ''))?.[1]
+    // The password reaches redis-server as a config line its shell writes from the environment
+    // (`requirepass $VAR`, read on stdin): never in argv (checkPodSecurity refuses that).
+    const script = [...(c.command ?? []), ...(c.args ?? [])].join('\n')
+    const ref = /^requirepass "?\$\{?(\w+)\}?"?$/m.exec(script)?.[1]
     const from = (c.env ?? []).find((e) => e.name === ref)?.valueFrom?.secretKeyRef
-    if (at < 0 || !from) problems.push(`${where}: no --requirepass $(VAR), VAR from a Secret key`)
+    if (!ref || !from) problems.push(`${where}: no \`requirepass $VAR\` config line, VAR from a Secret key`)
     else if (!ctx.secrets.get(from.name)?.has(from.key))
       problems.push(`${where}: secret ${from.name}/${from.key} is not in secret.example.yaml`)
     const sc = c.securityContext ?? {}

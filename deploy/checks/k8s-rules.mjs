@@ -121,6 +121,27 @@ export function checkPodSecurity(pod, where, problems) {
     problems.push(`${where}: pod securityContext must use the RuntimeDefault seccomp profile`)
   if (pod.automountServiceAccountToken !== false)
     problems.push(`${where}: automountServiceAccountToken must be false`)
+  for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])])
+    for (const problem of secretsOnCommandLine(c)) problems.push(`${where} container ${c.name}: ${problem}`)
+}
+
+/**
+ * A Secret's value on a container's command line: `$(VAR)` in command or args is expanded by the
+ * kubelet into argv, which process listings and the container runtime show; `--requirepass` anything.
+ * A secret reaches a process through its environment (or a file), and a shell reads it there.
+ */
+export function secretsOnCommandLine(container) {
+  const fromSecret = new Set(
+    (container.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name),
+  )
+  const argv = [...(container.command ?? []), ...(container.args ?? [])].map(String)
+  const problems = []
+  for (const [, name] of argv.join('\n').matchAll(/(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g))
+    if (fromSecret.has(name))
+      problems.push(`$(${name}) puts a Secret's value on the command line; read it from the environment`)
+  if (argv.includes('--requirepass'))
+    problems.push('--requirepass puts the password on the command line; a requirepass config line instead')
+  return problems
 }
 
 /** Prints the variables the services declare that neither the ConfigMap nor the Secret supplies. */

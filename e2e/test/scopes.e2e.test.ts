@@ -25,7 +25,7 @@ const SCOPES = [
 ]
 const METHODS = ['get', 'post', 'patch', 'put', 'delete']
 
-type Operation = { security?: unknown[]; tags?: string[]; 'x-scope'?: unknown }
+type Operation = { security?: unknown[]; tags?: string[]; 'x-scope'?: unknown; 'x-also-scopes'?: unknown }
 type OpenApi = { paths: Record<string, Record<string, Operation>> }
 
 let t: Tenant
@@ -50,7 +50,12 @@ async function operations() {
   return Object.entries(doc.paths).flatMap(([path, ops]) =>
     Object.entries(ops)
       .filter(([m, op]) => METHODS.includes(m) && op.security?.length !== 0 && !op.tags?.includes('planned'))
-      .map(([method, op]) => ({ method: method.toUpperCase(), path, scope: op['x-scope'] })),
+      .map(([method, op]) => ({
+        method: method.toUpperCase(),
+        path,
+        scope: op['x-scope'],
+        also: Array.isArray(op['x-also-scopes']) ? op['x-also-scopes'].map(String) : [],
+      })),
   )
 }
 
@@ -76,12 +81,20 @@ describe('token scopes on every operation of the route table', () => {
   it('refuses every operation to a token without its scope, and not for its scope with it alone', async () => {
     const wrong: string[] = []
     let checked = 0
+    type Scoped = { method: string; path: string; scope: string; also: string[] }
     const scoped = (await operations()).filter(
-      (o): o is { method: string; path: string; scope: string } =>
-        typeof o.scope === 'string' && SCOPES.includes(o.scope), // else the test above fails
+      (o): o is Scoped => typeof o.scope === 'string' && SCOPES.includes(o.scope), // else the test above fails
     )
+    // An operation that needs more than its own scope (x-also-scopes) is refused with its own scope
+    // alone, naming the other, and not refused for scope with all of them.
+    const withAll = new Map<string, Promise<string>>()
+    const tokenWithAll = (scopes: string[]) => {
+      const key = scopes.join(',')
+      if (!withAll.has(key)) withAll.set(key, tokenFor(t, '--scopes', key))
+      return withAll.get(key)!
+    }
     // Four operations at a time: each asks twice, and the answers are independent.
-    const check = async ({ method, path, scope }: { method: string; path: string; scope: string }) => {
+    const check = async ({ method, path, scope, also }: Scoped) => {
       const refused = await ask(method, path, without.get(scope)!)
       if (
         refused.status !== 403 ||
@@ -90,9 +103,15 @@ describe('token scopes on every operation of the route table', () => {
         !refused.headers.get('x-service-version')
       )
         wrong.push(`${method} ${path} without ${scope}: ${refused.status} ${JSON.stringify(refused.body)}`)
-      const allowed = await ask(method, path, only.get(scope)!)
+      if (also.length) {
+        const alone = await ask(method, path, only.get(scope)!)
+        if (alone.status !== 403 || !String(alone.body?.detail).includes(also[0]!))
+          wrong.push(`${method} ${path} with ${scope} alone: ${alone.status} ${JSON.stringify(alone.body)}`)
+      }
+      const all = [scope, ...also]
+      const allowed = await ask(method, path, also.length ? await tokenWithAll(all) : only.get(scope)!)
       if (allowed.status === 403 && allowed.body?.code === 'insufficient_scope')
-        wrong.push(`${method} ${path} with ${scope} alone: ${JSON.stringify(allowed.body)}`)
+        wrong.push(`${method} ${path} with ${all.join(', ')}: ${JSON.stringify(allowed.body)}`)
       checked++
     }
     for (let i = 0; i < scoped.length; i += 4) await Promise.all(scoped.slice(i, i + 4).map(check))

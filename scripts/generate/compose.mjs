@@ -90,7 +90,7 @@ const extras = {
   gateway: {
     environment: [
       '      # Shared by all gateway replicas, so the per-token limit holds however many run; the',
-      '      # password is the one the redis service requires (--requirepass).',
+      '      # password is the one the redis service requires (requirepass).',
       `      REDIS_URL: redis://:${required('REDIS_PASSWORD')}@redis:6379`,
       '      RATE_LIMIT_PER_MINUTE: ${RATE_LIMIT_PER_MINUTE:-600}',
       '      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: ${RATE_LIMIT_PER_ADDRESS_PER_MINUTE:-3000}',

@@ -1,7 +1,7 @@
 // deploy/k8s/networkpolicy.yaml: who reaches whom, and where each pod may go, from services.json.
 // Default deny both ways; then per service: ingress from its callers on its API port and from the
-// monitoring namespace on its metrics port only; egress to DNS, PostgreSQL, RabbitMQ, the services it
-// calls (the gateway: every resource service, and Redis), and for the services whose work is the
+// monitoring namespace on its metrics port only; egress to DNS, PostgreSQL, RabbitMQ (where
+// DESTINATIONS says they are), the services it calls (the gateway: every resource service, and Redis), and for the services whose work is the
 // internet (comms, webhooks) public addresses on their ports only. The deploy checks
 // (deploy/checks/k8s-network.mjs) read the same constants.
 import { serviceList } from '../lib.mjs'
@@ -49,13 +49,23 @@ export const DNS = {
     [53, 'TCP'],
   ],
 }
-/**
- * Outside the cluster wherever the Secret points them (a managed service, or a cluster of its own):
- * PostgreSQL, RabbitMQ (amqps, amqp); Redis for the gateway. By port, any address: no other port.
- */
 export const DATABASE_PORTS = [5432]
 export const BROKER_PORTS = [5671, 5672]
 export const REDIS_PORTS = [6379]
+
+/**
+ * Where PostgreSQL, RabbitMQ (amqps, amqp) and the gateway's Redis are: the only destinations their
+ * ports are opened to. A NetworkPolicy cannot name a host, so a service outside the cluster (a
+ * managed one, what the Secret's URLs point at) is its network (`cidr`, as narrow as it is), one
+ * inside by its pods (`labels`, in this namespace unless `namespace` says another). Set these to
+ * where yours are, then `npm run generate`. The defaults: PostgreSQL and RabbitMQ on private subnets
+ * of their own, Redis as k8s/redis.example.yaml runs it.
+ */
+export const DESTINATIONS = {
+  PostgreSQL: { ports: DATABASE_PORTS, peers: [{ cidr: '10.20.0.0/24' }] },
+  RabbitMQ: { ports: BROKER_PORTS, peers: [{ cidr: '10.20.1.0/24' }] },
+  Redis: { ports: REDIS_PORTS, peers: [{ labels: { 'app.kubernetes.io/name': 'redis' } }] },
+}
 
 const podPeer = (name, indent = '        ') => [
   `${indent}- podSelector:`,
@@ -75,11 +85,30 @@ const ports = (list) => [
   ]),
 ]
 const tcp = (list) => list.map((p) => [p, 'TCP'])
-/** A rule without `to`: these TCP ports at any address (outside services whose address the Secret holds). */
-const anyAddress = (list) => [
-  '    - ports:',
-  ...list.flatMap((p) => [`        - port: ${p}`, '          protocol: TCP']),
-]
+/** A rule to one of DESTINATIONS: its peers, on its TCP ports only. */
+const destinationRule = (name) => {
+  const { ports: list, peers } = DESTINATIONS[name]
+  return [
+    '    - to:',
+    ...peers.flatMap((peer) =>
+      peer.cidr
+        ? ['        - ipBlock:', `            cidr: '${peer.cidr}'`]
+        : [
+            ...(peer.namespace
+              ? [
+                  '        - namespaceSelector:',
+                  '            matchLabels:',
+                  `              kubernetes.io/metadata.name: ${peer.namespace}`,
+                  '          podSelector:',
+                ]
+              : ['        - podSelector:']),
+            '            matchLabels:',
+            ...Object.entries(peer.labels).map(([k, v]) => `              ${k}: ${v}`),
+          ],
+    ),
+    ...ports(tcp(list)),
+  ]
+}
 const policyHead = (name, selector, type) => [
   '---',
   'apiVersion: networking.k8s.io/v1',
@@ -124,12 +153,13 @@ function egressPolicy(s) {
     ...policyHead(`${s.name}-egress`, { 'app.kubernetes.io/name': s.name }, 'Egress'),
     '  egress:',
     ...dnsRule,
-    '    # PostgreSQL and RabbitMQ (amqps, amqp), wherever the Secret points them.',
-    ...anyAddress([...DATABASE_PORTS, ...BROKER_PORTS]),
+    '    # PostgreSQL, then RabbitMQ (amqps, amqp): where they are (DESTINATIONS), nowhere else.',
+    ...destinationRule('PostgreSQL'),
+    ...destinationRule('RabbitMQ'),
     ...(s.name === gateway.name
       ? [
           "    # Redis (REDIS_URL): the rate limiter's counters, shared by the gateway replicas.",
-          ...anyAddress(REDIS_PORTS),
+          ...destinationRule('Redis'),
         ]
       : []),
     ...calleesOf(s.name).flatMap((c) => [
@@ -160,7 +190,7 @@ const migrateEgress = [
   '  egress:',
   ...dnsRule,
   '    # PostgreSQL (MIGRATION_DATABASE_URL, DATABASE_URL).',
-  ...anyAddress(DATABASE_PORTS),
+  ...destinationRule('PostgreSQL'),
 ]
 
 export function networkPolicy() {
@@ -177,10 +207,15 @@ export function networkPolicy() {
     `#   gateway            -> ${resources.map((s) => `${s.name} ${s.port}`).join(', ')}`,
     ...calls,
     `#   monitoring namespace -> every pod's metrics port (its port + 1000: ${[gateway, ...resources].map((s) => metricsPort(s)).join(', ')}), never the API port`,
-    '# Egress: every pod DNS (kube-dns), PostgreSQL (5432) and RabbitMQ (5671, 5672); the gateway Redis',
-    '# (6379) and the services it routes to, a service the services it calls; the migration Jobs DNS and',
-    '# PostgreSQL only. The internet, public addresses only (no private, loopback or link-local one:',
-    '# not the cloud metadata address):',
+    '# Egress: every pod DNS (kube-dns), PostgreSQL (5432) and RabbitMQ (5671, 5672) where they are;',
+    '# the gateway Redis (6379) and the services it routes to, a service the services it calls; the',
+    '# migration Jobs DNS and PostgreSQL only:',
+    ...Object.entries(DESTINATIONS).map(
+      ([name, d]) =>
+        `#   ${name.padEnd(18)} -> ${d.peers.map((p) => p.cidr ?? Object.values(p.labels).join(',') + ' pods').join(', ')} ${d.ports.join(', ')}`,
+    ),
+    '# The internet, public addresses only (no private, loopback or link-local one: not the cloud',
+    '# metadata address):',
     ...Object.entries(INTERNET_EGRESS).map(
       ([name, list]) => `#   ${name.padEnd(18)} -> internet ${list.join(', ')}`,
     ),

@@ -6,9 +6,11 @@ import path from 'node:path'
 /**
  * deploy/check.mjs on a copy of what it reads, each copy broken on purpose: the checks pass on the
  * committed files and fail, naming the problem, on an image without a digest, a Deployment without
- * an egress policy, an ipBlock open to the cloud metadata address, the monitoring namespace on an
+ * an egress policy, an ipBlock open to the cloud metadata address, the database or broker port open
+ * to every address, the monitoring namespace on an
  * API port, the gateway's signing key given to another service, a secret defaulting to the examples'
- * placeholder, a long-running container without limits, classic queues and a Redis without password.
+ * placeholder, a long-running container without limits, classic queues and a Redis password on a
+ * command line.
  */
 const ROOT = path.resolve(__dirname, '../..')
 const SERVICES = ['gateway', 'patients', 'appointments', 'comms', 'audit', 'webhooks']
@@ -88,7 +90,20 @@ describe('deploy checks', () => {
       const file = 'deploy/compose/compose.yaml'
       edit(copy, file, /image: (redis:7[\w.-]*)@sha256:[0-9a-f]{64}/, 'image: $1')
       edit(copy, file, 'AMQP_QUEUE_TYPE: quorum', 'AMQP_QUEUE_TYPE: classic')
-      edit(copy, file, /\n {8}'--requirepass',\n[^\n]*\n/, '\n')
+      // Redis as it was: the password interpolated into its command line.
+      edit(
+        copy,
+        file,
+        / {6}- \|\n {8}exec docker-entrypoint\.sh redis-server - ([^<]*)<<EOF\n {8}requirepass \$\$REDIS_PASSWORD\n {8}EOF\n/,
+        "      - exec redis-server $1--requirepass '${REDIS_PASSWORD:?set it}'\n",
+      )
+      // A healthcheck with a secret on its command line.
+      edit(
+        copy,
+        file,
+        /test: \['CMD-SHELL', 'redis-cli ping \| grep -qx PONG'\]/,
+        "test: ['CMD-SHELL', 'redis-cli -a ${REDIS_PASSWORD:?set it} ping | grep -qx PONG']",
+      )
       edit(copy, file, composeService('patients'), (block) =>
         block
           .replace(/ {6}resources:\n(?: {8}.*\n)+/, '')
@@ -118,7 +133,16 @@ describe('deploy checks', () => {
       expect(r.out).toContain('patients: deploy.resources.limits.memory not set')
     })
     it('on classic queues', () => expect(r.out).toContain('gateway: AMQP_QUEUE_TYPE is classic; quorum'))
-    it('on a Redis without password', () => expect(r.out).toContain('redis: no --requirepass <password>'))
+    it('on a Redis password on a command line', () => {
+      expect(r.out).toContain('redis: command has --requirepass: the password would be on its command line')
+      expect(r.out).toContain(
+        'redis: command interpolates REDIS_PASSWORD: the secret would be on its command line',
+      )
+      expect(r.out).toContain(
+        'redis: healthcheck interpolates REDIS_PASSWORD: the secret would be on its command line',
+      )
+      expect(r.out).toContain('redis: no `requirepass $VAR` config line with VAR in its environment')
+    })
   })
 
   describe('Kubernetes', () => {
@@ -128,6 +152,14 @@ describe('deploy checks', () => {
       const policies = 'deploy/k8s/networkpolicy.yaml'
       edit(copy, policies, /---\n[^-]*?name: patients-egress\n[\s\S]*?(?=---\n)/, '')
       edit(copy, policies, /(name: comms-egress\n[\s\S]*?)'169\.254\.0\.0\/16',\s*/, '$1')
+      // PostgreSQL at every address (the rule as it was), RabbitMQ at 0.0.0.0/0.
+      edit(
+        copy,
+        policies,
+        /(name: audit-egress\n[\s\S]*?)- to:\n\s*- ipBlock:\n\s*cidr: '10\.20\.0\.0\/24'\n\s*ports:/,
+        '$1- ports:',
+      )
+      edit(copy, policies, /(name: webhooks-egress\n[\s\S]*?cidr: )'10\.20\.1\.0\/24'/, "$1'0.0.0.0/0'")
       edit(
         copy,
         policies,
@@ -141,6 +173,13 @@ describe('deploy checks', () => {
         '$1- name: GATEWAY_SIGNING_KEY\n$1  valueFrom:\n$1    secretKeyRef: { name: clinic-secrets, key: GATEWAY_SIGNING_KEY }\n' +
           '$1- name: WEBHOOKS_ALLOW_INSECURE\n$1  value: change-me\n$&',
       )
+      // Redis as it was: the kubelet expands $(REDIS_PASSWORD) into argv.
+      edit(
+        copy,
+        'deploy/k8s/redis.example.yaml',
+        / {10}command:\n {12}- sh\n {12}- -c\n {12}- \|\n(?: {14}.*\n)+/,
+        "          command: ['redis-server']\n          args: ['--requirepass', '$(REDIS_PASSWORD)']\n",
+      )
       r = check(copy, 'k8s')
     })
 
@@ -149,6 +188,14 @@ describe('deploy checks', () => {
       expect(r.out).toContain('Deployment patients: no egress policy selects its pods'))
     it('on an internet egress open to the cloud metadata address', () =>
       expect(r.out).toContain('NetworkPolicy comms-egress: ipBlock 0.0.0.0/0 must except 169.254.0.0/16'))
+    it('on PostgreSQL, RabbitMQ or Redis ports open to every address', () => {
+      expect(r.out).toContain(
+        'NetworkPolicy audit-egress: TCP 5432 to every address: a rule without `to` (only DNS may; name where PostgreSQL, RabbitMQ and Redis are)',
+      )
+      expect(r.out).toContain(
+        'NetworkPolicy webhooks-egress: ipBlock 0.0.0.0/0 on 5671, 5672: every address; name the network they are on',
+      )
+    })
     it('on the monitoring namespace allowed to an API port', () =>
       expect(r.out).toMatch(
         /the monitoring namespace reaches appointments beyond its metrics port 9082 \(8082\)/,
@@ -157,6 +204,15 @@ describe('deploy checks', () => {
       expect(r.out).toContain(
         "Deployment webhooks container webhooks: GATEWAY_SIGNING_KEY is the gateway's only",
       ))
+    it("on a Secret's value on a command line", () => {
+      expect(r.out).toContain(
+        "Deployment redis container redis: $(REDIS_PASSWORD) puts a Secret's value on the command line",
+      )
+      expect(r.out).toContain(
+        'Deployment redis container redis: --requirepass puts the password on the command line',
+      )
+      expect(r.out).toContain('Deployment redis container redis: no `requirepass $VAR` config line')
+    })
     it('on a placeholder in the applied manifests', () =>
       expect(r.out).toContain('WEBHOOKS_ALLOW_INSECURE is a placeholder (change-me...)'))
   })

@@ -530,7 +530,7 @@ export interface paths {
          * Register a webhook endpoint
          * @description Events of `event_types` (or `["*"]`) are POSTed to `url`, signed per Standard Webhooks. `secret` is in this answer only: keep it to verify signatures. At most 20 per company (422 endpoint_limit_reached). The center is `codalmacen` of the body, else of the query string, else every center. A token limited to centers must name one of its centers.
          *
-         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
+         *     Needs the token scopes `webhooks:manage` and `events:read` (else 403 insufficient_scope).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -566,7 +566,7 @@ export interface paths {
          * Change url, event types, center, description or status
          * @description `status: enabled` after a fix clears `disabled_reason`; deliveries still pending go out again. `If-Match` with a stale version is 412.
          *
-         *     Needs the token scope `webhooks:manage` (else 403 insufficient_scope).
+         *     Needs the token scopes `webhooks:manage` and `events:read` (else 403 insufficient_scope).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -1834,7 +1834,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description insufficient_scope: the token lacks the scope of the operation (its `x-scope`; `detail` names it), or center_forbidden: the token may not use that center */
+        /** @description insufficient_scope: the token lacks a scope of the operation (its `x-scope`, `x-also-scopes`; `detail` names it), or center_forbidden: the token may not use that center */
         Forbidden: {
             headers: {
                 "X-service-Version": components["headers"]["ServiceVersion"];
@@ -4069,7 +4069,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            /** @description insufficient_scope: the token lacks webhooks:manage; or center_forbidden: a token limited to centers names one of its centers */
+            /** @description insufficient_scope: the token lacks webhooks:manage or events:read; or center_forbidden: a token limited to centers names one of its centers */
             403: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -4234,7 +4234,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
-            /** @description insufficient_scope: the token lacks webhooks:manage; or center_forbidden: a token limited to centers names one of its centers */
+            /** @description insufficient_scope: the token lacks webhooks:manage or events:read; or center_forbidden: a token limited to centers names one of its centers */
             403: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];

@@ -71,11 +71,23 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
   'GET /events': 'events:read',
 }
 
+/**
+ * Scopes an operation needs besides its own (`x-also-scopes` in the merged document). A webhook
+ * endpoint's subscription sends the events of its types to a URL its writer chooses: what
+ * `GET /events` gives, so choosing the types or the URL needs `events:read` as well as
+ * `webhooks:manage`, or a token without it could read every event through a webhook.
+ */
+export const ALSO_NEEDED: Readonly<Record<string, readonly Scope[]>> = {
+  'POST /webhooks/endpoints': ['events:read'],
+  'PATCH /webhooks/endpoints/{id}': ['events:read'],
+}
+
 interface Route {
   method: string
   /** Path segments; null for a `{parameter}`. */
   segments: Array<string | null>
-  scope: Scope
+  /** The operation's own scope first, then ALSO_NEEDED's. */
+  scopes: readonly Scope[]
 }
 
 const ROUTES: Route[] = Object.entries(OPERATION_SCOPES).map(([key, scope]) => {
@@ -84,9 +96,13 @@ const ROUTES: Route[] = Object.entries(OPERATION_SCOPES).map(([key, scope]) => {
     .split('/')
     .slice(1)
     .map((s) => (/^\{[a-z_]+\}$/.test(s) ? null : s))
-  if (!isScope(scope) || !path.startsWith('/')) throw new Error(`scopes.ts: bad entry ${key}`)
-  return { method, segments, scope }
+  const also = ALSO_NEEDED[key] ?? []
+  if (!isScope(scope) || !also.every(isScope) || !path.startsWith('/'))
+    throw new Error(`scopes.ts: bad entry ${key}`)
+  return { method, segments, scopes: [scope, ...also] }
 })
+for (const key of Object.keys(ALSO_NEEDED))
+  if (!(key in OPERATION_SCOPES)) throw new Error(`scopes.ts: ${key} is no operation`)
 
 const FAMILIES = new Set(ROUTED.map((f) => f.family))
 /** The bases, longest first (`/api/3` before `/api`): sorted once, not per request. */
@@ -122,7 +138,7 @@ const moreStatic = (a: Route, b: Route) => {
 }
 
 /**
- * The scopes a request needs: the one of its operation; every scope for a path under a routed
+ * The scopes a request needs: the one of its operation (and ALSO_NEEDED's); every scope for a path under a routed
  * family that is no operation of the table (it fails closed: only a token with every scope reaches
  * the service, which answers its own 404); none outside the routed families (the gateway's own
  * routes, the announced areas, unknown paths). HEAD is GET.
@@ -140,5 +156,5 @@ export function scopesNeeded(method: string, url: string): readonly Scope[] {
       r.segments.length === segments.length &&
       r.segments.every((s, i) => (s === null ? segments[i] !== '' : s === segments[i])),
   ).sort(moreStatic)
-  return matches[0] ? [matches[0].scope] : SCOPES
+  return matches[0] ? matches[0].scopes : SCOPES
 }

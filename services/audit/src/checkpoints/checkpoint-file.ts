@@ -1,7 +1,7 @@
 import { mkdir, open } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
-import { highestHead, parseCheckpointLine, type CheckpointedHead } from '../domain/checkpoint'
+import { checkpointOf, highestHead, parseCheckpointLine, type CheckpointedHead } from '../domain/checkpoint'
 
 /**
  * AUDIT_CHECKPOINT_FILE: one signed checkpoint per line, only ever appended to. Each line is
@@ -25,25 +25,32 @@ export async function appendCheckpoint(file: string, line: string): Promise<void
 export interface CompanyCheckpoints {
   /** false: there is no such file. */
   exists: boolean
-  /** Lines whose signature verified. */
+  /** Lines whose signature verified and that hold this database's heads. */
   valid: number
   /** The company's highest head over those lines; undefined when none names it. */
   head?: CheckpointedHead
+  /** Lines whose signature verified but that name another database: never held against this one. */
+  others: { lines: number; databases: string[] }
   /** Lines refused (bad signature, torn, not a checkpoint): never trusted. */
   refused: Array<{ line: number; reason: string }>
 }
 
+/** Other databases' identities named in a report; more are counted. */
+const OTHER_DATABASES_KEPT = 5
+
 /**
- * Reads every line of the file and keeps, of those whose signature verifies under `chainKey`, the
- * company's highest head: heads only move forward, so a later checkpoint naming a lower head (one
- * written after a cut) never hides the cut.
+ * Reads every line of the file and keeps, of those whose signature verifies under `chainKey` and
+ * that hold database `db`'s heads, the company's highest head: heads only move forward, so a later
+ * checkpoint naming a lower head (one written after a cut) never hides the cut. Lines of other
+ * databases (the file outlived a database, or two share it) are counted, never held against this one.
  */
 export async function readCompanyCheckpoints(
   file: string,
   chainKey: string,
   companyId: number,
+  db: string,
 ): Promise<CompanyCheckpoints> {
-  const out: CompanyCheckpoints = { exists: true, valid: 0, refused: [] }
+  const out: CompanyCheckpoints = { exists: true, valid: 0, refused: [], others: { lines: 0, databases: [] } }
   let fh
   try {
     fh = await open(file, 'r')
@@ -61,6 +68,13 @@ export async function readCompanyCheckpoints(
       const parsed = parseCheckpointLine(line, chainKey)
       if (!parsed.ok) {
         out.refused.push({ line: n, reason: parsed.reason })
+        continue
+      }
+      if (!checkpointOf(parsed.checkpoint, db)) {
+        const other = parsed.checkpoint.v === 2 ? parsed.checkpoint.db : ''
+        out.others.lines++
+        if (out.others.databases.length < OTHER_DATABASES_KEPT && !out.others.databases.includes(other))
+          out.others.databases.push(other)
         continue
       }
       out.valid++

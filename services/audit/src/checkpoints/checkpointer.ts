@@ -37,10 +37,19 @@ export async function startCheckpoints(o: {
   const file = resolve(o.file)
   const now = o.now ?? (() => new Date())
   let seen = new Map<number, CheckpointHead>()
+  let seenDb: string | undefined
 
   const write = async (full = false) => {
     const at = now()
     const heads = await o.heads.all()
+    // Read at every line: a database swapped under a running service is named as what it is, gets
+    // a full line, and its heads are not compared with the other database's.
+    const db = await o.heads.database()
+    if (db !== seenDb) {
+      if (seenDb !== undefined) o.log.warn({ file, db, was: seenDb }, 'audit checkpoints: another database')
+      seen = new Map()
+      full = true
+    }
     const current = new Map(heads.map((h) => [h.idempresa, h]))
     const back = [...seen.values()]
       .filter((p) => {
@@ -57,15 +66,16 @@ export async function startCheckpoints(o: {
       ? heads
       : heads.filter((h) => seen.get(h.idempresa)?.seq !== h.seq || seen.get(h.idempresa)?.hash !== h.hash)
     if (full || moved.length) {
-      const line = checkpointLine(at, moved, o.chainKey)
+      const line = checkpointLine(at, moved, o.chainKey, db)
       await appendCheckpoint(file, line)
       o.log.info(
-        { file, at: at.toISOString(), full, companies: moved.length, digest: lineDigest(line) },
+        { file, at: at.toISOString(), db, full, companies: moved.length, digest: lineDigest(line) },
         'audit checkpoint',
       )
     }
     // Only once written: heads a failed write left out go into the next line.
     seen = current
+    seenDb = db
   }
 
   let running: Promise<void> | null = null

@@ -3,6 +3,7 @@ import { UsageError, parseCommand, runCli, usageMessage, withAdminDb } from '@cl
 import { loadAuditDbConfig, loadAuditVerifyConfig } from '../config'
 import { SCHEMA, WRITER_ROLE } from '../db/migrations'
 import { chainReader, ensurePartitions } from '../db/repositories/audit-events-repository'
+import { readDatabaseIdentity } from '../db/repositories/chain-heads-repository'
 import { dropPartitionsBefore } from '../db/retention'
 import { readCompanyCheckpoints, type CompanyCheckpoints } from '../checkpoints/checkpoint-file'
 import { formatVerifyResult } from '../domain/verify-chain'
@@ -67,12 +68,13 @@ async function runCommand(args: string[], err: Err): Promise<number> {
       const config = loadAuditDbConfig()
       const { AUDIT_CHAIN_KEY, AUDIT_CHECKPOINT_FILE } = loadAuditVerifyConfig()
       const file = resolve(values.checkpoints ?? AUDIT_CHECKPOINT_FILE)
-      // The file before the database: a checkpoint written meanwhile names no head beyond the one
-      // verification reads then (heads only move forward), so it can never be a false alarm.
-      const checkpoints = await readCompanyCheckpoints(file, AUDIT_CHAIN_KEY, company)
-      reportCheckpointFile(err, file, checkpoints)
       // Verification only reads: it runs as the service role.
       return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
+        const db = await readDatabaseIdentity(knex)
+        // The file before the heads: a checkpoint written meanwhile names no head beyond the one
+        // verification reads then (heads only move forward), so it can never be a false alarm.
+        const checkpoints = await readCompanyCheckpoints(file, AUDIT_CHAIN_KEY, company, db)
+        reportCheckpointFile(err, file, checkpoints, db)
         const { result, note } = await verifyCompanyAgainst(
           chainReader(knex),
           company,
@@ -80,7 +82,14 @@ async function runCommand(args: string[], err: Err): Promise<number> {
           AUDIT_CHAIN_KEY,
           allowUnkeyed,
         )
-        out(formatVerifyResult(result))
+        // Not "intact" when only another database's checkpoints were there to hold it against:
+        // the chain links, but a cut tail could not have shown.
+        if (result.ok && checkpoints.valid === 0 && checkpoints.others.lines > 0)
+          out(
+            `ok: company ${company}, ${result.count} events, chain unbroken; ` +
+              `not held against any checkpoint: those in ${file} are another database's`,
+          )
+        else out(formatVerifyResult(result))
         if (note) out(formatCheckpointNote(note))
         else if (result.ok && checkpoints.valid > 0)
           err.write(`note: no checkpoint names company ${company} (its events came later)\n`)
@@ -118,16 +127,26 @@ async function runCommand(args: string[], err: Err): Promise<number> {
 
 /**
  * Warnings on stderr (the verdict stays the one line on stdout): no checkpoint, so a cut tail
- * cannot show; lines refused (bad signature, torn), which are never trusted.
+ * cannot show; lines refused (bad signature, torn), which are never trusted; lines of another
+ * database (the file outlived its database, or two share it), which are ignored.
  */
-function reportCheckpointFile(err: Err, file: string, c: CompanyCheckpoints): void {
+function reportCheckpointFile(err: Err, file: string, c: CompanyCheckpoints, db: string): void {
   if (!c.exists) err.write(`warning: no checkpoint: tail truncation cannot be detected (no ${file})\n`)
   for (const r of c.refused.slice(0, REFUSED_SHOWN))
     err.write(`warning: ${file} line ${r.line}: ${r.reason}, not trusted\n`)
   if (c.refused.length > REFUSED_SHOWN)
     err.write(`warning: ${file}: ${c.refused.length - REFUSED_SHOWN} more lines not trusted\n`)
+  if (c.others.lines > 0)
+    err.write(
+      `note: ${c.others.lines} checkpoint lines in ${file} are another database's ` +
+        `(${c.others.databases.map((d) => d || 'unnamed').join(', ')}), ignored: this database is ${db}\n`,
+    )
   if (c.exists && c.valid === 0)
-    err.write(`warning: no valid checkpoint in ${file}: tail truncation cannot be detected\n`)
+    err.write(
+      c.others.lines > 0
+        ? `warning: no checkpoint of this database in ${file}: tail truncation cannot be detected\n`
+        : `warning: no valid checkpoint in ${file}: tail truncation cannot be detected\n`,
+    )
 }
 
 // A failure is 2 as for usage: 1 means a broken chain.

@@ -18,14 +18,28 @@ export interface CheckpointHead {
 export interface ChainHeadSource {
   /** Every company's chain head, read in one snapshot, in company order. */
   all(): Promise<CheckpointHead[]>
+  /**
+   * The identity of the database the heads are read from: the same after a restart or a failover
+   * to a physical standby, another for any other database (see DatabaseIdentity).
+   */
+  database(): Promise<string>
 }
 
-export interface Checkpoint {
-  v: 1
-  /** When the heads were read (ISO instant). */
-  at: string
-  heads: CheckpointHead[]
-}
+/**
+ * A checkpoint file outlives its database (a reset, a second stack in the same checkout), so each
+ * line names the database whose heads it holds; verification holds a chain only against its own
+ * database's lines. Version 1 lines name none: they are held against any database, as they were.
+ */
+export type Checkpoint =
+  | {
+      v: 2
+      /** When the heads were read (ISO instant). */
+      at: string
+      /** The database the heads were read from (ChainHeadSource.database). */
+      db: string
+      heads: CheckpointHead[]
+    }
+  | { v: 1; at: string; heads: CheckpointHead[] }
 
 export type ParsedCheckpoint = { ok: true; checkpoint: Checkpoint } | { ok: false; reason: string }
 
@@ -37,11 +51,17 @@ const checkpointKey = (chainKey: string): Buffer => createHmac('sha256', chainKe
 const signatureOf = (body: Checkpoint, chainKey: string): string =>
   createHmac('sha256', checkpointKey(chainKey)).update(canonicalJson(body)).digest('hex')
 
-/** The line written for `heads` read at `at` (no newline): canonical JSON with its `sig`. */
-export function checkpointLine(at: Date, heads: readonly CheckpointHead[], chainKey: string): string {
+/** The line written for `heads` of database `db` read at `at` (no newline): canonical JSON with its `sig`. */
+export function checkpointLine(
+  at: Date,
+  heads: readonly CheckpointHead[],
+  chainKey: string,
+  db: string,
+): string {
   const body: Checkpoint = {
-    v: 1,
+    v: 2,
     at: at.toISOString(),
+    db,
     heads: heads.map((h) => ({ idempresa: h.idempresa, seq: h.seq, hash: h.hash })),
   }
   return canonicalJson({ ...body, sig: signatureOf(body, chainKey) })
@@ -75,9 +95,10 @@ export function parseCheckpointLine(line: string, chainKey: string): ParsedCheck
   if (typeof sig !== 'string' || !/^[0-9a-f]{64}$/.test(sig)) return { ok: false, reason: 'no signature' }
   const expected = Buffer.from(signatureOf(body as unknown as Checkpoint, chainKey), 'hex')
   if (!timingSafeEqual(expected, Buffer.from(sig, 'hex'))) return { ok: false, reason: 'bad signature' }
-  const { v, at, heads, ...rest } = body
+  const { v, at, heads, db, ...rest } = body
   if (
-    v !== 1 ||
+    (v !== 1 && v !== 2) ||
+    (v === 2 ? typeof db !== 'string' || db === '' : db !== undefined) ||
     typeof at !== 'string' ||
     Number.isNaN(Date.parse(at)) ||
     !Array.isArray(heads) ||
@@ -85,15 +106,19 @@ export function parseCheckpointLine(line: string, chainKey: string): ParsedCheck
     Object.keys(rest).length > 0
   )
     return { ok: false, reason: 'signed, but not a checkpoint of this version' }
-  return { ok: true, checkpoint: { v, at, heads } }
+  return { ok: true, checkpoint: v === 2 ? { v, at, db: db as string, heads } : { v, at, heads } }
 }
+
+/** Whether a checkpoint holds heads of database `db` (a version 1 line names none: it may). */
+export const checkpointOf = (checkpoint: Checkpoint, db: string): boolean =>
+  checkpoint.v === 1 || checkpoint.db === db
 
 /** A company's highest head over the checkpoints read, and the checkpoint that named it. */
 export interface CheckpointedHead {
   at: string
   seq: number
   hash: string
-  /** Another hash a checkpoint gave for that same seq (two databases in one file, or a forgery). */
+  /** Another hash a checkpoint of this database gave for that same seq (a forgery, or a database restored). */
   disputed?: string
 }
 

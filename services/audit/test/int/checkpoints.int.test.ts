@@ -3,13 +3,15 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Knex } from 'knex'
 import pino from 'pino'
-import { testPrincipal, waitFor } from '@clinic/platform/testing'
+import { createDb, migrate } from '@clinic/platform'
+import { createTestDatabase, dropTestDatabase, testPrincipal, waitFor } from '@clinic/platform/testing'
 import { startCheckpoints } from '../../src/checkpoints/checkpointer'
 import { run } from '../../src/cli/admin'
-import { chainHeadsRepository } from '../../src/db/repositories/chain-heads-repository'
+import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
+import { chainHeadsRepository, readDatabaseIdentity } from '../../src/db/repositories/chain-heads-repository'
 import { lineDigest, parseCheckpointLine, type Checkpoint } from '../../src/domain/checkpoint'
 import { domainEvent, patientData } from '../helpers'
-import { chainKey, migrateAudit, ownerDb, record, writerDb } from './setup'
+import { chainKey, databaseUrl, migrateAudit, ownerDb, record, writerDb } from './setup'
 
 jest.setTimeout(60_000)
 
@@ -36,10 +38,13 @@ function capturedLog() {
   return { log, lines }
 }
 
-/** Checkpoints of the writer's database into `file`, one at start, then one every `intervalMs`. */
-const checkpointsTo = (file: string, o: { log?: pino.Logger; intervalMs?: number } = {}) =>
+/**
+ * Checkpoints of the writer's database (or `db`'s) into `file`, one at start, then one every
+ * `intervalMs`.
+ */
+const checkpointsTo = (file: string, o: { log?: pino.Logger; intervalMs?: number; db?: Knex } = {}) =>
   startCheckpoints({
-    heads: chainHeadsRepository(writer),
+    heads: chainHeadsRepository(o.db ?? writer),
     log: o.log ?? capturedLog().log,
     file,
     intervalMs: o.intervalMs ?? 60_000,
@@ -66,11 +71,19 @@ async function checkpointsIn(file: string): Promise<Array<{ line: string; checkp
 }
 const headIn = (c: Checkpoint, company: number) => c.heads.find((h) => h.idempresa === company)
 
-/** The admin CLI as an operator runs it, AUDIT_CHECKPOINT_FILE set to `file` (undefined: unset). */
+/**
+ * The admin CLI as an operator runs it, AUDIT_CHECKPOINT_FILE set to `file` (undefined: unset), on
+ * the run's database or the one `DATABASE_URL` names in `env`.
+ */
 async function verify(company: number, file: string | undefined, ...more: string[]) {
+  return verifyOn(databaseUrl(), company, file, ...more)
+}
+async function verifyOn(url: string, company: number, file: string | undefined, ...more: string[]) {
   let out = ''
   let err = ''
   const before = process.env.AUDIT_CHECKPOINT_FILE
+  const beforeUrl = process.env.DATABASE_URL
+  process.env.DATABASE_URL = url
   if (file === undefined) delete process.env.AUDIT_CHECKPOINT_FILE
   else process.env.AUDIT_CHECKPOINT_FILE = file
   const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -84,6 +97,7 @@ async function verify(company: number, file: string | undefined, ...more: string
     return { code, out, err }
   } finally {
     spy.mockRestore()
+    process.env.DATABASE_URL = beforeUrl
     if (before === undefined) delete process.env.AUDIT_CHECKPOINT_FILE
     else process.env.AUDIT_CHECKPOINT_FILE = before
   }
@@ -181,6 +195,95 @@ describe('a tail cut by the database owner', () => {
   })
 })
 
+describe('two databases, one checkpoint file', () => {
+  // A second stack on a fresh database in the same checkout (or a database reset) writes where the
+  // first wrote; the same company ids come back with other chains.
+  let url: string
+  let second: Knex
+  beforeAll(async () => {
+    url = await createTestDatabase()
+    await migrate(url, SCHEMA, migrations)
+    second = createDb(url, { schema: SCHEMA, role: WRITER_ROLE, poolMax: 2 })
+  })
+  afterAll(async () => {
+    await second.destroy()
+    await dropTestDatabase(url)
+  })
+
+  it('names each database apart, the same on every read', async () => {
+    const [a, b] = [await readDatabaseIdentity(writer), await readDatabaseIdentity(second)]
+    expect(a).toMatch(/^pg:\d+\/\d+$/)
+    expect(b).toMatch(/^pg:\d+\/\d+$/)
+    expect(a).not.toBe(b)
+    // One cluster: the same system identifier, other databases.
+    expect(a.split('/')[0]).toBe(b.split('/')[0])
+    const again = writerDb(1)
+    try {
+      await expect(readDatabaseIdentity(again)).resolves.toBe(a)
+    } finally {
+      await again.destroy()
+    }
+  })
+
+  it("holds each chain against its own database's checkpoints, says the others' were ignored", async () => {
+    const file = path.join(dir, 'shared', 'checkpoints.jsonl')
+    const principal = testPrincipal()
+    const company = principal.companyId
+    const patients = (n: number) =>
+      Array.from({ length: n }, () => domainEvent('patient.created', patientData(), { principal }))
+    const [firstDb, secondDb] = [await readDatabaseIdentity(writer), await readDatabaseIdentity(second)]
+
+    // The first stack: five events, checkpointed at start and on stop.
+    const firstEvents = await record(writer, patients(5))
+    await (await checkpointsTo(file)).stop()
+    const firstLines = (await checkpointsIn(file)).length
+
+    // The second stack's untouched chain of two events, before it wrote a line: nothing to hold
+    // it against, said plainly; neither "intact" nor a tail missing.
+    await record(second, patients(2))
+    await expect(verifyOn(url, company, file)).resolves.toEqual({
+      code: 0,
+      out: `ok: company ${company}, 2 events, chain unbroken; not held against any checkpoint: those in ${file} are another database's\n`,
+      err:
+        `note: ${firstLines} checkpoint lines in ${file} are another database's (${firstDb}), ignored: this database is ${secondDb}\n` +
+        `warning: no checkpoint of this database in ${file}: tail truncation cannot be detected\n`,
+    })
+
+    // Once the second stack checkpointed too, each database holds against its own lines.
+    await (await checkpointsTo(file, { db: second })).stop()
+    const secondLines = (await checkpointsIn(file)).length - firstLines
+    const second2 = await verifyOn(url, company, file)
+    expect(second2).toEqual({
+      code: 0,
+      out: expect.stringMatching(
+        new RegExp(
+          `^ok: company ${company}, 2 events, chain intact\\ncheckpoint of .*: head at seq 2 is in the chain\\n$`,
+        ),
+      ),
+      err: `note: ${firstLines} checkpoint lines in ${file} are another database's (${firstDb}), ignored: this database is ${secondDb}\n`,
+    })
+    await expect(verify(company, file)).resolves.toEqual({
+      code: 0,
+      out: expect.stringMatching(
+        new RegExp(
+          `^ok: company ${company}, 5 events, chain intact\\ncheckpoint of .*: head at seq 5 is in the chain\\n$`,
+        ),
+      ),
+      err: `note: ${secondLines} checkpoint lines in ${file} are another database's (${secondDb}), ignored: this database is ${firstDb}\n`,
+    })
+
+    // A tail cut in the first database still shows against its own checkpoints: the second's lower
+    // head for the same company hides nothing.
+    await cutTail(company, firstEvents[2]!)
+    await expect(verify(company, file)).resolves.toMatchObject({
+      code: 1,
+      out: expect.stringMatching(
+        new RegExp(`^broken: company ${company} at seq 4 \\(event none\\): tail missing: .* has head 5/`),
+      ),
+    })
+  })
+})
+
 describe('a company no checkpoint names', () => {
   it('verifies on its chain alone, with a note: its events came after the last checkpoint', async () => {
     const file = path.join(dir, 'later.jsonl')
@@ -233,6 +336,44 @@ describe('the checkpoint writer', () => {
     expect(headIn(stopped.at(-1)!.checkpoint, company)).toMatchObject({ seq: 2, hash: next!.hash })
     await new Promise((r) => setTimeout(r, 250))
     expect(await checkpointsIn(file)).toHaveLength(stopped.length)
+  })
+
+  it('names the database it read at each line; another one under it gets a full line, no false move back', async () => {
+    const file = path.join(dir, 'swapped.jsonl')
+    const source = {
+      db: 'pg:1/100',
+      heads: [
+        { idempresa: 1, seq: 9, hash: 'h9' },
+        { idempresa: 2, seq: 4, hash: 'h4' },
+      ],
+      all: async () => source.heads,
+      database: async () => source.db,
+    }
+    const { log, lines } = capturedLog()
+    const checkpoints = await startCheckpoints({
+      heads: source,
+      log,
+      file,
+      intervalMs: 60_000,
+      chainKey: chainKey(),
+    })
+    // A fresh database behind the same service: lower heads, one company only.
+    source.db = 'pg:1/200'
+    source.heads = [{ idempresa: 1, seq: 2, hash: 'h2' }]
+    await checkpoints.write()
+    await checkpoints.stop()
+    const written = (await checkpointsIn(file)).map((c) => c.checkpoint)
+    expect(written.map((c) => (c.v === 2 ? c.db : null))).toEqual(['pg:1/100', 'pg:1/200', 'pg:1/200'])
+    expect(written[1]!.heads).toEqual([{ idempresa: 1, seq: 2, hash: 'h2' }])
+    expect(lines.filter((l) => l.level === 50)).toEqual([])
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'audit checkpoints: another database',
+        db: 'pg:1/200',
+        was: 'pg:1/100',
+      }),
+    )
   })
 
   it('refuses to start when the file cannot be written', async () => {

@@ -3,6 +3,7 @@ import { canonicalJson } from '@clinic/platform/core'
 import type { AuditEvent } from '../../src/domain/audit-event'
 import {
   checkpointLine,
+  checkpointOf,
   highestHead,
   parseCheckpointLine,
   type Checkpoint,
@@ -15,6 +16,7 @@ import { sealedChain } from '../helpers'
 
 const key = 'unit-chain-key-0123456789abcdef0123456789'
 const at = new Date(Date.UTC(2026, 10, 22, 9, 30))
+const db = 'pg:7441000000000000001/16384'
 const heads: CheckpointHead[] = [
   { idempresa: 7, seq: 12, hash: 'k1.' + 'a'.repeat(64) },
   { idempresa: 9, seq: 3, hash: 'k1.' + 'b'.repeat(64) },
@@ -22,13 +24,45 @@ const heads: CheckpointHead[] = [
 
 describe('a checkpoint line', () => {
   it('is canonical JSON with a signature, and reads back under the same key', () => {
-    const line = checkpointLine(at, heads, key)
+    const line = checkpointLine(at, heads, key, db)
     expect(line).not.toContain('\n')
     expect(canonicalJson(JSON.parse(line))).toBe(line)
     expect(parseCheckpointLine(line, key)).toEqual({
       ok: true,
-      checkpoint: { v: 1, at: '2026-11-22T09:30:00.000Z', heads },
+      checkpoint: { v: 2, at: '2026-11-22T09:30:00.000Z', db, heads },
     })
+  })
+
+  it('names its database, which the signature covers; a version 1 line names none and is held against any', () => {
+    const parsed = parseCheckpointLine(checkpointLine(at, heads, key, db), key)
+    expect(parsed.ok && checkpointOf(parsed.checkpoint, db)).toBe(true)
+    expect(parsed.ok && checkpointOf(parsed.checkpoint, 'pg:7441000000000000001/16385')).toBe(false)
+    const c = JSON.parse(checkpointLine(at, heads, key, db)) as Record<string, unknown>
+    c.db = 'pg:7441000000000000001/16385'
+    expect(parseCheckpointLine(JSON.stringify(c), key)).toEqual({ ok: false, reason: 'bad signature' })
+
+    // Any body signed as the writer signs (the key derived from the chain key).
+    const signed = (body: object) =>
+      canonicalJson({
+        ...body,
+        sig: createHmac('sha256', createHmac('sha256', key).update('audit-checkpoint-v1').digest())
+          .update(canonicalJson(body))
+          .digest('hex'),
+      })
+    // What the writer signed before lines named their database.
+    const v1 = { v: 1, at: at.toISOString(), heads }
+    const old = parseCheckpointLine(signed(v1), key)
+    expect(old).toEqual({ ok: true, checkpoint: v1 })
+    expect(old.ok && checkpointOf(old.checkpoint, db)).toBe(true)
+    // A version 2 line without its database, or a version 1 line with one, is no checkpoint.
+    for (const body of [
+      { v: 2, at: at.toISOString(), heads },
+      { v: 1, at: at.toISOString(), db, heads },
+    ])
+      expect(parseCheckpointLine(signed(body), key)).toEqual({
+        ok: false,
+        reason: 'signed, but not a checkpoint of this version',
+      })
   })
 
   it.each<[string, (c: Record<string, unknown>) => void]>([
@@ -40,25 +74,25 @@ describe('a checkpoint line', () => {
     ['another time', (c) => (c.at = '2026-11-23T09:30:00.000Z')],
     ['a field added', (c) => (c.note = 'hello')],
   ])('is refused with %s', (_, change) => {
-    const c = JSON.parse(checkpointLine(at, heads, key)) as Record<string, unknown>
+    const c = JSON.parse(checkpointLine(at, heads, key, db)) as Record<string, unknown>
     change(c)
     expect(parseCheckpointLine(JSON.stringify(c), key)).toEqual({ ok: false, reason: 'bad signature' })
   })
 
   it('is refused when signed with another key, or with the chain key itself', () => {
-    expect(parseCheckpointLine(checkpointLine(at, heads, `${key}-other`), key)).toEqual({
+    expect(parseCheckpointLine(checkpointLine(at, heads, `${key}-other`, db), key)).toEqual({
       ok: false,
       reason: 'bad signature',
     })
     // The checkpoint key is derived from the chain key (domain separation): an HMAC under the chain
     // key itself, what the event hashes use, is no signature.
-    const body: Checkpoint = { v: 1, at: at.toISOString(), heads }
+    const body: Checkpoint = { v: 2, at: at.toISOString(), db, heads }
     const sig = createHmac('sha256', key).update(canonicalJson(body)).digest('hex')
     expect(parseCheckpointLine(canonicalJson({ ...body, sig }), key)).toMatchObject({ ok: false })
   })
 
   it('is refused torn, unsigned or not JSON', () => {
-    const line = checkpointLine(at, heads, key)
+    const line = checkpointLine(at, heads, key, db)
     expect(parseCheckpointLine(line.slice(0, -10), key)).toEqual({ ok: false, reason: 'not JSON' })
     expect(parseCheckpointLine(JSON.stringify({ v: 1, at, heads }), key)).toEqual({
       ok: false,

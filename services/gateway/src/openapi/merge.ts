@@ -1,5 +1,5 @@
 import { PLANNED, ROUTED_SERVICES } from '../families'
-import { OPERATION_SCOPES } from '../scopes'
+import { ALSO_NEEDED, OPERATION_SCOPES } from '../scopes'
 import { hoistNamedSchemas } from './components'
 import { HEALTH_SCHEMA, healthPath, plannedPath } from './extra-paths'
 import { HEADERS, documentHeaders, headersOf } from './headers'
@@ -72,18 +72,22 @@ function documentErrors(op: Operation, secured: boolean, shared: Set<string>) {
 }
 
 /**
- * The scope of a secured operation (the gateway's route table, scopes.ts) as `x-scope`, in its
- * description, and in a 403 of the service's own; none for an operation the table lacks (the
+ * The scope of a secured operation (the gateway's route table, scopes.ts) as `x-scope`, any it needs
+ * besides as `x-also-scopes`, in its description, and in a 403 of the service's own; none for an operation the table lacks (the
  * gateway asks every scope of it; the e2e suite fails on it) nor for the announced areas.
  */
-function documentScope(op: Operation, scope: string | undefined) {
+function documentScope(op: Operation, scope: string | undefined, also: readonly string[] = []) {
   if (!scope) return
   op['x-scope'] = scope
-  const needs = `Needs the token scope \`${scope}\` (else 403 insufficient_scope).`
+  if (also.length) op['x-also-scopes'] = [...also]
+  const all = [scope, ...also]
+  const needs = also.length
+    ? `Needs the token scopes ${all.map((s) => `\`${s}\``).join(' and ')} (else 403 insufficient_scope).`
+    : `Needs the token scope \`${scope}\` (else 403 insufficient_scope).`
   op.description = op.description ? `${String(op.description)}\n\n${needs}` : needs
   const own = op.responses?.['403']
   if (own && !('$ref' in own))
-    own.description = `insufficient_scope: the token lacks ${scope}; or ${own.description}`
+    own.description = `insufficient_scope: the token lacks ${all.join(' or ')}; or ${own.description}`
 }
 
 /** Turns the services' merged paths into the document generators and validators read. */
@@ -93,7 +97,10 @@ export function finishDocument(doc: OpenApi): OpenApi {
   for (const p of PLANNED) paths[`/${p.family}`] = plannedPath(p)
   for (const [path, method, op] of operationsOf(doc)) {
     if (WEBHOOKS.has(path)) op.security = []
-    if (secured(op)) documentScope(op, OPERATION_SCOPES[`${method.toUpperCase()} ${path}`])
+    if (secured(op)) {
+      const key = `${method.toUpperCase()} ${path}`
+      documentScope(op, OPERATION_SCOPES[key], ALSO_NEEDED[key])
+    }
     documentErrors(op, secured(op), shared)
   }
   hoistNamedSchemas(doc)

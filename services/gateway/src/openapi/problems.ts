@@ -56,7 +56,7 @@ export const COMMON_ERRORS: Record<string, [name: string, description: string]> 
   '401': ['Unauthenticated', 'unauthenticated: no token, or an unknown, revoked or expired one'],
   '403': [
     'Forbidden',
-    'insufficient_scope: the token lacks the scope of the operation (its `x-scope`; `detail` names it), ' +
+    'insufficient_scope: the token lacks a scope of the operation (its `x-scope`, `x-also-scopes`; `detail` names it), ' +
       'or center_forbidden: the token may not use that center',
   ],
   '404': ['NotFound', 'not_found: no such resource in this company'],

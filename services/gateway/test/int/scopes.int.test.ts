@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify'
 import type { Knex } from 'knex'
-import { OPERATION_SCOPES, SCOPES, type Scope } from '../../src/scopes'
+import { ALSO_NEEDED, OPERATION_SCOPES, SCOPES, type Scope } from '../../src/scopes'
 import {
   FakeUpstream,
   VERSION,
@@ -48,7 +48,7 @@ afterAll(async () => {
 const OPERATIONS = Object.entries(OPERATION_SCOPES).map(([op, scope], i) => {
   const [method, template] = op.split(' ') as [string, string]
   const path = template.replace(/\{[a-z_]+\}/g, (p) => (p === '{id}' ? ID : 'dra-ana'))
-  return { method, url: `${i % 2 ? '/api' : '/api/3'}${path}`, scope }
+  return { method, url: `${i % 2 ? '/api' : '/api/3'}${path}`, scope, also: ALSO_NEEDED[op] ?? [] }
 })
 
 const ask = (method: string, url: string, token: string) =>
@@ -75,7 +75,7 @@ function expectInsufficient(res: LightMyRequestResponse, scope: string) {
 }
 
 describe('scopes (DESIGN.md section 13)', () => {
-  it.each(OPERATIONS)(
+  it.each(OPERATIONS.filter((o) => !o.also.length))(
     '$method $url: refused without $scope, forwarded with it alone',
     async ({ method, url, scope }) => {
       const before = upstream.received.length
@@ -86,6 +86,33 @@ describe('scopes (DESIGN.md section 13)', () => {
       expect(upstream.received.at(-1)).toMatchObject({ method, url: url.replace(/^\/api(\/3)?/, '') })
     },
   )
+
+  // A subscription hands its events to the URL's owner: a webhooks:manage token that could not read
+  // them through GET /events cannot subscribe to them either.
+  it.each(OPERATIONS.filter((o) => o.also.length))(
+    '$method $url: refused without $scope or with it alone ($also needed too), forwarded with both',
+    async ({ method, url, scope, also }) => {
+      const before = upstream.received.length
+      expectInsufficient(await ask(method, url, without.get(scope)!), scope)
+      expectInsufficient(await ask(method, url, only.get(scope)!), also[0]!)
+      for (const a of also) expectInsufficient(await ask(method, url, without.get(a)!), a)
+      expect(upstream.received.length).toBe(before)
+      const res = await ask(method, url, await tokenWith([scope, ...also]))
+      expect([200, 201]).toContain(res.statusCode)
+      expect(upstream.received.at(-1)).toMatchObject({ method, url: url.replace(/^\/api(\/3)?/, '') })
+    },
+  )
+
+  it('refuses a webhook subscription to a webhooks:manage token without events:read', async () => {
+    const manage = only.get('webhooks:manage')!
+    const before = upstream.received.length
+    expectInsufficient(await ask('POST', '/api/webhooks/endpoints', manage), 'events:read')
+    expectInsufficient(await ask('PATCH', `/api/3/webhooks/endpoints/${ID}`, manage), 'events:read')
+    expect(upstream.received.length).toBe(before)
+    // The rest of managing endpoints needs no more than webhooks:manage.
+    expect((await ask('GET', '/api/webhooks/endpoints', manage)).statusCode).toBe(200)
+    expect((await ask('DELETE', `/api/webhooks/endpoints/${ID}`, manage)).statusCode).toBe(200)
+  })
 
   it('lets a token made without a list (every scope) do everything, as before scopes', async () => {
     for (const { method, url } of OPERATIONS)

@@ -2,17 +2,24 @@ import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
 
+/** The only IPv6 addresses assigned as global unicast (RFC 4291, IANA). */
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3')
+
 /**
  * Which addresses a webhook may reach (DESIGN.md section 10): public unicast only. Loopback,
  * private, carrier-grade NAT, link-local (169.254.169.254, the cloud metadata address, is one),
  * unique-local (fd00:ec2::254 is AWS's), multicast, reserved and the IPv6 forms that carry an IPv4
- * address (mapped ::ffff:a.b.c.d, NAT64, 6to4, Teredo) are all refused: only ranges ipaddr.js calls
- * `unicast` pass, after an IPv4-mapped address is read as the IPv4 address it is.
+ * address (NAT64 well-known and local-use, 6to4, Teredo, SIIT) are all refused: only ranges
+ * ipaddr.js calls `unicast` pass, after an IPv4-mapped address (::ffff:a.b.c.d) is read as the IPv4
+ * address it is. ipaddr.js calls the rest of ::/8 unicast, IPv4-compatible ::a.b.c.d included
+ * (the URL parser writes [::127.0.0.1] as [::7f00:1], and hosts still route some of it to IPv4),
+ * so an IPv6 address must also be in 2000::/3, the global unicast block.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false
   const parsed = ipaddr.process(address) // ::ffff:10.0.0.1 -> 10.0.0.1
-  return parsed.range() === 'unicast'
+  if (parsed.range() !== 'unicast') return false
+  return parsed.kind() === 'ipv4' || (parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)
 }
 
 /** A name's addresses (all of them: one bad answer refuses the URL). */

@@ -40,6 +40,8 @@ describe('SSRF: only https to public addresses', () => {
     ['https://10.0.0.1/hook', /10.0.0.1 is not a public address/],
     ['https://[::ffff:169.254.169.254]/latest', /not a public address/],
     ['https://[::1]/hook', /not a public address/],
+    ['https://[::127.0.0.1]/x', /::7f00:1 is not a public address/],
+    ['https://[64:ff9b::a9fe:a9fe]/latest', /not a public address/],
     ['https://169.254.169.254/latest/meta-data', /not a public address/],
     ['https://[fd00:ec2::254]/', /not a public address/],
     ['https://user:pw@hooks.example.com/', /credentials/],

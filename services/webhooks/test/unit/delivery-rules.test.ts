@@ -27,7 +27,19 @@ test.each([
   ['fd00:ec2::254', false],
   ['ff02::1', false],
   ['64:ff9b::a00:1', false],
+  // NAT64 translates to whatever IPv4 address it carries: refused, public ones too.
+  ['64:ff9b::5db8:d822', false],
+  ['64:ff9b:1::a00:1', false],
   ['2002:a00:1::', false],
+  // IPv4-compatible (::/96, deprecated): the URL parser writes [::127.0.0.1] as [::7f00:1].
+  ['::127.0.0.1', false],
+  ['::7f00:1', false],
+  ['::a9fe:a9fe', false],
+  ['::5db8:d822', false],
+  // The rest of ::/8 and other space outside 2000::/3 is no global unicast either.
+  ['::1:7f00:1', false],
+  ['::ffff:0:7f00:1', false],
+  ['4000::1', false],
   ['not-an-ip', false],
 ])('isPublicAddress(%s) is %s', (address, expected) => {
   expect(isPublicAddress(address)).toBe(expected)
@@ -41,6 +53,9 @@ test('urlProblem: https only unless insecure is allowed, no credentials or fragm
   expect(urlProblem('https://a:b@hooks.example.com/', false)).toBe('must not carry credentials')
   expect(urlProblem('https://hooks.example.com/#x', false)).toBe('must not have a fragment')
   expect(urlProblem('https://0x7f.1/', false)).toBe('127.0.0.1 is not a public address')
+  expect(urlProblem('https://[::127.0.0.1]/x', false)).toBe('::7f00:1 is not a public address')
+  expect(urlProblem('https://[::ffff:127.0.0.1]/x', false)).toBe('::ffff:7f00:1 is not a public address')
+  expect(urlProblem('https://[::ffff:93.184.216.34]/x', false)).toBeNull()
 })
 
 test('our signature verifies with the reference library; two secrets give two signatures', () => {

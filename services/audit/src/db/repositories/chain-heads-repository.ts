@@ -12,4 +12,24 @@ export async function readChainHeads(knex: Knex): Promise<CheckpointHead[]> {
   return rows.map((r) => ({ idempresa: r.idempresa, seq: Number(r.seq), hash: r.hash }))
 }
 
-export const chainHeadsRepository = (knex: Knex): ChainHeadSource => ({ all: () => readChainHeads(knex) })
+/**
+ * `pg:<system identifier>/<database oid>`. The cluster's system identifier (made by initdb, kept by
+ * restarts and physical standbys) tells clusters apart, the oid the databases of one cluster: a
+ * database dropped and created again under the same name gets another oid. Neither is a row the
+ * database owner could rewrite to make verification ignore the checkpoints of a trail it cut.
+ * Anyone may read both (pg_control_system is granted to PUBLIC).
+ */
+export async function readDatabaseIdentity(knex: Knex): Promise<string> {
+  const { rows } = await knex.raw<{ rows: Array<{ system: string; oid: string }> }>(
+    `SELECT (pg_control_system()).system_identifier::text AS system, d.oid::text AS oid
+       FROM pg_database d WHERE d.datname = current_database()`,
+  )
+  const row = rows[0]
+  if (!row) throw new Error('the current database is not in pg_database')
+  return `pg:${row.system}/${row.oid}`
+}
+
+export const chainHeadsRepository = (knex: Knex): ChainHeadSource => ({
+  all: () => readChainHeads(knex),
+  database: () => readDatabaseIdentity(knex),
+})
