@@ -1,4 +1,4 @@
-// Availability and holds (issue 19): one center, 50 practitioners with 20-minute slots, 10,000
+// Availability and holds: one center, 50 practitioners with 20-minute slots, 10,000
 // booked appointments over the two weeks from next Monday; a week's free slots through the gateway,
 // and holds + bookings racing for the same slots. Figures as ratios against a bare node:http
 // server measured in the same run (the machine is shared and noisy).

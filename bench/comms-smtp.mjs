@@ -53,7 +53,7 @@ record(
   `# comms: emails delivered per second into a local SMTP sink
 
 ${machine()}. SmtpProvider (nodemailer pooled transport) -> smtp-server on 127.0.0.1, ${CONCURRENCY} sends in flight.
-Target (ISSUE-9): 200 delivered per second. Not measured here: the worker's database claim and
+Target: 200 delivered per second. Not measured here: the worker's database claim and
 outcome updates, and accepted POST /comms/send per second through the gateway.
 
 | pool connections | emails | per second | p50 ms | p99 ms |

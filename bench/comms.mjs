@@ -1,7 +1,7 @@
 // Comms end to end: POST /api/comms/send through the gateway -> outbox -> RabbitMQ -> delivery
 // worker -> SMTP (nodemailer pool) -> a local SMTP sink. Measures accepted sends per second,
 // delivered emails per second (the worker draining the backlog), and accepted-to-sent latency at
-// a steady 100 sends per second. Targets (ISSUE-9): 500 accepted/s, 200 delivered/s, p99 < 1 s.
+// a steady 100 sends per second. Targets: 500 accepted/s, 200 delivered/s, p99 < 1 s.
 // Run: node bench/comms.mjs after `npm run build` (a database and a vhost of its own).
 import pg from 'pg'
 import { benchTenant, cpuSeconds, load, machine, record, smtpSink, startStack } from './lib.mjs'

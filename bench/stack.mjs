@@ -1,4 +1,4 @@
-// The stack as a user meets it (ISSUE-10): gateway + patients + audit as processes, PostgreSQL and
+// The stack as a user meets it: gateway + patients + audit as processes, PostgreSQL and
 // RabbitMQ, 20,000 patients in one company, autocannon on the same machine. For each request kind:
 // rate and latency, then where the CPU went, per request, in every process that served it
 // (gateway, patients, audit, PostgreSQL backends, RabbitMQ; from /proc, over the load and the audit

@@ -38,7 +38,7 @@ import { gatewaySignerOf, moveClock } from '../src/stack'
  */
 let fs: FaultStack
 const CUT_MS = 5000
-/** The issue says a minute; a third of one keeps the suite in its time budget and still has each delivery retried several times. */
+/** A real outage may last a minute; a third of one keeps the suite in its time budget and still has each delivery retried several times. */
 const RECEIVER_DOWN_MS = 20_000
 // Each step below waits at most 30 s and says what it waited for; the scenario as a whole may
 // take longer than the global 60 s on a busy machine.

@@ -95,7 +95,7 @@ describe('naming.cjs', () => {
       expect([binding, key, topicMatches(binding, key)]).toEqual([binding, key, match])
   })
 
-  it("gives the gateway's private key to the gateway alone, and each caller its own key (issue 21)", () => {
+  it("gives the gateway's private key to the gateway alone, and each caller its own key", () => {
     const env = {
       DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
       ASSERTION_ROOT_SECRET: 'r'.repeat(40),

@@ -9,7 +9,7 @@ export const ACCESS_EVENT_TYPES: ReadonlySet<string> = new Set([
 const GATEWAY = 'clinic/gateway'
 
 /**
- * The gateway's access events of one group commit as one `http.batch` event (issue 22). The events
+ * The gateway's access events of one group commit as one `http.batch` event. The events
  * go in as JSON text: the batch's one signature covers them, and neither the outbox's jsonb nor
  * the signature's canonical JSON walks each of them.
  */

@@ -2,7 +2,7 @@ import { createHash, sign, verify, type KeyObject } from 'node:crypto'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 
 /**
- * Assertions signed in batches (issue 22): one Ed25519 signature for the assertions of the requests
+ * Assertions signed in batches: one Ed25519 signature for the assertions of the requests
  * the gateway forwards in one turn of its event loop. Each assertion's claims are a leaf of a Merkle
  * tree (RFC 9162 section 2.1: SHA-256, leaves and nodes hashed with distinct prefixes), the gateway
  * signs the tree's root, and each assertion carries its claims, its inclusion proof and the root's

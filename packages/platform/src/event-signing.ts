@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import { canonicalJson } from './canonical-json'
 
 /**
- * Event signatures (DESIGN.md section 5, issue 12): every CloudEvent a service emits carries the
+ * Event signatures (DESIGN.md section 5): every CloudEvent a service emits carries the
  * extension `signature` = `v1.` + base64url HMAC-SHA256, keyed with EVENT_SIGNING_SECRET, over the
  * canonical JSON (sorted keys) of the event without `signature`. Over parsed values, not bytes, so
  * the signature survives the outbox's jsonb (which reorders keys) and any re-serialisation.

@@ -142,7 +142,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
  * `parent.child(bindings)`, made only when a line is written at a level that is enabled. A pino
  * child serialises its bindings and wraps the redaction on creation: done for every request (the
  * request's logger with `request_id`, its context's with `company_id`), that cost most of the
- * logging's CPU while most requests write no line below warn (issue 22). Everything but the
+ * logging's CPU while most requests write no line below warn. Everything but the
  * level methods, `child` and `bindings` is the parent's (its level, isLevelEnabled, ...).
  */
 export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {

@@ -51,7 +51,7 @@ export const commonTables = {
       CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)`)
   },
   /**
-   * Upgrades an `idempotency_keys` table made when keys were per company (issue 12) to keys per
+   * Upgrades an `idempotency_keys` table made when keys were per company to keys per
    * token; on a table made by `idempotencyKeys` today it changes nothing. Rows stored before name no
    * token and are dropped: a retry across the deploy creates again rather than replaying another
    * token's answer. A service whose first migration has landed calls this in a new one.

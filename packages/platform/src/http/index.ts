@@ -95,7 +95,7 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
   problemHandlers(app)
   httpMetrics(app, { service: opts.service, knex: opts.knex })
   requestLog(app)
-  // Callback hooks where nothing is awaited: an async hook costs a promise per request (issue 22).
+  // Callback hooks where nothing is awaited: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header(VERSION_HEADER, opts.version)
     reply.header('x-request-id', req.id)

@@ -222,7 +222,7 @@ describe('platform http plugin', () => {
     expect(res.statusCode).toBe(401)
   })
 
-  describe("a service's own keys (issue 21: one shared key minted any request)", () => {
+  describe("a service's own keys (one shared key would let any service mint any request)", () => {
     const logger = createLogger({ service: 'keys', level: 'silent' })
     /** The patients service as deployed: the gateway's public key, and comms' as a caller. */
     async function patients() {

@@ -15,7 +15,7 @@ import {
 } from './calendar-fixtures'
 
 /**
- * Availability and working hours (DESIGN.md section 11, issue 19): the slot grid stays on local
+ * Availability and working hours (DESIGN.md section 11): the slot grid stays on local
  * time across daylight-saving changes in both hemispheres; bad input is a 400 naming the field;
  * bookings outside hours are 422 unless overridden (and the event says so); time off blocks; a
  * conflict offers the next free slots. Local times are checked with Intl, not with the service's SQL.

@@ -12,7 +12,7 @@ import {
 } from './calendar-fixtures'
 
 /**
- * Property (issue 19): for random working hours, time off, bookings (some outside the hours on
+ * Property: for random working hours, time off, bookings (some outside the hours on
  * purpose, some cancelled) and holds (some expired) over one week, availability answers exactly
  * the free slot grid: (a) no slot overlaps a booking that holds its slot, a live hold or time
  * off, (b) every free grid slot is there, in order. The grid is computed here, in plain TypeScript

@@ -2,7 +2,7 @@ import { gatewayHeaders } from '@clinic/platform/testing'
 import type { Company, Harness } from '../helpers'
 
 /**
- * What the practitioner, availability and hold tests share (issue 19): a clock the tests move by
+ * What the practitioner, availability and hold tests share: a clock the tests move by
  * hand, local wall time turned into instants and back with Intl (independently of the service's
  * SQL), and small request helpers.
  */

@@ -13,7 +13,7 @@ import {
 } from './calendar-fixtures'
 
 /**
- * Holds (DESIGN.md section 11, issue 19): a live hold blocks a slot exactly like an appointment,
+ * Holds (DESIGN.md section 11): a live hold blocks a slot exactly like an appointment,
  * decided by the database under concurrency; an expired hold blocks nothing, even before anything
  * removed it; a hold becomes an appointment only for its own company and centers. The app's clock
  * is moved by the tests, never waited for.

@@ -1,7 +1,7 @@
 import type { Migration } from '@clinic/platform'
 
 /**
- * Practitioners, time off and the calendar (DESIGN.md section 11, issue 19).
+ * Practitioners, time off and the calendar (DESIGN.md section 11).
  *
  * The calendar holds every span of time a practitioner is taken: each appointment that holds its
  * slot (kept by a trigger on `appointments`) and each hold. One exclusion constraint on it refuses

@@ -123,7 +123,7 @@ export const migrations: Migration[] = [
     },
   },
   {
-    // Keys per token (issue 12): databases migrated before 0001 made them per token.
+    // Keys per token: databases migrated before 0001 made them per token.
     name: '0004_idempotency_per_token',
     async up(knex) {
       await commonTables.idempotencyKeysPerToken(knex)
