@@ -2,7 +2,12 @@ import type { Knex } from 'knex'
 import { setCompany } from '@clinic/platform/db'
 import { testPrincipal } from '@clinic/platform/testing'
 import { run } from '../../src/cli/admin'
-import { appendEvents, chainReader, ensurePartitions, toRow } from '../../src/db/repositories/audit-events-repository'
+import {
+  appendEvents,
+  chainReader,
+  ensurePartitions,
+  toRow,
+} from '../../src/db/repositories/audit-events-repository'
 import { dropPartitionsBefore } from '../../src/db/retention'
 import { computeHash, GENESIS_HASH, sealEvent, toAuditDraft } from '../../src/domain/audit-event'
 import { verifyCompany } from '../../src/domain/verify-company'
