@@ -313,7 +313,11 @@ describe('the checkpoint writer', () => {
       { what: 'a checkpoint with the moved head' },
     )
     expect(headIn(moved.checkpoint, company)).toEqual({ idempresa: company, seq: 2, hash: next!.hash })
-    // Each line has its log line: the file, how many companies, the line's SHA-256.
+    // Each line has its log line: the file, how many companies, the line's SHA-256. The line is
+    // logged once its append has returned, so a reader of the file may see it first.
+    await waitFor(() => lines.some((l) => l.digest === lineDigest(moved.line)), {
+      what: 'the log line of the moved head',
+    })
     expect(lines).toContainEqual(
       expect.objectContaining({
         msg: 'audit checkpoint',
