@@ -635,6 +635,21 @@ const conflict = { status: [409], code: 'slot_conflict', check: hiddenConflict }
 const preferencesOf = (address: string) =>
   `/comms/preferences?address=${encodeURIComponent(address)}&channel=email`
 
+/** A probe in one line: method, URL, body and what it must answer. */
+const probe = (
+  method: string,
+  url: string,
+  body: unknown,
+  expect: Omit<Probe, 'method' | 'url' | 'body'>,
+) => ({
+  method,
+  url,
+  body,
+  ...expect,
+})
+const problem = (status: number, code: string) => ({ status: [status], code })
+const answers200 = (check: Probe['check']) => ({ status: [200], check })
+
 /**
  * What DESIGN says beyond what a schema can tell, by sweep: probes added to the generic ones, and
  * the expectation of an operation's plain request where DESIGN makes it other than a 2xx.
@@ -642,162 +657,116 @@ const preferencesOf = (address: string) =>
 const RULES = {
   company: (): Probe[] => [
     // A's consent for B's opted-out address is A's own (not opted out), however it is written.
-    { method: 'get', url: preferencesOf(worldB.address), status: [200], check: optedOut(false) },
-    {
-      method: 'get',
-      url: `/comms/preferences?address=${encodeURIComponent(worldB.address.toUpperCase())}`,
-      status: [200],
-      check: optedOut(false),
-    },
-    {
-      method: 'put',
-      url: '/comms/preferences',
-      body: { channel: 'email', address: worldB.address, opted_out: false },
-      status: [200],
-      check: optedOut(false),
-    },
-    { method: 'get', url: '/comms/reminder-policy', status: [200], check: policyOf(alm1) },
+    probe('get', preferencesOf(worldB.address), undefined, answers200(optedOut(false))),
+    probe('get', preferencesOf(worldB.address.toUpperCase()), undefined, answers200(optedOut(false))),
+    probe(
+      'put',
+      '/comms/preferences',
+      { channel: 'email', address: worldB.address, opted_out: false },
+      answers200(optedOut(false)),
+    ),
+    probe('get', '/comms/reminder-policy', undefined, answers200(policyOf(alm1))),
     // To B's patient on purpose, past its guardian: as unknown as before.
-    {
-      method: 'post',
-      url: '/comms/send',
-      body: {
-        patient_id: worldB.ids['/patients'],
-        recipient: 'patient',
-        override_guardian: true,
-        body: 'hola',
-      },
-      status: [422],
-      code: 'unknown_patient',
-    },
+    probe(
+      'post',
+      '/comms/send',
+      { patient_id: worldB.ids['/patients'], recipient: 'patient', override_guardian: true, body: 'hola' },
+      problem(422, 'unknown_patient'),
+    ),
   ],
   center: (): Probe[] => {
-    const patient1 = alm1.ids['/patients']!
-    const patient2 = alm2.ids['/patients']!
+    const [patient1, patient2] = [alm1.ids['/patients']!, alm2.ids['/patients']!]
     const endpoint2 = `/webhooks/endpoints/${alm2.ids['/webhooks/endpoints']}`
     const practitioner = (working_hours: unknown, id = `lim-${randomUUID().slice(0, 8)}`) => ({
-      id,
-      name: 'Centro Dos',
-      time_zone: 'UTC',
-      working_hours,
+      ...{ id, name: 'Centro Dos', time_zone: 'UTC', working_hours },
     })
     const bothCenters = [...hoursAt('ALM2'), { codalmacen: 'ALM1', weekday: 2, start: '08:00', end: '14:00' }]
+    const at2 = (patient_id: string, practitioner: string, slot: object) => ({
+      ...{ patient_id, codalmacen: 'ALM2', practitioner, ...slot },
+    })
     /** ALM2's reminders, its appointment's among them, and nothing of another center. */
     const ofALM2 = (res: Answer) =>
       onlyAt('ALM2')(res) ??
       (rowsOf(res.body).some((r) => r.appointment_id === alm2.ids['/appointments'])
         ? undefined
         : `no reminder of ALM2's appointment: ${JSON.stringify(res.body)}`)
+    const unknownPatient = problem(422, 'unknown_patient')
     return [
       // A patient of another center may be booked at the token's center (the patient lookup checks
       // the company, not the center); a message to one is not sent.
-      {
-        method: 'post',
-        url: '/appointments',
-        body: { patient_id: patient1, codalmacen: 'ALM2', practitioner: 'dra-limited', ...sweepSlot() },
-        status: [201],
-      },
-      {
-        method: 'post',
-        url: '/comms/send',
-        body: { patient_id: patient1, body: 'x' },
-        status: [422],
-        code: 'unknown_patient',
-      },
-      {
-        method: 'post',
-        url: '/comms/send',
-        body: { patient_id: patient1, recipient: 'patient', override_guardian: true, body: 'x' },
-        status: [422],
-        code: 'unknown_patient',
-      },
-      {
-        method: 'post',
-        url: '/comms/send',
-        body: { patient_id: patient2, appointment_id: crossAppointment, template: 'appointment_reminder' },
-        status: [422],
-        code: 'unknown_appointment',
-      },
-      // Conflicts with what takes the time at ALM1 name no one: the practitioner's ALM1 appointment...
-      {
-        method: 'post',
-        url: '/appointments',
-        body: { patient_id: patient1, codalmacen: 'ALM2', practitioner: unregisteredOf(alm1), ...slotAt(12) },
-        ...conflict,
-      },
-      // ...the patient's ALM1 appointment...
-      {
-        method: 'post',
-        url: '/appointments',
-        body: { patient_id: patient2, codalmacen: 'ALM2', practitioner: 'dra-limited', ...slotAt(12) },
-        ...conflict,
-      },
-      // ...and the ALM1 hold named in the booking: not converted (nor a 400 /hold_id, which would
-      // show it), it keeps the time.
-      {
-        method: 'post',
-        url: '/appointments',
-        body: {
-          patient_id: patient2,
-          codalmacen: 'ALM2',
-          practitioner: alm1.ids['/practitioners'],
-          ...slotAt(10),
-          hold_id: alm1.ids['/appointments/holds'],
-          outside_hours: true,
+      probe('post', '/appointments', at2(patient1, 'dra-limited', sweepSlot()), { status: [201] }),
+      probe('post', '/comms/send', { patient_id: patient1, body: 'x' }, unknownPatient),
+      probe(
+        'post',
+        '/comms/send',
+        { patient_id: patient1, recipient: 'patient', override_guardian: true, body: 'x' },
+        unknownPatient,
+      ),
+      probe(
+        'post',
+        '/comms/send',
+        { patient_id: patient2, appointment_id: crossAppointment, template: 'appointment_reminder' },
+        problem(422, 'unknown_appointment'),
+      ),
+      // Conflicts with what takes the time at ALM1 name no one: the practitioner's ALM1
+      // appointment, the patient's, and the ALM1 hold named in the booking (not converted, nor a
+      // 400 /hold_id, which would show it: it keeps the time).
+      probe('post', '/appointments', at2(patient1, unregisteredOf(alm1), slotAt(12)), conflict),
+      probe('post', '/appointments', at2(patient2, 'dra-limited', slotAt(12)), conflict),
+      probe(
+        'post',
+        '/appointments',
+        {
+          ...at2(patient2, alm1.ids['/practitioners']!, slotAt(10)),
+          ...{ hold_id: alm1.ids['/appointments/holds'], outside_hours: true },
         },
-        ...conflict,
-      },
-      {
-        method: 'post',
-        url: '/appointments/holds',
-        body: { practitioner: unregisteredOf(alm1), codalmacen: 'ALM2', ...slotAt(12) },
-        ...conflict,
-      },
+        conflict,
+      ),
+      probe(
+        'post',
+        '/appointments/holds',
+        { practitioner: unregisteredOf(alm1), codalmacen: 'ALM2', ...slotAt(12) },
+        conflict,
+      ),
       // Ids are unique in the company: the one of ALM1 is taken, and that is all the answer says.
-      {
-        method: 'post',
-        url: '/practitioners',
-        body: practitioner(hoursAt('ALM2'), alm1.ids['/practitioners']),
-        status: [409],
-        code: 'duplicate_practitioner',
-      },
-      { method: 'post', url: '/practitioners', body: practitioner(bothCenters), ...centerForbidden },
-      {
-        method: 'patch',
-        url: `/practitioners/${alm2.ids['/practitioners']}`,
-        body: { working_hours: bothCenters },
-        ...centerForbidden,
-      },
+      probe(
+        'post',
+        '/practitioners',
+        practitioner(hoursAt('ALM2'), alm1.ids['/practitioners']),
+        problem(409, 'duplicate_practitioner'),
+      ),
+      probe('post', '/practitioners', practitioner(bothCenters), centerForbidden),
+      probe(
+        'patch',
+        `/practitioners/${alm2.ids['/practitioners']}`,
+        { working_hours: bothCenters },
+        centerForbidden,
+      ),
       // An endpoint of every center is not the limited token's to make, nor to turn one into.
-      {
-        method: 'post',
-        url: '/webhooks/endpoints',
-        body: { url: hook, event_types: ['*'] },
-        ...centerForbidden,
-      },
-      {
-        method: 'post',
-        url: '/webhooks/endpoints',
-        body: { url: hook, event_types: ['*'], codalmacen: null },
-        ...centerForbidden,
-      },
-      { method: 'patch', url: endpoint2, body: { codalmacen: null }, ...centerForbidden },
+      probe('post', '/webhooks/endpoints', { url: hook, event_types: ['*'] }, centerForbidden),
+      probe(
+        'post',
+        '/webhooks/endpoints',
+        { url: hook, event_types: ['*'], codalmacen: null },
+        centerForbidden,
+      ),
+      probe('patch', endpoint2, { codalmacen: null }, centerForbidden),
       // The company's policy: read, never set (even naming the token's own center); consent is the
       // company's, seen and set by a token of any center.
-      { method: 'get', url: '/comms/reminder-policy', status: [200], check: policyOf(alm1) },
-      {
-        method: 'put',
-        url: '/comms/reminder-policy?codalmacen=ALM2',
-        body: alm1.sent['/comms/reminder-policy'],
-        ...centerForbidden,
-      },
-      { method: 'get', url: preferencesOf(alm1.address), status: [200], check: optedOut(true) },
-      {
-        method: 'get',
-        url: '/comms/reminders?codalmacen=ALM2&status=scheduled&limit=100',
-        status: [200],
-        check: ofALM2,
-      },
+      probe('get', '/comms/reminder-policy', undefined, answers200(policyOf(alm1))),
+      probe(
+        'put',
+        '/comms/reminder-policy?codalmacen=ALM2',
+        alm1.sent['/comms/reminder-policy'],
+        centerForbidden,
+      ),
+      probe('get', preferencesOf(alm1.address), undefined, answers200(optedOut(true))),
+      probe(
+        'get',
+        '/comms/reminders?codalmacen=ALM2&status=scheduled&limit=100',
+        undefined,
+        answers200(ofALM2),
+      ),
     ]
   },
   /** A plain request the center-limited token makes that DESIGN refuses: the policy is the company's. */
