@@ -5,6 +5,16 @@ import type { ChildProcess } from 'node:child_process'
 import { waitFor } from '@clinic/platform/testing'
 import { admin, freePort, startProcess, waitHealthy, type StackInfo } from './stack'
 
+/**
+ * How long an effect that goes through the stack (an event through the broker, a worker's turn, a
+ * process start) may take before a test gives up on it. Waits poll, so a quiet machine never waits
+ * this long; the bound is generous because a machine with another job on its other core stretches
+ * every step several times over (the stack, the tests and that job share 2 cores).
+ */
+export const SETTLE_MS = 120_000
+/** The limit of a test or set-up that waits for such effects: room for a few of them in a row. */
+export const SLOW_TEST_MS = 300_000
+
 let cached: StackInfo | undefined
 /** The stack the e2e global setup started. */
 export function stack(): StackInfo {

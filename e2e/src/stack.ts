@@ -116,7 +116,7 @@ export async function runMigrations(env: Record<string, string>) {
     })
 }
 
-export async function waitHealthy(url: string, timeoutMs = 30_000) {
+export async function waitHealthy(url: string, timeoutMs = 120_000) {
   await waitFor(
     async () => {
       const res = await fetch(url)

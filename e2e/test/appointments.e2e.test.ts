@@ -1,6 +1,19 @@
 import { waitFor } from '@clinic/platform/testing'
-import { call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
+import {
+  SETTLE_MS,
+  SLOW_TEST_MS,
+  call,
+  extraGateway,
+  makeTenant,
+  sql,
+  stack,
+  tokenFor,
+  type Tenant,
+} from '../src/client'
 import { freePort, startProcess, waitHealthy } from '../src/stack'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /** A patient of the tenant, made through the API as a front desk would. */
 async function patientOf(t: Tenant): Promise<string> {
@@ -115,7 +128,7 @@ describe('appointments through the gateway', () => {
           ? res.body.data
           : null
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: 'appointment events in the audit trail' },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: 'appointment events in the audit trail' },
     )
     for (const action of ['appointment.created', 'appointment.updated', 'appointment.checked_in']) {
       const e = events.find((x: any) => x.action === action)

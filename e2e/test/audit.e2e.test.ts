@@ -1,5 +1,8 @@
 import { waitFor } from '@clinic/platform/testing'
-import { call, makeTenant, type Tenant } from '../src/client'
+import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, type Tenant } from '../src/client'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 let a: Tenant
 let b: Tenant
@@ -33,7 +36,7 @@ describe('audit trail through the gateway', () => {
           ? res.body.data
           : null
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: 'create, update and read in the audit trail' },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: 'create, update and read in the audit trail' },
     )
     const byAction = (action: string, method?: string) =>
       events.find((e: any) => e.action === action && (!method || e.http?.method === method))
@@ -73,7 +76,7 @@ describe('audit trail through the gateway', () => {
         })
         return res.body.data?.some((e: any) => e.http?.status === 404 && e.actor.username === a.username)
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: 'the denied read in the audit trail' },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: 'the denied read in the audit trail' },
     )
     const mine = await call('GET', `/audit/events?resource_id=${theirs.body.id}&action=patient.created`, {
       token: a.token,
@@ -87,7 +90,7 @@ describe('audit trail through the gateway', () => {
         })
         return res.body.data?.length ? res.body : null
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: "B's own event" },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: "B's own event" },
     )
     expect(own.data[0].actor.username).toBe(b.username)
   })

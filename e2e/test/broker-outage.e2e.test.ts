@@ -1,6 +1,9 @@
 import { tcpProxy, waitFor } from '@clinic/platform/testing'
-import { call, makeTenant } from '../src/client'
+import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant } from '../src/client'
 import { admin, startStack, stopStack, type StackInfo } from '../src/stack'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * The broker goes away (every service's connection to RabbitMQ is cut and refused) while clients
@@ -39,7 +42,7 @@ it('loses no event while RabbitMQ is unreachable', async () => {
     async () =>
       (await auditEvents(t.token, `resource_id=${before.body.id}&action=patient.created`)).length === 1,
     {
-      timeoutMs: 20_000,
+      timeoutMs: SETTLE_MS,
       intervalMs: 200,
       what: 'the first event before the outage',
     },
@@ -47,7 +50,7 @@ it('loses no event while RabbitMQ is unreachable', async () => {
 
   proxy.cut()
   await waitFor(async () => (await fetch(`${info.api}/health`)).status === 503, {
-    timeoutMs: 10_000,
+    timeoutMs: SETTLE_MS,
     what: 'health to notice the broker is gone',
   })
 
@@ -83,7 +86,7 @@ it('loses no event while RabbitMQ is unreachable', async () => {
           ),
       )
     },
-    { timeoutMs: 45_000, intervalMs: 250, what: 'every event of the outage in the audit trail' },
+    { timeoutMs: SETTLE_MS, intervalMs: 250, what: 'every event of the outage in the audit trail' },
   )
   // Each exactly once, and the company's chain intact.
   const events = await auditEvents(t.token, 'resource_type=patient&action=patient.created')

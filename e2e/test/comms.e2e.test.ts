@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '@clinic/platform/testing'
-import { call, makeTenant, stack, type Tenant } from '../src/client'
+import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 let a: Tenant
 let b: Tenant
@@ -41,7 +44,7 @@ describe('comms through the gateway', () => {
         const m = await call('GET', `/comms/messages/${sent.body.id}`, { token: a.token })
         return m.body.status === 'sent' ? m.body : null
       },
-      { timeoutMs: 15_000, what: 'the message to be sent' },
+      { timeoutMs: SETTLE_MS, what: 'the message to be sent' },
     )
     expect(done).toMatchObject({
       attempts: 1,
@@ -74,7 +77,7 @@ describe('comms through the gateway', () => {
           ? res.body
           : null
       },
-      { timeoutMs: 15_000, what: 'the message on the audit trail' },
+      { timeoutMs: SETTLE_MS, what: 'the message on the audit trail' },
     )
     const queued = trail.data.find((e: { action: string }) => e.action === 'comms.message.queued')
     expect(queued).toMatchObject({ outcome: 'success', actor: { username: a.username } })

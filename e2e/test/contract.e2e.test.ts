@@ -8,9 +8,21 @@ import path from 'node:path'
 import { createClinicClient, unwrap } from '@clinic/client'
 import { waitFor } from '@clinic/platform/testing'
 import { walkThrough } from '../../packages/client/examples/walkthrough'
-import { call, extraGateway, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
+import {
+  SETTLE_MS,
+  SLOW_TEST_MS,
+  call,
+  extraGateway,
+  makeTenant,
+  stack,
+  tokenFor,
+  type Tenant,
+} from '../src/client'
 import { freePort } from '../src/stack'
 import { contractErrors, startPrism, violationsOf, type Prism, type Violation } from '../src/prism'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 const DOC = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/openapi.json'), 'utf8'))
 
@@ -203,7 +215,7 @@ describe('the contract, checked by Prism', () => {
             log.body.data.every((d: { status: string }) => d.status === 'succeeded')
           )
         },
-        { timeoutMs: 45_000, what: 'the test event and patient.created delivered' },
+        { timeoutMs: SETTLE_MS, what: 'the test event and patient.created delivered' },
       )
       const log = await send(strict, 'GET', `${at}/deliveries?status=succeeded&event_type=patient.created`, {
         token: t,
@@ -311,7 +323,7 @@ describe('the contract, checked by Prism', () => {
       async () =>
         (await call('GET', `/comms/reminders?appointment_id=${booked.body.id}`, { token: t })).body.data
           .length === 2,
-      { timeoutMs: 30_000, intervalMs: 200, what: 'two reminders scheduled' },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: 'two reminders scheduled' },
     )
     // Ten SMS to one number (the hourly quota), so the eleventh below is over it.
     for (let i = 0; i < 10; i++)

@@ -3,7 +3,10 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { waitFor } from '@clinic/platform/testing'
 import { signLink } from '../../services/comms/src/links/tokens'
 import { PHONE, heading, open, openBrowser, press } from '../src/browser'
-import { call, makeTenant, stack, type Tenant } from '../src/client'
+import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * The page a family opens from a reminder (DESIGN.md section 12), in a real browser: Debian's
@@ -106,7 +109,7 @@ describe('patient links in a browser', () => {
           })
           return (trail.body.data ?? []).find((e: any) => e.action === 'appointment.updated') ?? null
         },
-        { timeoutMs: 20_000, what: 'the answer on the audit trail' },
+        { timeoutMs: SETTLE_MS, what: 'the answer on the audit trail' },
       )
       expect(entry).toMatchObject({ outcome: 'success', actor: { username: 'patient-link' } })
 

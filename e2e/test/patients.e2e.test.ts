@@ -1,4 +1,7 @@
-import { call, makeTenant, tokenFor, type Tenant } from '../src/client'
+import { SLOW_TEST_MS, call, makeTenant, tokenFor, type Tenant } from '../src/client'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 const patient = (o: Record<string, unknown> = {}) => ({
   first_name: 'Testa',

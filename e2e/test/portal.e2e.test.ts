@@ -1,5 +1,16 @@
 import { waitFor } from '@clinic/platform/testing'
-import { call, makeTenant, type Answer, type CallOptions, type Tenant } from '../src/client'
+import {
+  SETTLE_MS,
+  SLOW_TEST_MS,
+  call,
+  makeTenant,
+  type Answer,
+  type CallOptions,
+  type Tenant,
+} from '../src/client'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * The README's walk-through "Patient portal: find a free slot and keep it", step by step in the
@@ -162,7 +173,7 @@ describe('patient portal: find a free slot and keep it (README)', () => {
         (
           await api('GET', `/audit/events?resource_type=appointment&resource_id=${res.body.id}`)
         ).body.data.find((e: { action: string }) => e.action === 'appointment.created'),
-      { timeoutMs: 20_000, intervalMs: 200, what: 'appointment.created in the audit trail' },
+      { timeoutMs: SETTLE_MS, intervalMs: 200, what: 'appointment.created in the audit trail' },
     )
     expect(created.changes).toContain('outside_hours')
     // Outside the grid, it takes no slot of it.

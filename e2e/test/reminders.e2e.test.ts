@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '@clinic/platform/testing'
-import { call, makeTenant, stack, type Tenant } from '../src/client'
+import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
 import { heading, open, openBrowser, press } from '../src/browser'
 import { moveClock } from '../src/stack'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * Reminders through the gateway, driven by the appointments service's real events over RabbitMQ,
@@ -98,7 +101,7 @@ describe('reminders through the gateway', () => {
         const r = await reminders(a, id)
         return r.length === 2 ? r : null
       },
-      { timeoutMs: 15_000, what: 'two reminders scheduled' },
+      { timeoutMs: SETTLE_MS, what: 'two reminders scheduled' },
     )
     const start = Date.parse(booked.body.starts_at)
     expect(first.map((r) => [r.offset, r.status])).toEqual([
@@ -126,7 +129,7 @@ describe('reminders through the gateway', () => {
         const r = await reminders(a, id)
         return r.filter((x) => x.status === 'scheduled').length === 2 && r.length === 4 ? r : null
       },
-      { timeoutMs: 15_000, what: 'the reminders rescheduled' },
+      { timeoutMs: SETTLE_MS, what: 'the reminders rescheduled' },
     )
     const pending = second.filter((r) => r.status === 'scheduled')
     expect(
@@ -143,14 +146,14 @@ describe('reminders through the gateway', () => {
         const r = (await reminders(a, id)).find((x) => x.id === pending[0]!.id)!
         return r.status === 'sent' ? r : null
       },
-      { timeoutMs: 20_000, what: 'the first reminder sent' },
+      { timeoutMs: SETTLE_MS, what: 'the first reminder sent' },
     )
     const message = await waitFor(
       async () => {
         const m = await call('GET', `/comms/messages/${sent.message_id}`, { token: a.token })
         return m.body.status === 'sent' ? m.body : null
       },
-      { timeoutMs: 15_000, what: 'its message delivered to the file' },
+      { timeoutMs: SETTLE_MS, what: 'its message delivered to the file' },
     )
     expect(message).toMatchObject({
       template: 'appointment_reminder',
@@ -187,7 +190,7 @@ describe('reminders through the gateway', () => {
             e.action === 'appointment.updated' && e.actor.username === 'patient-link',
         )
       },
-      { timeoutMs: 20_000, what: 'the confirmation on the audit trail' },
+      { timeoutMs: SETTLE_MS, what: 'the confirmation on the audit trail' },
     )
     expect(confirmed).toMatchObject({ outcome: 'success', resource_type: 'appointment' })
 
@@ -202,7 +205,7 @@ describe('reminders through the gateway', () => {
         const r = (await reminders(a, id)).find((x) => x.id === pending[1]!.id)!
         return r.status === 'cancelled' ? r : null
       },
-      { timeoutMs: 15_000, what: 'the second reminder cancelled' },
+      { timeoutMs: SETTLE_MS, what: 'the second reminder cancelled' },
     )
     moveClock(stack(), Date.parse(pending[1]!.due_at) - Date.now() + 60_000)
     const after = await reminders(a, id)

@@ -7,8 +7,21 @@ import { promisify } from 'node:util'
 import { createTestDatabase, dropTestDatabase, waitFor } from '@clinic/platform/testing'
 import { Webhook } from 'standardwebhooks'
 import { serviceEnv } from '../../scripts/service-env.cjs'
-import { call, extraGateway, makeTenant, stack, tokenFor, type Answer, type Tenant } from '../src/client'
+import {
+  SETTLE_MS,
+  SLOW_TEST_MS,
+  call,
+  extraGateway,
+  makeTenant,
+  stack,
+  tokenFor,
+  type Answer,
+  type Tenant,
+} from '../src/client'
 import { ROOT, freePort, startProcess } from '../src/stack'
+
+// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
+jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * Webhooks and the change feed through the gateway (DESIGN.md section 10): endpoints, deliveries
@@ -20,7 +33,7 @@ import { ROOT, freePort, startProcess } from '../src/stack'
  */
 
 /** Generous: on a busy 2-core machine an event goes through an outbox, RabbitMQ and a worker. */
-const DELIVERY_MS = 45_000
+const DELIVERY_MS = SETTLE_MS
 /** Keys of the thin `data` of an event: never names, contacts or notes. */
 const THIN_KEYS = ['changes', 'codalmacen', 'id', 'resource_type', 'status', 'url', 'version']
 
@@ -95,7 +108,7 @@ beforeAll(async () => {
     makeTenant(['ALM1', 'ALM2']),
   ])
   alm1 = await tokenFor(a, '--centers', 'ALM1')
-}, 60_000)
+}, SLOW_TEST_MS)
 afterAll(() => rx?.close())
 // Every delivery of every test verified with its endpoint's secret.
 afterEach(() => expect(rx.refused).toEqual([]))

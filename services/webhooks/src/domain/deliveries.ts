@@ -34,7 +34,8 @@ export async function replay(
   if (now.getTime() - since.getTime() > REPLAY_WINDOW_MS)
     throw new ValidationFailed([{ path: '/since', message: 'must be at most 7 days ago' }])
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    const e = seenEndpoint(ctx, await tx.findById(input.id), input.queryCenter)
+    // Locked, as sendTest: the deliveries it queues need their endpoint until this commits.
+    const e = seenEndpoint(ctx, await tx.findById(input.id, { forUpdate: true }), input.queryCenter)
     return { accepted: await tx.replay(e, since, now) }
   })
 }

@@ -210,7 +210,8 @@ export async function sendTest(
 ): Promise<{ accepted: number }> {
   const now = deps.clock()
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
-    const e = seenEndpoint(ctx, await tx.findById(target.id), target.queryCenter)
+    // Locked: a delete committing meanwhile would leave the delivery without its endpoint (a 500).
+    const e = seenEndpoint(ctx, await tx.findById(target.id, { forUpdate: true }), target.queryCenter)
     const event = {
       id: uuidv7(),
       type: TEST_EVENT_TYPE,
