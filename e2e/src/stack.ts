@@ -1,7 +1,17 @@
 import os from 'node:os'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import {
@@ -185,6 +195,12 @@ export async function startStack(
   const procs = names.map((s) => startProcess(s, env))
   const gatewayUrl = `http://127.0.0.1:${ports.gateway}`
   await waitHealthy(`${gatewayUrl}/api/health`)
+  // Two stacks started at once on one machine (the README suite beside the others) may draw the
+  // same free port: the loser exits, and its health checks would be answered by the other stack.
+  await waitFor(() => names.every((s, i) => listensOn(procs[i]!, ports[s]!)), {
+    timeoutMs: 10_000,
+    what: `each service of the stack on its own port (${JSON.stringify(ports)}; a port another process took fails this)`,
+  })
   return {
     gatewayUrl,
     api: `${gatewayUrl}/api`,
@@ -227,6 +243,34 @@ export async function stopStack(info: StackInfo) {
   if (containers?.length) await exec('docker', ['rm', '-f', ...containers]).catch(() => undefined)
   if (databaseUrl) await dropTestDatabase(databaseUrl)
   if (amqpUrl) await deleteTestVhost(amqpUrl)
+}
+
+/** Whether `child` (still running) holds the listening socket of 127.0.0.1:`port` (Linux /proc). */
+function listensOn(child: ChildProcess, port: number): boolean {
+  if (child.exitCode !== null || child.signalCode !== null) return false
+  if (process.platform !== 'linux') return true
+  const hex = port.toString(16).toUpperCase().padStart(4, '0')
+  const inodes = new Set(
+    ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((f) =>
+      (existsSync(f) ? readFileSync(f, 'utf8') : '')
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        // local_address is ADDR:PORT, st 0A is LISTEN, the inode is the tenth column.
+        .filter((c) => c[1]?.endsWith(`:${hex}`) && c[3] === '0A')
+        .map((c) => `socket:[${c[9]}]`),
+    ),
+  )
+  try {
+    return readdirSync(`/proc/${child.pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(readlinkSync(`/proc/${child.pid}/fd/${fd}`))
+      } catch {
+        return false
+      }
+    })
+  } catch {
+    return false
+  }
 }
 
 function alive(pid: number) {
