@@ -17,26 +17,40 @@ export interface Ctx {
  * A missing actor field is '' here, and `causeOf` leaves it out again.
  */
 export function ctxFromEvent(event: CloudEvent, log: Logger): Ctx {
-  const requestId = event.requestid ?? ''
+  return ctxOfCause(
+    { companyId: event.idempresa, codalmacen: event.codalmacen, cause: event },
+    log.child({ request_id: event.requestid, event_id: event.id }),
+  )
+}
+
+/**
+ * The `Ctx` of work done later for who caused it (`causeOf` of the request, kept with a job or
+ * carried by an event): the company, the center of the work if any, the actor and the request.
+ */
+export function ctxOfCause(
+  o: { companyId: number; codalmacen?: string | null; cause: Cause },
+  log: Logger,
+): Ctx {
   return {
     auth: {
-      companyId: event.idempresa,
-      userId: event.actorid ?? '',
-      username: event.actorname ?? '',
-      tokenId: event.actortokenid ?? '',
-      companyCenters: event.codalmacen ? [event.codalmacen] : [],
+      companyId: o.companyId,
+      userId: o.cause.actorid ?? '',
+      username: o.cause.actorname ?? '',
+      tokenId: o.cause.actortokenid ?? '',
+      companyCenters: o.codalmacen ? [o.codalmacen] : [],
       allowedCenters: null,
     },
-    log: log.child({ request_id: event.requestid, event_id: event.id }),
-    requestId,
+    log,
+    requestId: o.cause.requestid ?? '',
   }
 }
 
+/** Who caused work: the actor and the request (CloudEvent extensions). */
+export type Cause = Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
+
 /** Who caused a `Ctx`'s work, for an event it emits: the fields it knows (none of them ''). */
-export function causeOf(
-  ctx: Pick<Ctx, 'auth' | 'requestId'>,
-): Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'> {
-  const cause: Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'> = {}
+export function causeOf(ctx: Pick<Ctx, 'auth' | 'requestId'>): Cause {
+  const cause: Cause = {}
   if (ctx.auth.userId) cause.actorid = ctx.auth.userId
   if (ctx.auth.username) cause.actorname = ctx.auth.username
   if (ctx.auth.tokenId) cause.actortokenid = ctx.auth.tokenId

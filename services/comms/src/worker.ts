@@ -1,5 +1,5 @@
 import { JobRunner, Listener } from '@clinic/platform'
-import { isConnectionError, type Ctx } from '@clinic/platform/core'
+import { ctxOfCause, isConnectionError } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { Clock } from './clock'
 import {
@@ -74,19 +74,7 @@ export class DeliveryWorker extends JobRunner<ClaimedMessage> {
 
   protected async runJob(m: ClaimedMessage): Promise<void> {
     // Who queued it, as the queued event said: the sent or failed event names them too.
-    const { cause } = m
-    const ctx: Ctx = {
-      auth: {
-        companyId: m.companyId,
-        userId: cause.actorid ?? '',
-        username: cause.actorname ?? '',
-        tokenId: cause.actortokenid ?? '',
-        companyCenters: m.codalmacen ? [m.codalmacen] : [],
-        allowedCenters: null,
-      },
-      log: this.o.log.child({ request_id: cause.requestid }),
-      requestId: cause.requestid ?? '',
-    }
+    const ctx = ctxOfCause(m, this.o.log.child({ request_id: m.cause.requestid }))
     await deliverMessage(
       ctx,
       {

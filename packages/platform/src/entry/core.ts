@@ -3,7 +3,7 @@
 export * from '../errors'
 export * from '../ids'
 export * from '../centers'
-export { type Ctx, ctxFromEvent, causeOf } from '../context'
+export { type Cause, type Ctx, ctxFromEvent, ctxOfCause, causeOf } from '../context'
 export { type Principal, type AssertionClaims } from '../assertion'
 export * from '../assertion-keys'
 export * from '../events'

@@ -1,4 +1,4 @@
-import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import type { Cause, CloudEvent, Ctx } from '@clinic/platform/core'
 import { messageEvent } from '../events/message-events'
 import type { Channel, Message } from '../schemas/message'
 
@@ -35,7 +35,7 @@ export class DeliveryError extends Error {
 }
 
 /** Who queued a message and in which request (`causeOf` of the send): its sent or failed event names them. */
-export type Cause = Pick<CloudEvent, 'actorid' | 'actorname' | 'actortokenid' | 'requestid'>
+export type { Cause }
 
 /** A message as claimed for delivery: now `sending`, `attempts` counting this attempt. */
 export type ClaimedMessage = Message & { companyId: number; body: string; language: string; cause: Cause }
