@@ -57,8 +57,20 @@ export function startService(name, env, core) {
     env: serviceEnv(name, { ...process.env, LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'inherit', 'inherit'],
   })
+  started.add(child)
+  child.on('exit', () => started.delete(child))
   return child
 }
+
+/**
+ * The services a bench started, stopped when it exits however it ends: a bench that throws must
+ * not leave them running, connected to the database name the next run creates again (they would
+ * publish its outbox into their own old vhost, and its audit would never see those events).
+ */
+const started = new Set()
+process.on('exit', () => {
+  for (const child of started) child.kill('SIGKILL')
+})
 
 export async function waitOk(url, timeoutMs = 30_000) {
   const end = Date.now() + timeoutMs
