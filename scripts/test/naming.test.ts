@@ -1,20 +1,12 @@
 import { spawnSync } from 'node:child_process'
-import {
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
 import { contractsByService, eventContracts } from '../../packages/platform/src/contracts'
 import { upstreamEnv } from '../../services/gateway/src/families'
 import { assertionKeyPair, eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
+import { bareCopy } from './bare-copy'
 
 /**
  * One name per service: packages/platform/naming.cjs makes every name of a service from its entry
@@ -250,22 +242,7 @@ describe('generated files', () => {
       encoding: 'utf8',
     })
   beforeEach(() => {
-    copy = mkdtempSync(path.join(tmpdir(), 'clinic-generate-'))
-    for (const p of [
-      'scripts',
-      'deploy',
-      'packages/platform/services.json',
-      'packages/platform/naming.cjs',
-      'packages/platform/src/contracts',
-      'package.json',
-      'tsconfig.json',
-      'VERSION',
-      '.env.example',
-      '.prettierrc.json',
-      '.prettierignore',
-    ])
-      cpSync(path.join(ROOT, p), path.join(copy, p), { recursive: true })
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'))
+    copy = bareCopy('clinic-generate-')
   })
   afterEach(() => rmSync(copy, { recursive: true, force: true }))
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createTestDatabase, dropTestDatabase, waitFor } from '@clinic/platform/testing'
 import { namesOf } from '../../packages/platform/naming.cjs'
+import { bareCopy } from './bare-copy'
 
 /**
  * `npm run new-service -- demo-x` in a copy of the repository (the checkout is never touched): the
@@ -174,23 +175,7 @@ describe('new-service on a bare copy of what it reads and writes', () => {
       timeout: 60_000,
     })
   beforeEach(() => {
-    copy = mkdtempSync(path.join(tmpdir(), 'clinic-new-service-'))
-    for (const p of [
-      'scripts',
-      'deploy',
-      'packages/platform/services.json',
-      'packages/platform/naming.cjs',
-      'packages/platform/package.json',
-      'packages/platform/src/contracts',
-      'package.json',
-      'tsconfig.json',
-      'VERSION',
-      '.env.example',
-      '.prettierrc.json',
-      '.prettierignore',
-    ])
-      cpSync(path.join(ROOT, p), path.join(copy, p), { recursive: true })
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'))
+    copy = bareCopy('clinic-new-service-')
   })
   afterEach(() => rmSync(copy, { recursive: true, force: true }))
 
