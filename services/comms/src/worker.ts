@@ -1,5 +1,5 @@
 import { JobRunner, Listener } from '@clinic/platform'
-import { ctxOfCause, isConnectionError } from '@clinic/platform/core'
+import { ctxOfCause, isConnectionError, retryUntil } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { Clock } from './clock'
 import {
@@ -113,17 +113,12 @@ export class DeliveryWorker extends JobRunner<ClaimedMessage> {
  * `until`: then the error stands and the row stays `sending` for the sweep.
  */
 export function withRetries(store: DeliveryStore, o: { until: number; log: Logger }): DeliveryStore {
-  const retried = async <T>(write: () => Promise<T>): Promise<T> => {
-    for (let n = 0; ; n++) {
-      try {
-        return await write()
-      } catch (err) {
-        if (!isConnectionError(err as Error) || Date.now() > o.until) throw err
-        o.log.warn({ err }, 'recording a delivery failed (database away); trying again')
-        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** n)))
-      }
-    }
-  }
+  const retried = <T>(write: () => Promise<T>) =>
+    retryUntil(write, {
+      until: o.until,
+      retryIf: isConnectionError,
+      onRetry: (err) => o.log.warn({ err }, 'recording a delivery failed (database away); trying again'),
+    })
   return {
     claim: (now, limit) => store.claim(now, limit),
     failStale: (minutes) => store.failStale(minutes),

@@ -1,4 +1,5 @@
 import { JobRunner } from '@clinic/platform'
+import { retryUntil } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { AttemptRecord, Job, JobStore } from './job-store'
 import { Recorder } from './recorder'
@@ -89,17 +90,12 @@ export class DeliveryWorker extends JobRunner<Job> {
    * Writes the outcome, trying again while the database is away, until the lease would run out
    * (then the delivery is claimed again: a 2xx not recorded by then may be sent once more).
    */
-  private async record(job: Job, r: AttemptRecord, now: Date, claimedAt: number): Promise<boolean> {
-    const until = claimedAt + LEASE_MS - 5000
-    for (let n = 0; ; n++) {
-      try {
-        return await this.recorder.record({ job, record: r, now })
-      } catch (err) {
-        if (Date.now() > until) throw err
-        this.o.log.warn({ err, delivery_id: job.id }, 'recording an attempt failed; trying again')
-        await new Promise((res) => setTimeout(res, Math.min(5000, 250 * 2 ** n)))
-      }
-    }
+  private record(job: Job, r: AttemptRecord, now: Date, claimedAt: number): Promise<boolean> {
+    return retryUntil(() => this.recorder.record({ job, record: r, now }), {
+      until: claimedAt + LEASE_MS - 5000,
+      onRetry: (err) =>
+        this.o.log.warn({ err, delivery_id: job.id }, 'recording an attempt failed; trying again'),
+    })
   }
 
   /** The request of an attempt: the body and its Standard Webhooks headers (timestamp: now, real). */
