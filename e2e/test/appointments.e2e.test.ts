@@ -1,19 +1,6 @@
 import { waitFor } from '@clinic/platform/testing'
-import {
-  SETTLE_MS,
-  SLOW_TEST_MS,
-  call,
-  extraGateway,
-  makeTenant,
-  sql,
-  stack,
-  tokenFor,
-  type Tenant,
-} from '../src/client'
+import { SETTLE_MS, call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
 import { freePort, startProcess, waitHealthy } from '../src/stack'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
 
 /** A patient of the tenant, made through the API as a front desk would. */
 async function patientOf(t: Tenant): Promise<string> {

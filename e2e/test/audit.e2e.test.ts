@@ -1,8 +1,5 @@
 import { waitFor } from '@clinic/platform/testing'
-import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, type Tenant } from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { SETTLE_MS, call, makeTenant, type Tenant } from '../src/client'
 
 let a: Tenant
 let b: Tenant

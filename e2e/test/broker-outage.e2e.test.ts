@@ -1,9 +1,6 @@
 import { tcpProxy, waitFor } from '@clinic/platform/testing'
-import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant } from '../src/client'
+import { SETTLE_MS, call, makeTenant } from '../src/client'
 import { admin, startStack, stopStack, type StackInfo } from '../src/stack'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * The broker goes away (every service's connection to RabbitMQ is cut and refused) while clients

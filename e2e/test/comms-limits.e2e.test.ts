@@ -1,7 +1,4 @@
-import { SLOW_TEST_MS, call, makeTenant, type Tenant } from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { call, makeTenant, type Tenant } from '../src/client'
 
 /**
  * DESIGN.md section 12 through the gateway: the hourly quota per recipient address (10, the

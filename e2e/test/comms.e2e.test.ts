@@ -1,10 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '@clinic/platform/testing'
-import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { SETTLE_MS, call, makeTenant, stack, type Tenant } from '../src/client'
 
 let a: Tenant
 let b: Tenant

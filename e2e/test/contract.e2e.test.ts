@@ -8,21 +8,9 @@ import path from 'node:path'
 import { createClinicClient, unwrap } from '@clinic/client'
 import { waitFor } from '@clinic/platform/testing'
 import { walkThrough } from '../../packages/client/examples/walkthrough'
-import {
-  SETTLE_MS,
-  SLOW_TEST_MS,
-  call,
-  extraGateway,
-  makeTenant,
-  stack,
-  tokenFor,
-  type Tenant,
-} from '../src/client'
+import { SETTLE_MS, call, extraGateway, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
 import { freePort } from '../src/stack'
 import { contractErrors, startPrism, violationsOf, type Prism, type Violation } from '../src/prism'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
 
 const DOC = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/openapi.json'), 'utf8'))
 

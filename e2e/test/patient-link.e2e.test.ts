@@ -3,10 +3,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { waitFor } from '@clinic/platform/testing'
 import { signLink } from '../../services/comms/src/links/tokens'
 import { PHONE, heading, open, openBrowser, press } from '../src/browser'
-import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { SETTLE_MS, call, makeTenant, stack, type Tenant } from '../src/client'
 
 /**
  * The page a family opens from a reminder (DESIGN.md section 12), in a real browser: Debian's

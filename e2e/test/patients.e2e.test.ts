@@ -1,7 +1,4 @@
-import { SLOW_TEST_MS, call, makeTenant, tokenFor, type Tenant } from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { call, makeTenant, tokenFor, type Tenant } from '../src/client'
 
 const patient = (o: Record<string, unknown> = {}) => ({
   first_name: 'Testa',

@@ -1,16 +1,5 @@
 import { waitFor } from '@clinic/platform/testing'
-import {
-  SETTLE_MS,
-  SLOW_TEST_MS,
-  call,
-  makeTenant,
-  type Answer,
-  type CallOptions,
-  type Tenant,
-} from '../src/client'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
+import { SETTLE_MS, call, makeTenant, type Answer, type CallOptions, type Tenant } from '../src/client'
 
 /**
  * The README's walk-through "Patient portal: find a free slot and keep it", step by step in the

@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '@clinic/platform/testing'
-import { SETTLE_MS, SLOW_TEST_MS, call, makeTenant, stack, type Tenant } from '../src/client'
+import { SETTLE_MS, call, makeTenant, stack, type Tenant } from '../src/client'
 import { heading, open, openBrowser, press } from '../src/browser'
 import { moveClock } from '../src/stack'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
 
 /**
  * Reminders through the gateway, driven by the appointments service's real events over RabbitMQ,

@@ -1,18 +1,6 @@
 import { waitFor } from '@clinic/platform/testing'
-import {
-  SLOW_TEST_MS,
-  call,
-  extraGateway,
-  makeTenant,
-  sql,
-  stack,
-  tokenFor,
-  type Tenant,
-} from '../src/client'
+import { call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
 import { admin, freePort } from '../src/stack'
-
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
 
 const VERSION = /^\d{6}\.\d{2}$/
 

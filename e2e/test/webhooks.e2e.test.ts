@@ -20,9 +20,6 @@ import {
 } from '../src/client'
 import { ROOT, freePort, startProcess } from '../src/stack'
 
-// Every test and hook here waits on the stack: a busy machine's pace, not a quiet one's.
-jest.setTimeout(SLOW_TEST_MS)
-
 /**
  * Webhooks and the change feed through the gateway (DESIGN.md section 10): endpoints, deliveries
  * signed per Standard Webhooks to a receiver on this machine (the stack runs with
