@@ -13,6 +13,7 @@ import { PreferencesRepository } from './db/repositories/preferences-repository'
 import { messageRoutes } from './routes/messages'
 import { preferenceRoutes } from './routes/preferences'
 import { twilioInboundRoutes } from './routes/twilio-inbound'
+import type { InboundMessageTimes } from './domain/sms-keywords'
 import { unsubscribeRoutes } from './routes/unsubscribe'
 import { reminderRoutes } from './routes/reminders'
 import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
@@ -27,6 +28,8 @@ export interface Deps extends ServiceDeps {
   twilio?: Omit<TwilioWebhookOptions, 'store'> & {
     /** Incoming SMS (consent keywords): config.ts twilioInboundUrl; unset: every one is refused (403). */
     inboundUrl?: string
+    /** Twilio's Messages API, dating incoming messages (TWILIO_ACCOUNT_SID); unset: arrival order. */
+    times?: InboundMessageTimes
   }
   /** PUBLIC_BASE_URL and COMMS_LINK_SECRET (patient and unsubscribe links); without them every link is invalid. */
   links?: { baseUrl: string; secret: string }
@@ -52,12 +55,13 @@ export async function buildApp(deps: Deps) {
   await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
   const preferences = new PreferencesRepository(deps.knex)
   await app.register(preferenceRoutes, { store: preferences })
-  await app.register(twilioInboundRoutes, { store: preferences, ...deps.twilio })
+  const clock = deps.clock ?? (() => new Date())
+  await app.register(twilioInboundRoutes, { store: preferences, ...deps.twilio, clock })
   await app.register(unsubscribeRoutes, { store: preferences, secret: deps.links?.secret })
   await app.register(reminderRoutes, { store: new RemindersRepository(deps.knex) })
   await app.register(patientLinkRoutes, {
     secret: deps.links?.secret,
-    clock: deps.clock ?? (() => new Date()),
+    clock,
     appointments: deps.appointments,
     uses: new LinkUsesRepository(deps.knex),
   })

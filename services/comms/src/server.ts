@@ -6,6 +6,7 @@ import { loadCommsConfig, messagingLimits, twilioInboundUrl } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 import { unsubscribeUrlFor } from './links/unsubscribe-link'
 import { providersFrom } from './providers'
+import { TwilioMessageTimes } from './providers/twilio-provider'
 import { DeliveryWorker } from './worker'
 import { DeliveryRepository } from './db/repositories/delivery-repository'
 import { DELIVERY_CHANNEL } from './db/migrations/delivery-jobs'
@@ -45,6 +46,17 @@ runService(
         authToken: config.TWILIO_AUTH_TOKEN,
         webhookUrl: config.TWILIO_WEBHOOK_URL,
         inboundUrl: twilioInboundUrl(config),
+        times:
+          config.TWILIO_ACCOUNT_SID && config.TWILIO_AUTH_TOKEN
+            ? new TwilioMessageTimes(
+                {
+                  accountSid: config.TWILIO_ACCOUNT_SID,
+                  authToken: config.TWILIO_AUTH_TOKEN,
+                  apiUrl: config.TWILIO_API_URL,
+                },
+                deps.logger,
+              )
+            : undefined,
       },
       links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
       clock,

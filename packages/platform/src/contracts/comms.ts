@@ -59,7 +59,18 @@ export default {
       channel: Type.String(),
       opted_out: Type.Boolean(),
       source: Type.String(),
+      /** Present (true) when an API call changed a preference the person set (`override: true`). */
+      override: Type.Optional(Type.Literal(true)),
       changes: Changes,
     }),
+  },
+  /**
+   * A patient link's page was opened (DESIGN.md sections 12 and 16: each view is on the trail, actor
+   * `patient-link`): the appointment, the link's id and what the page showed (`open`, `closed`,
+   * `used`, `not_found`); never the token.
+   */
+  'comms.patient_link.viewed': {
+    resource: 'appointment',
+    data: Type.Object({ appointment_id: Type.String(), link_id: Type.String(), page: Type.String() }),
   },
 } satisfies ServiceContracts

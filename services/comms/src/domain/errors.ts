@@ -90,3 +90,18 @@ export class MessagingQuotaExceeded extends AppError {
     })
   }
 }
+
+/**
+ * The person set this preference themselves (an SMS keyword, the unsubscribe link): an API call
+ * changes it only when it says so (`override: true`, which the audit trail shows).
+ */
+export class PreferenceSetByPerson extends AppError {
+  constructor(source: string) {
+    super({
+      status: 409,
+      code: 'preference_set_by_person',
+      title: 'The person set this preference themselves',
+      detail: `set by ${source === 'sms_keyword' ? 'an SMS keyword' : 'the unsubscribe link'}; send override: true to change it anyway`,
+    })
+  }
+}

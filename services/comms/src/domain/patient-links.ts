@@ -1,4 +1,5 @@
-import { isUuid, type Ctx } from '@clinic/platform/core'
+import { isUuid, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { linkViewedEvent } from '../events/link-events'
 import { verifyLink, type AppointmentLink } from '../links/tokens'
 import type { AppointmentDirectory, AppointmentInfo } from './appointment-directory'
 import { systemCtx } from './system-ctx'
@@ -46,6 +47,8 @@ export interface LinkUseStore {
     use: LinkUse,
     act: () => Promise<{ keep: boolean; value: T }>,
   ): Promise<{ used: LinkAction } | { value: T }>
+  /** Puts a view of a link's page on the audit trail (its event, through the company's outbox). */
+  recordView(companyId: number, event: CloudEvent): Promise<void>
 }
 
 export interface LinkDeps {
@@ -105,14 +108,27 @@ export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>):
     requestId: req.requestId,
   })
 
-/** `GET /p/a/<token>`: the appointment and what may be answered, or why nothing can be. */
+/**
+ * `GET /p/a/<token>`: the appointment and what may be answered, or why nothing can be. Every view of
+ * a valid link is on the audit trail (`comms.patient_link.viewed`, actor `patient-link`) before the
+ * page is shown: a view that cannot be recorded is not shown (503 page). An altered or expired token
+ * names no company that can be trusted, so its page is only logged.
+ */
 export async function openPatientLink(deps: LinkDeps, req: LinkRequest): Promise<LinkPage> {
   const checked = linkOf(deps, req.token)
   if ('page' in checked) return checked.page
   const { link } = checked
+  const ctx = linkCtx(link.companyId, req)
+  const page = await linkPage(deps, ctx, link)
+  const view = { appointmentId: link.appointmentId, linkId: link.id, page: page.kind }
+  await deps.uses.recordView(link.companyId, linkViewedEvent(ctx, view))
+  return page
+}
+
+async function linkPage(deps: LinkDeps, ctx: Ctx, link: AppointmentLink): Promise<LinkPage> {
   const used = await deps.uses.usedFor(link.companyId, link.id)
   if (used) return { kind: 'used', action: used }
-  const appointment = await deps.appointments.find(linkCtx(link.companyId, req), link.appointmentId)
+  const appointment = await deps.appointments.find(ctx, link.appointmentId)
   if (!appointment) return { kind: 'not_found' }
   const actions = answerable(appointment.status)
   return actions.length ? { kind: 'open', appointment, actions } : { kind: 'closed', appointment }

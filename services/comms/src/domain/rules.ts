@@ -2,6 +2,7 @@ import type { FieldError } from '@clinic/platform/core'
 import type { Channel, RecipientRole } from '../schemas/message'
 import { GuardianOverrideRequired, GuardianRequired, NoContactAddress } from './errors'
 import type { PatientContact } from './patient-directory'
+import { normaliseAddress } from './preference-store'
 
 export const EMAIL_BODY_MAX_BYTES = 64 * 1024
 export const SMS_BODY_MAX_CHARS = 1600
@@ -60,7 +61,8 @@ const present = (s: string | null | undefined): s is string => typeof s === 'str
  * Who a message reaches and over what. Guardian by default when the patient requires a legal
  * guardian, else the patient; the patient of one who requires a guardian only with
  * `overrideGuardian` (guardian_override_required). The channel asked for, else the patient's
- * preferred channel, else the first the recipient has an address for (email, then sms).
+ * preferred channel, else the first the recipient has an address for (email, then sms). The
+ * address is normalised (`normaliseAddress`).
  */
 export function resolveRecipient(
   patient: PatientContact,
@@ -85,5 +87,6 @@ export function resolveRecipient(
     asked.channel ?? preferred ?? (present(who.email) ? 'email' : present(who.phone) ? 'sms' : 'email')
   const address = addressOn(channel)
   if (!present(address)) throw new NoContactAddress(role, channel)
-  return { role, name: who.name, address: address.trim(), channel }
+  // Normalised here, once: the row, its quota and its consent all see the same address.
+  return { role, name: who.name, address: normaliseAddress(channel, address), channel }
 }

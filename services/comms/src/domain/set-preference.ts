@@ -3,17 +3,19 @@ import {
   ValidationFailed,
   keyset,
   keysetPage,
+  NotFound,
   visibleCenters,
   type Ctx,
   type Page,
 } from '@clinic/platform/core'
 import { preferenceEvent } from '../events/preference-events'
+import { PreferenceSetByPerson } from './errors'
 import { CHANNELS, type Channel } from '../schemas/message'
 import type { Preference, PreferenceQuery, PutPreferenceBody } from '../schemas/preference'
 import {
   addressErrors,
   channelOf,
-  consentAddress,
+  normaliseAddress,
   preferenceId,
   type PreferenceStore,
   type StoredPreference,
@@ -49,9 +51,11 @@ const PREFERENCE_KEYSET = keyset({ order: 'asc', columns: [{ name: 'channel', ki
 
 /**
  * The company's preferences for an address: on `channel`, else on the channel the address is on
- * by its form (an email address on email, an E.164 number on sms). Every company has its own;
- * a center-limited token sees them too (consent is per company, not per center). A list like every
- * other, paged the same way, although one address has a preference per channel at most.
+ * by its form (an email address on email, an E.164 number on sms). Every company has its own. A
+ * token limited to centers (or a read naming `codalmacen`) sees only the addresses the company has
+ * messaged for patients of those centers: the others' consent is not its to read, and the list
+ * is empty. A list like every other, paged the same way, although one address has a preference per
+ * channel at most.
  */
 export function getPreferences(
   ctx: Ctx,
@@ -59,10 +63,10 @@ export function getPreferences(
   q: PreferenceQuery,
 ): Promise<Page<Preference>> {
   const companyId = ctx.auth.companyId
+  const centers = visibleCenters(ctx.auth, q.codalmacen)
   return keysetPage(q, {
     keyset: PREFERENCE_KEYSET,
     filter: () => {
-      visibleCenters(ctx.auth, q.codalmacen)
       const errors = addressErrors(q.channel, q.address)
       if (errors.length) throw new ValidationFailed(errors, 'The query string is not valid')
       return q.channel ? [q.channel] : [channelOf(q.address)!]
@@ -70,14 +74,16 @@ export function getPreferences(
     fetch: async (channels, page) => {
       const all = await Promise.all(
         [...channels].sort().map(async (channel) => {
-          const address = consentAddress(channel, q.address)
+          const address = normaliseAddress(channel, q.address)
+          if (centers && !(await store.messagedAt(companyId, channel, address, centers))) return null
           const [row] = await store.find(companyId, address, [channel])
           return toPreference(companyId, channel, address, row)
         }),
       )
+      const seen = all.filter((p): p is Preference => p !== null)
       const after = page.after
-      const rest = after ? all.filter((p) => p.channel > after.channel) : all
-      return { rows: rest.slice(page.offset, page.offset + page.limit), total: all.length }
+      const rest = after ? seen.filter((p) => p.channel > after.channel) : seen
+      return { rows: rest.slice(page.offset, page.offset + page.limit), total: seen.length }
     },
   })
 }
@@ -85,20 +91,31 @@ export function getPreferences(
 /**
  * PUT: sets the company's preference (source `api`). A change is written with its
  * `comms.preference.updated` event in one transaction; the same value again writes nothing and
- * answers the preference as it is (its source stays whoever set it).
+ * answers the preference as it is (its source stays whoever set it). A preference the person set
+ * (an SMS keyword, the unsubscribe link) is changed only with `override: true`, which its event
+ * carries (else 409 preference_set_by_person). A token limited to centers (or a call naming
+ * `codalmacen`) sets only addresses the company has messaged for patients of those centers: any
+ * other is 404, as a record of another center is.
  */
 export async function setPreference(
   ctx: Ctx,
   store: PreferenceStore,
   input: { body: PutPreferenceBody; codalmacen?: string },
 ): Promise<Preference> {
-  visibleCenters(ctx.auth, input.codalmacen)
+  const centers = visibleCenters(ctx.auth, input.codalmacen)
   const { channel, opted_out } = input.body
-  const address = consentAddress(channel, input.body.address)
+  const address = normaliseAddress(channel, input.body.address)
   const companyId = ctx.auth.companyId
   const row = await store.transaction(companyId, async (tx) => {
-    const set = await tx.set({ channel, address, opted_out, source: 'api' })
-    if (set.changed) await tx.publish([preferenceEvent(companyId, set.row, { ctx })])
+    if (centers && !(await tx.messagedAt(channel, address, centers)))
+      throw new NotFound("No patient of the token's centers has been messaged at this address")
+    const set = await tx.set(
+      { channel, address, opted_out, source: 'api' },
+      { overridePerson: input.body.override === true },
+    )
+    if (set.refused) throw new PreferenceSetByPerson(set.row.source)
+    if (set.changed)
+      await tx.publish([preferenceEvent(companyId, set.row, { ctx }, { override: set.overrode })])
     return set.row
   })
   ctx.log.info(
@@ -125,8 +142,12 @@ export async function unsubscribeByLink(
   return store.transaction(link.companyId, async (tx) => {
     const message = await tx.messageAddress(link.messageId)
     if (!message || message.channel !== 'email') return 'not_found'
-    const address = consentAddress('email', message.address)
-    const set = await tx.set({ channel: 'email', address, opted_out: true, source: 'email_unsubscribe' })
+    const address = normaliseAddress('email', message.address)
+    // The person's own choice: it may change whatever was set before.
+    const set = await tx.set(
+      { channel: 'email', address, opted_out: true, source: 'email_unsubscribe' },
+      { overridePerson: true },
+    )
     if (set.changed)
       await tx.publish([preferenceEvent(link.companyId, set.row, { name: 'email-unsubscribe', requestId })])
     return 'unsubscribed'

@@ -1,5 +1,5 @@
 import { preferenceEvent } from '../events/preference-events'
-import { E164, type PreferenceStore } from './preference-store'
+import { E164, normaliseAddress, type PreferenceStore } from './preference-store'
 
 /**
  * Keywords of an inbound SMS (DESIGN.md section 12), matched on the whole message: any case,
@@ -40,34 +40,66 @@ export function parseSmsKeyword(body: unknown): KeywordAction | null {
 export interface InboundSms {
   From?: string
   Body?: string
+  MessageSid?: string
+}
+
+/** Twilio's message sids: SM (SMS) or MM (MMS) and 32 hex digits. */
+const MESSAGE_SID = /^(SM|MM)[0-9a-f]{32}$/
+
+/** When Twilio received an inbound message, by its sid (its Messages API), or null if it cannot say. */
+export interface InboundMessageTimes {
+  receivedAt(sid: string): Promise<Date | null>
+}
+
+export interface KeywordDeps {
+  store: PreferenceStore
+  /** Twilio's word on when each message came in; absent (no Twilio API configured): arrival order. */
+  times?: InboundMessageTimes
+  /** The service's clock: the instant of a message Twilio cannot date. */
+  clock: () => Date
+}
+
+export type KeywordOutcome = {
+  action: KeywordAction | null
+  companies: number
+  /** Why a keyword changed nothing: its sid was taken before, or a later keyword of the sender was. */
+  ignored?: 'duplicate' | 'stale'
 }
 
 /**
  * An inbound SMS, signature already checked: a keyword sets the sender's SMS preference in every
  * company that has written to the number or has a preference for it (source `sms_keyword`), with
  * one `comms.preference.updated` per company changed (actor `sms-keyword`), in one transaction.
- * Anything else, or a sender that is not an E.164 number, changes nothing. Returns the action taken
- * and how many companies changed (never the number: it is not logged).
+ * Each message is taken once (by MessageSid: a replayed request, however well signed, changes
+ * nothing) and in the order Twilio received them: a keyword older than one already taken (a late
+ * delivery, a replay of a message never seen) is recorded and not applied, so `START` sent before a
+ * `STOP` never undoes it. Twilio's Messages API dates the message; when it cannot (not configured,
+ * or it fails), the arrival time does. Anything else, a sender that is not an E.164 number or a
+ * message without a sid changes nothing. Returns what was done (never the number: it is not logged).
  */
 export async function applySmsKeyword(
-  store: PreferenceStore,
+  deps: KeywordDeps,
   sms: InboundSms,
   requestId?: string,
-): Promise<{ action: KeywordAction | null; companies: number }> {
+): Promise<KeywordOutcome> {
   const action = parseSmsKeyword(sms.Body)
   const from = typeof sms.From === 'string' ? sms.From.trim() : ''
-  if (!action || !E164.test(from)) return { action: null, companies: 0 }
-  const changed = await store.everywhere(async (tx) => {
+  const sid = typeof sms.MessageSid === 'string' ? sms.MessageSid : ''
+  if (!action || !E164.test(from) || !MESSAGE_SID.test(sid)) return { action: null, companies: 0 }
+  const sender = normaliseAddress('sms', from)
+  const sentAt = (await deps.times?.receivedAt(sid).catch(() => null)) ?? deps.clock()
+  return deps.store.everywhere(async (tx) => {
+    const verdict = await tx.recordKeyword({ sid, sender, sentAt, optedOut: action === 'opt_out' })
+    if (verdict !== 'apply') return { action, companies: 0, ignored: verdict }
     const rows = await tx.setEverywhere({
       channel: 'sms',
-      address: from,
+      address: sender,
       opted_out: action === 'opt_out',
       source: 'sms_keyword',
     })
     await tx.publish(
       rows.map(({ companyId, row }) => preferenceEvent(companyId, row, { name: 'sms-keyword', requestId })),
     )
-    return rows.length
+    return { action, companies: rows.length }
   })
-  return { action, companies: changed }
 }

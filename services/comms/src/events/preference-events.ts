@@ -10,12 +10,14 @@ export type PreferenceActor = { ctx: Pick<Ctx, 'auth' | 'requestId'> } | { name:
 
 /**
  * `comms.preference.updated`: the preference's id (subject and `preference_id`), channel, value and
- * source, `changes: ['opted_out']`; never the address (the id stands for it).
+ * source, `changes: ['opted_out']` (with `override: true` and `override` among the changes when an
+ * API call overrode the person's own choice); never the address (the id stands for it).
  */
 export function preferenceEvent(
   companyId: number,
   p: Pick<StoredPreference, 'channel' | 'address' | 'opted_out' | 'source'>,
   actor: PreferenceActor,
+  o: { override?: boolean } = {},
 ): CloudEvent {
   const id = preferenceId(companyId, p.channel, p.address)
   const event = makeEvent({
@@ -29,7 +31,9 @@ export function preferenceEvent(
       channel: p.channel,
       opted_out: p.opted_out,
       source: p.source,
-      changes: ['opted_out'],
+      // An API change of what the person set themselves, said so explicitly: named on the trail.
+      ...(o.override ? { override: true } : {}),
+      changes: o.override ? ['opted_out', 'override'] : ['opted_out'],
     },
   })
   if ('name' in actor) {

@@ -1,7 +1,9 @@
 import { appendFile, mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import twilio from 'twilio'
+import type { Logger } from 'pino'
 import { DeliveryError, type OutgoingMessage, type Provider } from '../domain/deliver-message'
+import type { InboundMessageTimes } from '../domain/sms-keywords'
 
 /** Twilio: 429 and 5xx are transient; other 4xx (invalid number, unverified sender...) permanent. */
 export function classifyTwilioError(err: unknown): DeliveryError {
@@ -65,6 +67,34 @@ export class TwilioProvider implements Provider {
       return { providerId: sent.sid }
     } catch (err) {
       throw classifyTwilioError(err)
+    }
+  }
+}
+
+/**
+ * When Twilio received an incoming message, from its Messages API (`date_created`, to the second):
+ * the order inbound keywords apply in. Null when Twilio does not answer with one (logged: the caller
+ * falls back to the arrival time rather than lose a STOP).
+ */
+export class TwilioMessageTimes implements InboundMessageTimes {
+  private readonly client: twilio.Twilio
+  constructor(
+    o: Pick<TwilioOptions, 'accountSid' | 'authToken' | 'apiUrl'>,
+    private readonly log: Pick<Logger, 'warn'>,
+  ) {
+    this.client = twilio(
+      o.accountSid,
+      o.authToken,
+      o.apiUrl ? { httpClient: new RedirectingRequestClient(new URL(o.apiUrl)) } : {},
+    )
+  }
+  async receivedAt(sid: string): Promise<Date | null> {
+    try {
+      const m = await this.client.messages(sid).fetch()
+      return m.dateCreated instanceof Date && !Number.isNaN(m.dateCreated.getTime()) ? m.dateCreated : null
+    } catch (err) {
+      this.log.warn({ err: classifyTwilioError(err).reason }, 'incoming message not dated by twilio')
+      return null
     }
   }
 }

@@ -2,7 +2,7 @@ import { problem } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import type { PreferenceStore } from '../domain/preference-store'
-import { applySmsKeyword, type InboundSms } from '../domain/sms-keywords'
+import { applySmsKeyword, type InboundMessageTimes, type InboundSms } from '../domain/sms-keywords'
 import { SignatureHeader, acceptTwilioForms, verifiedTwilioForm } from './twilio-webhook'
 
 export interface TwilioInboundOptions {
@@ -14,6 +14,10 @@ export interface TwilioInboundOptions {
    * TWILIO_INBOUND_WEBHOOK_URL, else TWILIO_WEBHOOK_URL + `/inbound` (config.ts twilioInboundUrl).
    */
   inboundUrl?: string
+  /** Twilio's Messages API, which dates each message (the order keywords apply in); unset: arrival. */
+  times?: InboundMessageTimes
+  /** The service's clock (COMMS_CLOCK_FILE): the instant of a message Twilio cannot date. */
+  clock: () => Date
 }
 
 /** An empty TwiML answer: Twilio sends nothing back (its own opt-out reply, where on, is its own). */
@@ -63,7 +67,7 @@ export const twilioInboundRoutes: FastifyPluginAsync<TwilioInboundOptions> = asy
         operationId: 'twilioIncomingMessage',
         summary: 'Twilio incoming SMS: opt-out and opt-in keywords (signed by Twilio; no API token)',
         description:
-          'A message that is exactly an opt-out keyword (STOP, BAJA, CANCELAR, UNSUBSCRIBE; also STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE; any case, surrounding spaces and punctuation ignored) opts the sender out of SMS in every company that has messaged the number or keeps a preference for it; START, ALTA or UNSTOP opts back in. Source `sms_keyword`, one comms.preference.updated per company changed. Anything else changes nothing. Answers an empty TwiML response.',
+          'A message that is exactly an opt-out keyword (STOP, BAJA, CANCELAR, UNSUBSCRIBE; also STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE; any case, surrounding spaces and punctuation ignored) opts the sender out of SMS in every company that has messaged the number or keeps a preference for it; START, ALTA or UNSTOP opts back in. Source `sms_keyword`, one comms.preference.updated per company changed. Each message is taken once (by `MessageSid`: a request sent again changes nothing) and in the order Twilio received them (its Messages API dates them): a keyword older than one already taken never undoes it. Anything else changes nothing. Answers an empty TwiML response.',
         consumes: ['application/x-www-form-urlencoded'],
         headers: SignatureHeader,
         body: IncomingMessage,
@@ -78,7 +82,8 @@ export const twilioInboundRoutes: FastifyPluginAsync<TwilioInboundOptions> = asy
     },
     async (req, reply) => {
       const form = verifiedTwilioForm(req, o.authToken, o.inboundUrl)
-      const done = await applySmsKeyword(o.store, form as InboundSms, String(req.id))
+      const deps = { store: o.store, times: o.times, clock: o.clock }
+      const done = await applySmsKeyword(deps, form as InboundSms, String(req.id))
       // Never the number nor the text: what happened and to how many companies.
       if (done.action) req.log.info(done, 'sms keyword')
       return reply.code(200).type('text/xml; charset=utf-8').send(EMPTY_TWIML)

@@ -57,6 +57,12 @@ export const PutPreferenceBody = Type.Object(
     channel: Channel,
     address: Address,
     opted_out: Type.Boolean(),
+    override: Type.Optional(
+      Type.Boolean({
+        description:
+          'true to change a preference the person set themselves (source sms_keyword or email_unsubscribe); the audit trail shows it. Without it such a change is 409 preference_set_by_person',
+      }),
+    ),
   },
   {
     title: 'PreferenceUpdate',

@@ -8,7 +8,7 @@ import {
 } from '../../src/domain/deliver-message'
 import {
   addressErrors,
-  consentAddress,
+  normaliseAddress,
   preferenceId,
   type PreferenceStore,
   type PreferenceWrite,
@@ -70,8 +70,8 @@ describe('parseSmsKeyword', () => {
 
 describe('addresses and preference ids', () => {
   it('keeps email addresses lower-cased and trimmed, numbers as E.164', () => {
-    expect(consentAddress('email', '  Ana.Test@Example.TEST ')).toBe('ana.test@example.test')
-    expect(consentAddress('sms', ' +34600111222 ')).toBe('+34600111222')
+    expect(normaliseAddress('email', '  Ana.Test@Example.TEST ')).toBe('ana.test@example.test')
+    expect(normaliseAddress('sms', ' +34600111222 ')).toBe('+34600111222')
   })
 
   it('accepts an address only on the channel of its form', () => {

@@ -1,6 +1,7 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
 import { messageDeliveryJobs } from './delivery-jobs'
 import { earlyReceiptsByCompany } from './early-receipts'
+import { normalisedAddresses } from './normalised-addresses'
 import { remindersConsentLimits } from './reminders'
 
 export const SCHEMA = 'comms'
@@ -9,6 +10,8 @@ export const APP_ROLE = 'clinic_comms_app'
 
 /** The first key of the per-sid advisory lock the receipt functions share (any constant int4). */
 const RECEIPT_LOCK = 740_713
+/** The first key of the per-sender advisory lock of inbound SMS keywords (any constant int4). */
+const KEYWORD_LOCK = 740_715
 
 const TENANT = `idempresa = nullif(current_setting('app.idempresa', true), '')::integer`
 
@@ -143,4 +146,5 @@ export const migrations: Migration[] = [
   remindersConsentLimits(SCHEMA, APP_ROLE),
   earlyReceiptsByCompany(SCHEMA, APP_ROLE, RECEIPT_LOCK),
   messageDeliveryJobs(SCHEMA, APP_ROLE),
+  normalisedAddresses(SCHEMA, APP_ROLE, KEYWORD_LOCK),
 ]

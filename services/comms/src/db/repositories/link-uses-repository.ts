@@ -1,4 +1,6 @@
+import type { CloudEvent } from '@clinic/platform/core'
 import { companyRead, companyTransaction } from '@clinic/platform/db'
+import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type { LinkAction, LinkUse, LinkUseStore } from '../../domain/patient-links'
 
@@ -25,6 +27,10 @@ export class LinkUsesRepository implements LinkUseStore {
       this.knex(TABLE).where({ idempresa: companyId, token_id: tokenId }).select('action').limit(1),
     )
     return row?.action ?? null
+  }
+
+  recordView(companyId: number, event: CloudEvent): Promise<void> {
+    return companyTransaction(this.knex, companyId, (trx) => enqueueEvents(trx, [event]))
   }
 
   async useOnce<T>(

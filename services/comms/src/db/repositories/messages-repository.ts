@@ -85,11 +85,9 @@ export function messageTx(companyId: number, trx: Knex.Transaction): MessageTx {
       return toMessage(row as Record<string, unknown>)
     },
     async optedOut(channel, address) {
-      // Emails as written and lowercased (how an opt-out may have stored them); numbers are E.164.
-      const addresses = channel === 'email' ? [...new Set([address, address.toLowerCase()])] : [address]
+      // Both sides normalised (normaliseAddress; migration 0007 for rows written before).
       const row = await trx('preferences')
-        .where({ idempresa: companyId, channel, opted_out: true })
-        .whereIn('address', addresses)
+        .where({ idempresa: companyId, channel, opted_out: true, address })
         .first('address')
       return row !== undefined
     },

@@ -4,6 +4,8 @@ import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type {
   EverywhereTx,
+  InboundKeyword,
+  KeywordVerdict,
   PreferenceStore,
   PreferenceTx,
   PreferenceWrite,
@@ -32,8 +34,16 @@ const UPSERT = `
   ON CONFLICT (idempresa, channel, address) DO UPDATE
     SET opted_out = excluded.opted_out, source = excluded.source,
       updated_at = date_trunc('milliseconds', now()), version = p.version + 1
-    WHERE p.opted_out IS DISTINCT FROM excluded.opted_out
+    WHERE p.opted_out IS DISTINCT FROM excluded.opted_out AND (p.source = 'api' OR ?::boolean)
   RETURNING ${COLUMNS.map((c) => `p.${c}`).join(', ')}`
+
+/** messages_address (idempresa, recipient_address, created_at) finds them; the center filters. */
+const messagedAt = (knex: Knex, companyId: number, channel: Channel, address: string, centers: readonly string[]) =>
+  knex('messages')
+    .where({ idempresa: companyId, channel, recipient_address: address })
+    .whereIn('codalmacen', [...centers])
+    .select(knex.raw('1 AS found'))
+    .limit(1)
 
 /**
  * `comms.preferences`: consent per company, channel and address. Company reads and writes run
@@ -55,23 +65,40 @@ export class PreferencesRepository implements PreferenceStore {
     return rows.map(toPreference)
   }
 
+  async messagedAt(companyId: number, channel: Channel, address: string, centers: readonly string[]) {
+    const rows = await companyRead<Record<string, unknown>>(
+      this.knex,
+      companyId,
+      messagedAt(this.knex, companyId, channel, address, centers),
+    )
+    return rows.length > 0
+  }
+
   transaction<T>(companyId: number, fn: (tx: PreferenceTx) => Promise<T>): Promise<T> {
     return companyTransaction(this.knex, companyId, (trx) =>
       fn({
-        async set(p: PreferenceWrite) {
-          const { rows } = (await trx.raw(UPSERT, [
-            companyId,
-            p.channel,
-            p.address,
-            p.opted_out,
-            p.source,
-          ])) as { rows: Array<Record<string, unknown>> }
-          if (rows[0]) return { row: toPreference(rows[0]), changed: true }
-          const same = (await trx(TABLE)
-            .where({ idempresa: companyId, channel: p.channel, address: p.address })
-            .first([...COLUMNS])) as Record<string, unknown>
-          return { row: toPreference(same), changed: false }
+        async set(p: PreferenceWrite, o: { overridePerson: boolean }) {
+          const key = { idempresa: companyId, channel: p.channel, address: p.address }
+          const read = async (lock: boolean) => {
+            const q = trx(TABLE).where(key).first([...COLUMNS])
+            const r = (await (lock ? q.forUpdate() : q)) as Record<string, unknown> | undefined
+            return r ? toPreference(r) : undefined
+          }
+          // Who set it before (locked to the commit), so the answer can say whose choice it changed.
+          const before = await read(true)
+          const { rows } = (await trx.raw(UPSERT, [companyId, p.channel, p.address, p.opted_out, p.source, o.overridePerson])) as {
+            rows: Array<Record<string, unknown>>
+          }
+          if (rows[0]) {
+            const overrode = before !== undefined && before.source !== 'api' && p.source === 'api'
+            return { row: toPreference(rows[0]), changed: true, refused: false, overrode }
+          }
+          // Not written: the same value, or (a row the upsert guards) the person's own choice.
+          const row = (await read(false))!
+          return { row, changed: false, refused: row.opted_out !== p.opted_out, overrode: false }
         },
+        messagedAt: async (channel, address, centers) =>
+          ((await messagedAt(trx, companyId, channel, address, centers)) as unknown[]).length > 0,
         async messageAddress(messageId: string) {
           const row = (await trx('messages')
             .where({ idempresa: companyId, id: messageId })
@@ -94,6 +121,15 @@ export class PreferencesRepository implements PreferenceStore {
             p.source,
           ])) as { rows: Array<Record<string, unknown>> }
           return rows.map((r) => ({ companyId: r.idempresa as number, row: toPreference(r) }))
+        },
+        async recordKeyword(k: InboundKeyword) {
+          const { rows } = (await trx.raw('select record_sms_keyword(?, ?, ?, ?) AS verdict', [
+            k.sid,
+            k.sender,
+            k.sentAt.toISOString(),
+            k.optedOut,
+          ])) as { rows: Array<{ verdict: KeywordVerdict }> }
+          return rows[0]!.verdict
         },
         publish: (events) => enqueueEvents(trx, events),
       }),
