@@ -31,6 +31,7 @@ import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import type { AppointmentInfo } from '../src/domain/appointment-directory'
 import type { Provider } from '../src/domain/deliver-message'
 import type { MessagingLimits } from '../src/domain/queue-message'
+import type { InboundMessageTimes } from '../src/domain/sms-keywords'
 import type { PatientContact } from '../src/domain/patient-directory'
 import { unsubscribeUrlFor } from '../src/links/unsubscribe-link'
 import type { Channel } from '../src/schemas/message'
@@ -169,7 +170,7 @@ export async function startComms(
   o: {
     providers?: Record<Channel, Provider>
     /** `inboundUrl`: the URL incoming SMS are signed for (config.ts twilioInboundUrl). */
-    twilio?: { authToken: string; webhookUrl: string; inboundUrl?: string }
+    twilio?: { authToken: string; webhookUrl: string; inboundUrl?: string; times?: InboundMessageTimes }
     /** Every log line of the app and the worker, at every level (silent without). */
     logLines?: string[]
     /** Messaging limits over the configuration's defaults (DESIGN.md section 12). */
@@ -328,9 +329,12 @@ export async function startSmtp() {
 /**
  * The part of Twilio's REST API the client uses to send (POST .../Messages.json), on a free port.
  * `To` decides the answer: +34600000400 is a 400 (invalid number), +34600000503 a 503 once.
+ * Messages that came in (`incoming`: a sid and when Twilio took it) are read back by sid
+ * (GET .../Messages/<sid>.json), as comms dates inbound keywords; any other sid is a 404.
  */
 export async function startTwilio(accountSid: string, authToken: string) {
   const sent: Array<Record<string, string>> = []
+  const incoming = new Map<string, Date>()
   let failedOnce = false
   let n = 0
   const server = http.createServer((req, res) => {
@@ -342,6 +346,20 @@ export async function startTwilio(accountSid: string, authToken: string) {
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(o))
       if (req.headers.authorization !== `Basic ${auth}`)
         return json(401, { code: 20003, message: 'Authenticate', status: 401 })
+      const fetched = new RegExp(`^/2010-04-01/Accounts/${accountSid}/Messages/([A-Za-z0-9]+)\\.json$`).exec(
+        req.url ?? '',
+      )
+      if (req.method === 'GET' && fetched) {
+        const at = incoming.get(fetched[1]!)
+        if (!at) return json(404, { code: 20404, message: 'Not found', status: 404 })
+        return json(200, {
+          sid: fetched[1],
+          account_sid: accountSid,
+          direction: 'inbound',
+          status: 'received',
+          date_created: at.toUTCString(),
+        })
+      }
       if (req.method !== 'POST' || req.url !== `/2010-04-01/Accounts/${accountSid}/Messages.json`)
         return json(404, { code: 20404, message: 'Not found', status: 404 })
       const p = Object.fromEntries(new URLSearchParams(body))
@@ -370,6 +388,8 @@ export async function startTwilio(accountSid: string, authToken: string) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     sent,
+    /** A message Twilio took at `at` (to the second, as its API says it). */
+    incoming: (sid: string, at: Date) => void incoming.set(sid, at),
     close: () => new Promise<void>((r) => server.close(() => r())),
   }
 }

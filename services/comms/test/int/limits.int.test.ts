@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { testPrincipal, waitFor } from '@clinic/platform/testing'
 import type { OutgoingMessage, Provider } from '../../src/domain/deliver-message'
 import { guardianOf, makeContact } from '../fixtures'
@@ -100,6 +101,28 @@ describe('the hourly quota per recipient address', () => {
       'true',
       later.json().id,
     ])
+  })
+
+  it('counts one address however it is written: Quota@Example.TEST and quota@example.test are one recipient', async () => {
+    const local = `quota-${randomUUID().slice(0, 8)}`
+    const principal = testPrincipal()
+    // Two patients (or a patient and a guardian) whose records write one mailbox differently.
+    const upper = company(makeContact({ email: ` ${local.toUpperCase()}@Example.TEST ` }), principal)
+    const lower = company(makeContact({ email: `${local}@example.test` }), principal)
+    const email = (patientId: string) => ({
+      patient_id: patientId,
+      channel: 'email',
+      subject: 's',
+      body: 'x',
+    })
+    for (let i = 0; i < 10; i++)
+      expect((await upper.client.post('/comms/send', email(upper.patient.id))).statusCode).toBe(202)
+    const refused = await lower.client.post('/comms/send', email(lower.patient.id))
+    expect(refused.statusCode).toBe(429)
+    expect(refused.json()).toMatchObject({ code: 'messaging_quota_exceeded' })
+    expect(refused.json().detail).toMatch(/^hourly per recipient/)
+    // Stored in the one form the quota, consent and keyword lookups read.
+    expect(await rowsTo(principal.companyId, `${local}@example.test`)).toHaveLength(10)
   })
 
   it('30 concurrent sends to one address, through two instances, never admit more than 10', async () => {

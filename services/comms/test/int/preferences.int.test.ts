@@ -1,5 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto'
 import type { Principal } from '@clinic/platform'
+import { createLogger } from '@clinic/platform'
 import { gatewayHeaders, outboxOf, tapEvents, testPrincipal, waitFor } from '@clinic/platform/testing'
 import twilio from 'twilio'
 import { twilioInboundUrl } from '../../src/config'
@@ -7,7 +8,8 @@ import type { Provider } from '../../src/domain/deliver-message'
 import { signLink } from '../../src/links/tokens'
 import { SmtpProvider } from '../../src/providers/smtp-provider'
 import { guardianOf, makeContact } from '../fixtures'
-import { TEST_LINK_SECRET, clientFor, startComms, startSmtp, type Harness } from '../helpers'
+import { TwilioMessageTimes } from '../../src/providers/twilio-provider'
+import { TEST_LINK_SECRET, clientFor, startComms, startSmtp, startTwilio, type Harness } from '../helpers'
 
 const TOKEN = 'test-twilio-auth-token'
 const WEBHOOK = 'https://clinic.example/api/comms/webhooks/twilio'
@@ -17,11 +19,23 @@ const INBOUND = twilioInboundUrl({ TWILIO_WEBHOOK_URL: WEBHOOK })!
 const phone = () => `+346${String(randomInt(0, 100_000_000)).padStart(8, '0')}`
 const email = (name = 'ana') => `${name}-${randomUUID().slice(0, 8)}@example.test`
 
+const ACCOUNT = 'AC00000000000000000000000000000001'
+
 let h: Harness
+/** Twilio's Messages API, which dates the incoming messages comms asks it about. */
+let twilioApi: Awaited<ReturnType<typeof startTwilio>>
 beforeAll(async () => {
-  h = await startComms({ twilio: { authToken: TOKEN, webhookUrl: WEBHOOK, inboundUrl: INBOUND } })
+  twilioApi = await startTwilio(ACCOUNT, TOKEN)
+  const times = new TwilioMessageTimes(
+    { accountSid: ACCOUNT, authToken: TOKEN, apiUrl: twilioApi.url },
+    createLogger({ service: 'comms', level: 'silent' }),
+  )
+  h = await startComms({ twilio: { authToken: TOKEN, webhookUrl: WEBHOOK, inboundUrl: INBOUND, times } })
 })
-afterAll(() => h.close())
+afterAll(async () => {
+  await h?.close()
+  await twilioApi?.close()
+})
 
 /** The API as the gateway calls it for `principal` (PUT too, which helpers' client lacks). */
 function api(principal: Principal = testPrincipal(), on: () => Harness = () => h) {
@@ -194,17 +208,100 @@ describe('GET and PUT /comms/preferences', () => {
     )
   })
 
-  it('serves a token limited to centers (consent is per company), and checks codalmacen as everywhere', async () => {
-    const limited = api(testPrincipal({ allowedCenters: ['ALM1'] }))
+  it("a token limited to centers reads and changes only the addresses of its centers' patients", async () => {
+    const company = testPrincipal()
+    const alm1 = api({ ...company, allowedCenters: ['ALM1'] })
+    const alm2 = api({ ...company, allowedCenters: ['ALM2'] })
     const number = phone()
-    const res = await limited.put('/comms/preferences', { channel: 'sms', address: number, opted_out: true })
-    expect(res.statusCode).toBe(200)
-    expect((await limited.find(number))[0]).toMatchObject({ opted_out: true })
+    // A patient of ALM1 was messaged at the number; nobody of ALM2 ever was.
+    await smsTo(company, makeContact({ phone: number, codalmacen: 'ALM1' }))
+    expect(
+      (await api(company).put('/comms/preferences', { channel: 'sms', address: number, opted_out: true }))
+        .statusCode,
+    ).toBe(200)
+
+    // ALM2's token can neither read the consent of ALM1's patient nor flip it.
+    expect(await alm2.find(number)).toEqual([])
+    const flip = await alm2.put('/comms/preferences', { channel: 'sms', address: number, opted_out: false })
+    expect(flip.statusCode).toBe(404)
+    expect(flip.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(flip.json().code).toBe('not_found')
+    const other = await alm2.put('/comms/preferences', { channel: 'sms', address: phone(), opted_out: true })
+    expect(other.json().code).toBe('not_found')
+    expect(await h.owner('preferences').where({ idempresa: company.companyId, address: number })).toEqual([
+      expect.objectContaining({ opted_out: true, source: 'api' }),
+    ])
+
+    // ALM1's token does both, written in any form of the number.
+    expect((await alm1.find(number))[0]).toMatchObject({ opted_out: true })
+    const spaced = `${number.slice(0, 3)} ${number.slice(3, 6)} ${number.slice(6)}`
+    const back = await alm1.put('/comms/preferences', { channel: 'sms', address: number, opted_out: false })
+    expect(back.statusCode).toBe(200)
+    expect(
+      (await alm1.get(`/comms/preferences?address=${encodeURIComponent(spaced)}&channel=sms`)).statusCode,
+    ).toBe(400)
+
     const q = `address=${encodeURIComponent(number)}`
-    expect((await limited.get(`/comms/preferences?${q}&codalmacen=ALM2`)).json().code).toBe(
-      'center_forbidden',
-    )
-    expect((await limited.get(`/comms/preferences?${q}&codalmacen=NOPE`)).json().code).toBe('unknown_center')
+    expect((await alm1.get(`/comms/preferences?${q}&codalmacen=ALM2`)).json().code).toBe('center_forbidden')
+    expect((await alm1.get(`/comms/preferences?${q}&codalmacen=NOPE`)).json().code).toBe('unknown_center')
+  })
+
+  it("an API call does not undo the person's own STOP unless it says override: true, which the trail shows", async () => {
+    const { put, find, principal } = api()
+    const number = phone()
+    await smsTo(principal, makeContact({ phone: number }))
+    expect((await inbound(sms(number, 'STOP'))).statusCode).toBe(200)
+    const [stopped] = await find(number)
+    expect(stopped).toMatchObject({ opted_out: true, source: 'sms_keyword' })
+
+    const undo = await put('/comms/preferences', { channel: 'sms', address: number, opted_out: false })
+    expect(undo.statusCode).toBe(409)
+    expect(undo.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(undo.json()).toMatchObject({ status: 409, code: 'preference_set_by_person' })
+    expect(JSON.stringify(undo.json())).not.toContain(number.slice(1))
+    expect(
+      (
+        await put('/comms/preferences', {
+          channel: 'sms',
+          address: number,
+          opted_out: false,
+          override: false,
+        })
+      ).statusCode,
+    ).toBe(409)
+    expect(await find(number)).toEqual([stopped])
+    // The same value as the person's changes nothing and needs no override.
+    expect(
+      (await put('/comms/preferences', { channel: 'sms', address: number, opted_out: true })).json(),
+    ).toEqual(stopped)
+
+    const forced = await put('/comms/preferences', {
+      channel: 'sms',
+      address: number,
+      opted_out: false,
+      override: true,
+    })
+    expect(forced.statusCode).toBe(200)
+    expect(forced.json()).toMatchObject({ opted_out: false, source: 'api' })
+    const events = await consentEvents(principal.companyId, stopped!.id as string)
+    expect(events.map((e) => e.payload.data)).toEqual([
+      expect.objectContaining({ opted_out: true, source: 'sms_keyword', changes: ['opted_out'] }),
+      {
+        preference_id: stopped!.id,
+        channel: 'sms',
+        opted_out: false,
+        source: 'api',
+        override: true,
+        changes: ['opted_out', 'override'],
+      },
+    ])
+    expect(events[1]!.payload).toMatchObject({ actorname: principal.username, actorid: principal.userId })
+    // Set by the API now: the next API change needs no override, and records none.
+    const again = await put('/comms/preferences', { channel: 'sms', address: number, opted_out: true })
+    expect(again.statusCode).toBe(200)
+    expect(
+      (await consentEvents(principal.companyId, stopped!.id as string))[2]!.payload.data,
+    ).not.toHaveProperty('override')
   })
 
   it('answers 400 validation_failed naming every bad field', async () => {
@@ -259,13 +356,12 @@ function inbound(params: Record<string, string>, signature?: string | null) {
     payload: new URLSearchParams(params).toString(),
   })
 }
-const sms = (from: string, body: string) => ({
-  MessageSid: `SM${randomUUID().replaceAll('-', '')}`,
-  AccountSid: 'AC00000000000000000000000000000001',
-  From: from,
-  To: '+34900000000',
-  Body: body,
-})
+/** An incoming SMS, which Twilio's API dates `at` (now unless given). */
+const sms = (from: string, body: string, at = new Date()) => {
+  const MessageSid = `SM${randomUUID().replaceAll('-', '')}`
+  twilioApi.incoming(MessageSid, at)
+  return { MessageSid, AccountSid: ACCOUNT, From: from, To: '+34900000000', Body: body }
+}
 
 describe('POST /comms/webhooks/twilio/inbound (keywords)', () => {
   it('signs for TWILIO_WEBHOOK_URL + /inbound unless TWILIO_INBOUND_WEBHOOK_URL says otherwise', () => {
@@ -400,6 +496,53 @@ describe('POST /comms/webhooks/twilio/inbound (keywords)', () => {
     expect(rows[0]).toMatchObject({ channel: 'sms', opted_out: true, source: 'sms_keyword' })
     const [pref] = await find(number)
     expect(await consentEvents(principal.companyId, pref!.id as string)).toHaveLength(1)
+  })
+
+  it('a replayed START (the same signed request again) never undoes a later STOP', async () => {
+    const { principal, find } = api()
+    const number = phone()
+    await smsTo(principal, makeContact({ phone: number }))
+    const start = sms(number, 'START', new Date(Date.now() - 120_000))
+    expect((await inbound(start)).statusCode).toBe(200)
+    expect((await inbound(sms(number, 'STOP', new Date(Date.now() - 60_000)))).statusCode).toBe(200)
+    const [stopped] = await find(number)
+    expect(stopped).toMatchObject({ opted_out: true, source: 'sms_keyword' })
+
+    // The captured request, signature and all, sent again: 200 (Twilio's answer) and nothing changes.
+    const replay = await inbound(start)
+    expect(replay.statusCode).toBe(200)
+    expect(await find(number)).toEqual([stopped])
+    const events = await consentEvents(principal.companyId, stopped!.id as string)
+    // START's row (opted in), then STOP; the replay added nothing.
+    expect(events.map((e) => e.payload.data.opted_out)).toEqual([false, true])
+    expect(await h.owner('sms_keywords').where({ sender: number }).select('message_sid')).toHaveLength(2)
+  })
+
+  it('applies keywords in the order Twilio received them: an older START delivered late changes nothing', async () => {
+    const { principal, find } = api()
+    const number = phone()
+    await smsTo(principal, makeContact({ phone: number }))
+    const now = Date.now()
+    expect((await inbound(sms(number, 'STOP', new Date(now - 60_000)))).statusCode).toBe(200)
+    // Sent before the STOP, delivered after it (never seen before, so no duplicate).
+    expect((await inbound(sms(number, 'ALTA', new Date(now - 120_000)))).statusCode).toBe(200)
+    expect((await find(number))[0]).toMatchObject({ opted_out: true, source: 'sms_keyword' })
+    // A newer one does apply.
+    expect((await inbound(sms(number, 'START', new Date(now - 30_000)))).statusCode).toBe(200)
+    expect((await find(number))[0]).toMatchObject({ opted_out: false, source: 'sms_keyword' })
+  })
+
+  it('ignores a message without a MessageSid, and one Twilio cannot date falls back to its arrival', async () => {
+    const { principal, find } = api()
+    const number = phone()
+    await smsTo(principal, makeContact({ phone: number }))
+    const { MessageSid: _, ...noSid } = sms(number, 'STOP')
+    expect((await inbound(noSid)).statusCode).toBe(200)
+    expect((await find(number))[0]).toMatchObject({ opted_out: false, source: null })
+    // A sid Twilio's API does not know: dated by its arrival, so applied after what came before.
+    const unknown = { ...sms(number, 'STOP'), MessageSid: `SM${randomUUID().replaceAll('-', '')}` }
+    expect((await inbound(unknown)).statusCode).toBe(200)
+    expect((await find(number))[0]).toMatchObject({ opted_out: true })
   })
 
   it('ignores a sender that is not an E.164 number', async () => {
