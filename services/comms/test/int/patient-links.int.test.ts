@@ -1,5 +1,5 @@
 import { uuidv7 } from '@clinic/platform'
-import { freshCompanyId } from '@clinic/platform/testing'
+import { freshCompanyId, outboxOf } from '@clinic/platform/testing'
 import type { LightMyRequestResponse } from 'fastify'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
 import { signLink, type AppointmentLink } from '../../src/links/tokens'
@@ -150,6 +150,42 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
     expectPage(await open(token), 404, 'No encontramos esta cita')
     expectPage(await answer(token, 'confirm'), 404, 'No encontramos esta cita')
     expect(await usesOf(id)).toEqual([])
+  })
+})
+
+describe('every view of a link page is on the audit trail', () => {
+  test('each opening is a comms.patient_link.viewed by actor patient-link, naming the appointment and the link, never the token', async () => {
+    const company = freshCompanyId()
+    const a = appointmentOf(company)
+    const link = linkTo(company, a)
+    const viewsOf = async () =>
+      (await outboxOf(h.owner, company, a.id)).filter((e) => e.type === 'comms.patient_link.viewed')
+    expectPage(await open(link.token), 200, 'Su cita')
+    const [first] = await viewsOf()
+    expect(first!.payload).toMatchObject({
+      source: 'clinic/comms',
+      subject: a.id,
+      idempresa: company,
+      actorname: 'patient-link',
+      requestid: expect.any(String),
+      data: { appointment_id: a.id, link_id: link.id, page: 'open' },
+    })
+    expect(JSON.stringify(first!.payload)).not.toContain(link.token)
+    // Opened again (a reload, someone else with the message): another view, another event.
+    await open(link.token)
+    expect(await viewsOf()).toHaveLength(2)
+    // After the answer the page still says what became of it, and that view is recorded too.
+    expect((await answer(link.token, 'confirm')).statusCode).toBe(200)
+    await open(link.token)
+    expect((await viewsOf()).map((e) => e.payload.data.page)).toEqual(['open', 'open', 'used'])
+  })
+
+  test('an altered token names no company to put on a trail: its page records nothing', async () => {
+    const company = freshCompanyId()
+    const a = appointmentOf(company)
+    const link = linkTo(company, a)
+    expectPage(await open(`${link.token.slice(0, -2)}xx`), 400, 'Este enlace no es válido')
+    expect(await outboxOf(h.owner, company, a.id)).toEqual([])
   })
 })
 
