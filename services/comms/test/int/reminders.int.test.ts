@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { createDb, createLogger, makeEvent, migrate } from '@clinic/platform'
 import { createTestDatabase, dropTestDatabase, testSigner } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
@@ -341,8 +342,9 @@ describe('the worker', () => {
     await run('2026-06-12T06:30:00Z')
     expect((await reminders(first.id))[0]!.status).toBe('sent')
 
-    const preferences = new PreferencesRepository(knex)
-    expect(await applySmsKeyword(preferences, { From: phone, Body: 'stop' })).toEqual({
+    const preferences = { store: new PreferencesRepository(knex), clock: () => new Date() }
+    const sid = () => `SM${randomUUID().replaceAll('-', '')}`
+    expect(await applySmsKeyword(preferences, { From: phone, Body: 'stop', MessageSid: sid() })).toEqual({
       action: 'opt_out',
       companies: 1,
     })
@@ -360,7 +362,7 @@ describe('the worker', () => {
         .whereRaw("payload->'data'->>'appointment_id' IN (?, ?)", [a.id, b.id]),
     ).toEqual([])
 
-    expect(await applySmsKeyword(preferences, { From: phone, Body: 'START' })).toEqual({
+    expect(await applySmsKeyword(preferences, { From: phone, Body: 'START', MessageSid: sid() })).toEqual({
       action: 'opt_in',
       companies: 1,
     })

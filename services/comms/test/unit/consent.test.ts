@@ -10,6 +10,7 @@ import {
   addressErrors,
   normaliseAddress,
   preferenceId,
+  type InboundKeyword,
   type PreferenceStore,
   type PreferenceWrite,
 } from '../../src/domain/preference-store'
@@ -72,6 +73,11 @@ describe('addresses and preference ids', () => {
   it('keeps email addresses lower-cased and trimmed, numbers as E.164', () => {
     expect(normaliseAddress('email', '  Ana.Test@Example.TEST ')).toBe('ana.test@example.test')
     expect(normaliseAddress('sms', ' +34600111222 ')).toBe('+34600111222')
+    // One number however it is spaced: one quota, one consent.
+    expect(normaliseAddress('sms', '+34 600 111 222')).toBe('+34600111222')
+    expect(normaliseAddress('email', 'Quota@Example.com')).toBe(
+      normaliseAddress('email', 'quota@example.com'),
+    )
   })
 
   it('accepts an address only on the channel of its form', () => {
@@ -101,9 +107,17 @@ describe('addresses and preference ids', () => {
 function everywhereStore(companies: number[]) {
   const writes: PreferenceWrite[] = []
   const published: CloudEvent[] = []
+  const keywords: InboundKeyword[] = []
   const store = {
     everywhere: async (fn) =>
       fn({
+        // As record_sms_keyword: a sid once; none older than the latest of its sender.
+        async recordKeyword(k) {
+          const seen = keywords.some((x) => x.sid === k.sid)
+          const later = keywords.some((x) => x.sender === k.sender && x.sentAt > k.sentAt)
+          if (!seen) keywords.push(k)
+          return seen ? 'duplicate' : later ? 'stale' : 'apply'
+        },
         async setEverywhere(p) {
           writes.push(p)
           return companies.map((companyId) => ({
@@ -114,13 +128,19 @@ function everywhereStore(companies: number[]) {
         publish: async (events) => void published.push(...events),
       }),
   } as Pick<PreferenceStore, 'everywhere'> as PreferenceStore
-  return { store, writes, published }
+  const at = (iso: string) => () => new Date(iso)
+  return { deps: { store, clock: at('2026-11-22T09:30:00Z') }, at, writes, published, keywords }
 }
+const sid = (n: number) => `SM${String(n).padStart(32, '0')}`
 
 describe('applySmsKeyword', () => {
   it('sets the number in every company it names, one event per company, with no number in any', async () => {
-    const { store, writes, published } = everywhereStore([7, 8])
-    const done = await applySmsKeyword(store, { From: '+34600111222', Body: 'baja' }, 'req-1')
+    const { deps, writes, published } = everywhereStore([7, 8])
+    const done = await applySmsKeyword(
+      deps,
+      { From: '+34600111222', Body: 'baja', MessageSid: sid(1) },
+      'req-1',
+    )
     expect(done).toEqual({ action: 'opt_out', companies: 2 })
     expect(writes).toEqual([
       { channel: 'sms', address: '+34600111222', opted_out: true, source: 'sms_keyword' },
@@ -139,16 +159,58 @@ describe('applySmsKeyword', () => {
   })
 
   it('changes nothing for other texts or a sender that is no E.164 number', async () => {
-    const { store, writes } = everywhereStore([7])
-    expect(await applySmsKeyword(store, { From: '+34600111222', Body: 'gracias' })).toEqual({
+    const { deps, writes } = everywhereStore([7])
+    expect(
+      await applySmsKeyword(deps, { From: '+34600111222', Body: 'gracias', MessageSid: sid(1) }),
+    ).toEqual({
       action: null,
       companies: 0,
     })
-    expect(await applySmsKeyword(store, { From: 'whatsapp:+34600111222', Body: 'STOP' })).toMatchObject({
-      companies: 0,
+    expect(
+      await applySmsKeyword(deps, { From: 'whatsapp:+34600111222', Body: 'STOP', MessageSid: sid(2) }),
+    ).toMatchObject({ companies: 0 })
+    expect(await applySmsKeyword(deps, { Body: 'STOP', MessageSid: sid(3) })).toMatchObject({ companies: 0 })
+    // Twilio always names the message: a request without a sid (or with a malformed one) is not its.
+    expect(await applySmsKeyword(deps, { From: '+34600111222', Body: 'STOP' })).toMatchObject({
+      action: null,
     })
-    expect(await applySmsKeyword(store, { Body: 'STOP' })).toMatchObject({ companies: 0 })
+    expect(
+      await applySmsKeyword(deps, { From: '+34600111222', Body: 'STOP', MessageSid: 'SM1' }),
+    ).toMatchObject({ action: null })
     expect(writes).toEqual([])
+  })
+
+  it("dates each keyword by Twilio's word, else by the clock, and applies none twice nor out of order", async () => {
+    const { deps, at, writes, keywords } = everywhereStore([7])
+    const times = new Map([
+      [sid(1), new Date('2026-11-22T09:00:00Z')],
+      [sid(2), new Date('2026-11-22T08:00:00Z')],
+    ])
+    const dated = { ...deps, times: { receivedAt: async (s: string) => times.get(s) ?? null } }
+    const stop = { From: '+34600111222', Body: 'STOP', MessageSid: sid(1) }
+    expect(await applySmsKeyword(dated, stop)).toEqual({ action: 'opt_out', companies: 1 })
+    expect(await applySmsKeyword(dated, stop)).toEqual({
+      action: 'opt_out',
+      companies: 0,
+      ignored: 'duplicate',
+    })
+    const olderStart = { From: '+34600111222', Body: 'START', MessageSid: sid(2) }
+    expect(await applySmsKeyword(dated, olderStart)).toEqual({
+      action: 'opt_in',
+      companies: 0,
+      ignored: 'stale',
+    })
+    // Not dated by Twilio: the clock's instant (here after the STOP), so it applies.
+    const undated = { ...dated, clock: at('2026-11-22T10:00:00Z') }
+    expect(await applySmsKeyword(undated, { ...olderStart, MessageSid: sid(3) })).toMatchObject({
+      companies: 1,
+    })
+    expect(keywords.map((k) => k.sentAt.toISOString())).toEqual([
+      '2026-11-22T09:00:00.000Z',
+      '2026-11-22T08:00:00.000Z',
+      '2026-11-22T10:00:00.000Z',
+    ])
+    expect(writes.map((w) => w.opted_out)).toEqual([true, false])
   })
 })
 
