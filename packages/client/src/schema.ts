@@ -400,14 +400,14 @@ export interface paths {
         };
         /**
          * Consent of an address (opted out or not), per channel
-         * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). A list like every other (`{data, meta}`, paged the same way): with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one preference today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Email addresses are compared lower-cased. Every company sees only its own; a token limited to centers sees them too (consent is per company).
+         * @description Consent is kept per company, channel and address (a guardian's phone serving several children is one preference). A list like every other (`{data, meta}`, paged the same way): with `channel`, the preference on that channel; without, the preference on the channel the address is on by its form (an email address: email; an E.164 number: sms), so one preference today. An address nobody set answers `opted_out: false, source: null, updated_at: null`. Addresses are compared normalised (emails lower-cased, numbers E.164). Every company sees only its own; a token limited to centers (or a read naming `codalmacen`) sees only addresses the company has messaged for patients of those centers: for any other the list is empty.
          *
          *     Needs the token scope `comms:read` (else 403 insufficient_scope).
          */
         get: operations["getPreferences"];
         /**
          * Opt an address out of a channel, or back in
-         * @description Sets the company's preference for the channel and address (source `api`) and answers it. A change is on the audit trail as comms.preference.updated (no address in it: `resource_id` is the preference's `id`). Setting the value it already has writes nothing and answers the preference as it is: `source` and `updated_at` stay those of the last change. Messages to an opted-out address are `suppressed`, never sent.
+         * @description Sets the company's preference for the channel and address (source `api`) and answers it. A change is on the audit trail as comms.preference.updated (no address in it: `resource_id` is the preference's `id`). Setting the value it already has writes nothing and answers the preference as it is: `source` and `updated_at` stay those of the last change. A preference the person set themselves (source `sms_keyword` or `email_unsubscribe`) is changed only with `override: true`, which the event carries (`override: true`, among its `changes`); without it `409 preference_set_by_person`. A token limited to centers (or a call naming `codalmacen`) sets only addresses the company has messaged for patients of those centers: another is `404 not_found`. Messages to an opted-out address are `suppressed`, never sent.
          *
          *     Needs the token scope `comms:send` (else 403 insufficient_scope).
          */
@@ -430,7 +430,7 @@ export interface paths {
         put?: never;
         /**
          * Twilio incoming SMS: opt-out and opt-in keywords (signed by Twilio; no API token)
-         * @description A message that is exactly an opt-out keyword (STOP, BAJA, CANCELAR, UNSUBSCRIBE; also STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE; any case, surrounding spaces and punctuation ignored) opts the sender out of SMS in every company that has messaged the number or keeps a preference for it; START, ALTA or UNSTOP opts back in. Source `sms_keyword`, one comms.preference.updated per company changed. Anything else changes nothing. Answers an empty TwiML response.
+         * @description A message that is exactly an opt-out keyword (STOP, BAJA, CANCELAR, UNSUBSCRIBE; also STOPALL, CANCEL, END, QUIT, OPTOUT, REVOKE; any case, surrounding spaces and punctuation ignored) opts the sender out of SMS in every company that has messaged the number or keeps a preference for it; START, ALTA or UNSTOP opts back in. Source `sms_keyword`, one comms.preference.updated per company changed. Each message is taken once (by `MessageSid`: a request sent again changes nothing) and in the order Twilio received them (its Messages API dates them): a keyword older than one already taken never undoes it. Anything else changes nothing. Answers an empty TwiML response.
          */
         post: operations["twilioIncomingMessage"];
         delete?: never;
@@ -1406,6 +1406,8 @@ export interface components {
             /** @description an email address (compared lower-cased) or an E.164 phone number (+34600111222) */
             address: string;
             opted_out: boolean;
+            /** @description true to change a preference the person set themselves (source sms_keyword or email_unsubscribe); the audit trail shows it. Without it such a change is 409 preference_set_by_person */
+            override?: boolean;
         };
         /** @description An error (RFC 9457). `code` is stable; `request_id` finds it in the logs. */
         Problem: {
@@ -3709,6 +3711,34 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            /** @description not_found (a token limited to centers: no patient of its centers was messaged at the address) */
+            404: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description preference_set_by_person (the person set it; send override: true to change it) */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
