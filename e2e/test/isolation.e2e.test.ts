@@ -632,6 +632,8 @@ const hiddenConflict = (res: Answer) => {
   return undefined
 }
 const conflict = { status: [409], code: 'slot_conflict', check: hiddenConflict }
+/** A list with nothing in it. */
+const noRows = (res: Answer) => (rowsOf(res.body).length ? `rows ${JSON.stringify(res.body)}` : undefined)
 const preferencesOf = (address: string) =>
   `/comms/preferences?address=${encodeURIComponent(address)}&channel=email`
 
@@ -751,8 +753,9 @@ const RULES = {
         centerForbidden,
       ),
       probe('patch', endpoint2, { codalmacen: null }, centerForbidden),
-      // The company's policy: read, never set (even naming the token's own center); consent is the
-      // company's, seen and set by a token of any center.
+      // The company's policy: read, never set (even naming the token's own center). Consent: only
+      // for the addresses of its own centers' patients (those comms has messaged for them), so an
+      // address of ALM1's reads as nothing and cannot be flipped.
       probe('get', '/comms/reminder-policy', undefined, answers200(policyOf(alm1))),
       probe(
         'put',
@@ -760,7 +763,13 @@ const RULES = {
         alm1.sent['/comms/reminder-policy'],
         centerForbidden,
       ),
-      probe('get', preferencesOf(alm1.address), undefined, answers200(optedOut(true))),
+      probe('get', preferencesOf(alm1.address), undefined, answers200(noRows)),
+      probe(
+        'put',
+        '/comms/preferences',
+        { channel: 'email', address: alm1.address, opted_out: false, override: true },
+        problem(404, 'not_found'),
+      ),
       probe(
         'get',
         '/comms/reminders?codalmacen=ALM2&status=scheduled&limit=100',
@@ -770,10 +779,11 @@ const RULES = {
     ]
   },
   /** A plain request the center-limited token makes that DESIGN refuses: the policy is the company's. */
-  centerPlain: { 'put /comms/reminder-policy': centerForbidden } as Record<
-    string,
-    { status: number[]; code: string }
-  >,
+  centerPlain: {
+    'put /comms/reminder-policy': centerForbidden,
+    // Its own world's consent address was never messaged for an ALM2 patient: not the token's to set.
+    'put /comms/preferences': problem(404, 'not_found'),
+  } as Record<string, { status: number[]; code: string }>,
 }
 
 const free = async (w: World, token: string) =>

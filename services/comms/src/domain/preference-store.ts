@@ -72,7 +72,12 @@ export interface PreferenceStore {
   /** The company's preferences for this (normalised) address on these channels. */
   find(companyId: number, address: string, channels: readonly Channel[]): Promise<StoredPreference[]>
   /** Whether the company messaged the address on the channel for a patient of `centers` (PreferenceTx). */
-  messagedAt(companyId: number, channel: Channel, address: string, centers: readonly string[]): Promise<boolean>
+  messagedAt(
+    companyId: number,
+    channel: Channel,
+    address: string,
+    centers: readonly string[],
+  ): Promise<boolean>
   /** One transaction limited to this company (row-level security). */
   transaction<T>(companyId: number, fn: (tx: PreferenceTx) => Promise<T>): Promise<T>
   /** One transaction across companies (SECURITY DEFINER function; inbound SMS keywords only). */

@@ -34,7 +34,9 @@ const putPreferenceRoute = {
     response: {
       200: Preference,
       400: problem('validation_failed (sms needs an E.164 number, email an email address)'),
-      404: problem("not_found (a token limited to centers: no patient of its centers was messaged at the address)"),
+      404: problem(
+        'not_found (a token limited to centers: no patient of its centers was messaged at the address)',
+      ),
       409: problem('preference_set_by_person (the person set it; send override: true to change it)'),
     },
   },

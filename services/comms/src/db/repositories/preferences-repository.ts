@@ -38,7 +38,13 @@ const UPSERT = `
   RETURNING ${COLUMNS.map((c) => `p.${c}`).join(', ')}`
 
 /** messages_address (idempresa, recipient_address, created_at) finds them; the center filters. */
-const messagedAt = (knex: Knex, companyId: number, channel: Channel, address: string, centers: readonly string[]) =>
+const messagedAt = (
+  knex: Knex,
+  companyId: number,
+  channel: Channel,
+  address: string,
+  centers: readonly string[],
+) =>
   knex('messages')
     .where({ idempresa: companyId, channel, recipient_address: address })
     .whereIn('codalmacen', [...centers])
@@ -80,13 +86,22 @@ export class PreferencesRepository implements PreferenceStore {
         async set(p: PreferenceWrite, o: { overridePerson: boolean }) {
           const key = { idempresa: companyId, channel: p.channel, address: p.address }
           const read = async (lock: boolean) => {
-            const q = trx(TABLE).where(key).first([...COLUMNS])
+            const q = trx(TABLE)
+              .where(key)
+              .first([...COLUMNS])
             const r = (await (lock ? q.forUpdate() : q)) as Record<string, unknown> | undefined
             return r ? toPreference(r) : undefined
           }
           // Who set it before (locked to the commit), so the answer can say whose choice it changed.
           const before = await read(true)
-          const { rows } = (await trx.raw(UPSERT, [companyId, p.channel, p.address, p.opted_out, p.source, o.overridePerson])) as {
+          const { rows } = (await trx.raw(UPSERT, [
+            companyId,
+            p.channel,
+            p.address,
+            p.opted_out,
+            p.source,
+            o.overridePerson,
+          ])) as {
             rows: Array<Record<string, unknown>>
           }
           if (rows[0]) {
