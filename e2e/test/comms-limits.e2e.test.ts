@@ -50,6 +50,37 @@ describe('messaging limits through the gateway', () => {
     expect(list.body.meta.total).toBe(10)
   })
 
+  it('one mailbox written in two cases is one recipient: its 11th email within the hour is 429', async () => {
+    const local = `quota-${Date.now().toString(36)}`
+    const patient = async (email: string) => {
+      const res = await call('POST', '/patients', {
+        token: t.token,
+        body: {
+          first_name: 'Lia',
+          last_name: 'Ficticia',
+          birth_date: '1990-04-02',
+          codalmacen: 'ALM1',
+          email,
+        },
+      })
+      expect(res.status).toBe(201)
+      return res.body.id as string
+    }
+    const [upper, lower] = [
+      await patient(`${local.toUpperCase()}@Example.TEST`),
+      await patient(`${local}@example.test`),
+    ]
+    const email = (patientId: string) =>
+      call('POST', '/comms/send', {
+        token: t.token,
+        body: { patient_id: patientId, channel: 'email', subject: 'Cita', body: 'Recordatorio ficticio' },
+      })
+    for (let i = 0; i < 10; i++) expect((await email(upper)).status).toBe(202)
+    const over = await email(lower)
+    expect([over.status, over.body.code]).toEqual([429, 'messaging_quota_exceeded'])
+    expect(over.body.detail).toMatch(/^hourly per recipient limit reached/)
+  })
+
   it('SMS to a premium-rate Spanish number or to another country is 422 destination_not_allowed', async () => {
     for (const [phone, country] of [
       ['+34803123456', 'ES'],
