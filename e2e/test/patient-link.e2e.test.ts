@@ -109,6 +109,22 @@ describe('patient links in a browser', () => {
         { timeoutMs: SETTLE_MS, what: 'the answer on the audit trail' },
       )
       expect(entry).toMatchObject({ outcome: 'success', actor: { username: 'patient-link' } })
+      // Opening the page is on the trail too, by the same actor, naming the appointment.
+      const view = await waitFor(
+        async () => {
+          const trail = await call('GET', `/audit/events?resource_id=${appointment.id}&limit=100`, {
+            token: t.token,
+          })
+          return (trail.body.data ?? []).find((e: any) => e.action === 'comms.patient_link.viewed') ?? null
+        },
+        { timeoutMs: SETTLE_MS, what: 'the view on the audit trail' },
+      )
+      expect(view).toMatchObject({
+        outcome: 'success',
+        resource_type: 'appointment',
+        resource_id: appointment.id,
+        actor: { username: 'patient-link' },
+      })
 
       const again = await open(page, url)
       expect(again.status()).toBe(410)
