@@ -82,11 +82,11 @@ export class TwilioMessageTimes implements InboundMessageTimes {
     o: Pick<TwilioOptions, 'accountSid' | 'authToken' | 'apiUrl'>,
     private readonly log: Pick<Logger, 'warn'>,
   ) {
-    this.client = twilio(
-      o.accountSid,
-      o.authToken,
-      o.apiUrl ? { httpClient: new RedirectingRequestClient(new URL(o.apiUrl)) } : {},
-    )
+    // 10 s at most, as for sends: Twilio gives up on the webhook that waits for this at 15 s.
+    const httpClient = o.apiUrl
+      ? new RedirectingRequestClient(new URL(o.apiUrl))
+      : new twilio.RequestClient({ timeout: 10_000 })
+    this.client = twilio(o.accountSid, o.authToken, { httpClient })
   }
   async receivedAt(sid: string): Promise<Date | null> {
     try {
