@@ -82,7 +82,7 @@ export async function startDirectory() {
       return
     }
     const url = new URL(req.url ?? '/', 'http://x')
-    const claims = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, farEndKeys, {
+    const claims = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, farEndKeys, {
       method: req.method ?? '',
       path: url.pathname,
     })
@@ -260,7 +260,12 @@ export async function startComms(
 
 /** Calls the app as the gateway would on behalf of `principal`. */
 export function clientFor(app: App, principal: Principal = testPrincipal()) {
-  const call = (method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+  const call = async (
+    method: 'GET' | 'POST',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
     app.inject({
       method,
       url,

@@ -98,8 +98,8 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     req.log.warn({ cause: reason }, 'request without a valid gateway assertion')
     return new Unauthenticated('Requests must come through the gateway')
   }
-  const verified = (req: FastifyRequest, keys: AssertionKeys) => {
-    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
+  const verified = async (req: FastifyRequest, keys: AssertionKeys) => {
+    const result = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
       method: req.method,
       ...splitUrl(req.url),
       audience: o.service,
@@ -114,16 +114,16 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     return result
   }
   /** The request's principal into `req.ctx`, or the error it is refused with. */
-  const admit = (req: FastifyRequest): Error | undefined => {
+  const admit = async (req: FastifyRequest): Promise<Error | undefined> => {
     if (req.routeOptions.config?.internal) {
       if (o.isInternal(req.ip)) return
-      const result = o.assertionKeys === null ? null : verified(req, o.assertionKeys)
+      const result = o.assertionKeys === null ? null : await verified(req, o.assertionKeys)
       if (result?.ok) return
       req.accessNote = { cause: result?.reason ?? 'not internal' }
       return new NotFound('No such route')
     }
     if (req.routeOptions.config?.public || o.assertionKeys === null) return
-    const result = verified(req, o.assertionKeys)
+    const result = await verified(req, o.assertionKeys)
     if (!result.ok) return refuse(req, result.reason)
     const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
     const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
@@ -134,8 +134,11 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
       requestId: String(req.id),
     }
   }
-  // Callback hooks: nothing in them is awaited, and an async hook costs a promise per request.
-  app.addHook('onRequest', (req, _reply, done) => done(admit(req)))
+  // jose checks signatures asynchronously: admit settles once per request; the other hooks stay
+  // callback hooks (an async hook costs a promise per request).
+  app.addHook('onRequest', (req, _reply, done) => {
+    admit(req).then(done, done)
+  })
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
   app.addHook('preParsing', (req, _reply, payload, done) => {
     if (req.assertedBodyHash === undefined) return done(null, payload)

@@ -25,11 +25,11 @@ afterAll(() => h.close())
 
 /** The API as the gateway calls it for `principal` (PUT too, which helpers' client lacks). */
 function api(principal: Principal = testPrincipal(), on: () => Harness = () => h) {
-  const put = (url: string, body: unknown) =>
+  const put = async (url: string, body: unknown) =>
     on().app.inject({
       method: 'PUT',
       url,
-      headers: gatewayHeaders(principal, 'PUT', url, undefined, undefined, body),
+      headers: await gatewayHeaders(principal, 'PUT', url, undefined, undefined, body),
       payload: body as Record<string, unknown>,
     })
   const get = (url: string) => clientFor(on().app, principal).get(url)

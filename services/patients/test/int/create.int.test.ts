@@ -410,14 +410,14 @@ describe('transport', () => {
     const other = await h.app.inject({
       method: 'GET',
       url: '/patients',
-      headers: gatewayHeaders(p, 'GET', '/patients/x'),
+      headers: await gatewayHeaders(p, 'GET', '/patients/x'),
     })
     expect(other.statusCode).toBe(401)
     const post = await h.app.inject({
       method: 'POST',
       url: '/patients',
       payload: makePatient(),
-      headers: gatewayHeaders(p, 'GET', '/patients'),
+      headers: await gatewayHeaders(p, 'GET', '/patients'),
     })
     expect(post.statusCode).toBe(401)
   })
