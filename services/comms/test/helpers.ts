@@ -269,7 +269,7 @@ export function clientFor(app: App, principal: Principal = testPrincipal()) {
     app.inject({
       method,
       url,
-      headers: { ...gatewayHeaders(principal, method, url, undefined, undefined, body), ...headers },
+      headers: { ...(await gatewayHeaders(principal, method, url, undefined, undefined, body)), ...headers },
       ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
     })
   return {

@@ -480,7 +480,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
     const sent = await sendEmail(principal, address)
     const headers = headersOf((await received(sent.id)).raw)
     expect(headers['list-unsubscribe-post']).toBe('List-Unsubscribe=One-Click')
-    const url = /^<(http:\/\/127\.0\.0\.1:8080\/p\/u\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)>$/.exec(
+    const url = /^<(http:\/\/127\.0\.0\.1:8080\/p\/u\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)>$/.exec(
       headers['list-unsubscribe'] ?? '',
     )?.[1]
     expect(url).toBeDefined()
@@ -549,17 +549,17 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
     expect(ask.body).toContain('<html lang="en">')
 
     const token = path.slice('/p/u/'.length)
-    const [body, mac] = token.split('.')
+    const [header, body, mac] = token.split('.')
     const altered = [
-      `${body}.${mac!.slice(0, -2)}AA`,
-      `${Buffer.from(JSON.stringify({ companyId: principal.companyId + 1, messageId: sent.id, lang: 'en' })).toString('base64url')}.${mac}`,
-      signLink('another-secret-another-secret-0123456789', 'unsubscribe', {
+      `${header}.${body}.${mac!.slice(0, -2)}AA`,
+      `${header}.${Buffer.from(JSON.stringify({ companyId: principal.companyId + 1, messageId: sent.id, lang: 'en', aud: 'clinic-link:unsubscribe' })).toString('base64url')}.${mac}`,
+      await signLink('another-secret-another-secret-0123456789', 'unsubscribe', {
         companyId: principal.companyId,
         messageId: sent.id,
         lang: 'en',
       }),
       // An appointment link's token is not an unsubscribe token.
-      signLink(TEST_LINK_SECRET, 'appointment', {
+      await signLink(TEST_LINK_SECRET, 'appointment', {
         id: randomUUID(),
         companyId: principal.companyId,
         appointmentId: randomUUID(),
@@ -587,7 +587,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       { companyId: principal.companyId + 1, messageId: sent.id, lang: 'en' },
       { companyId: principal.companyId, messageId: 'not-a-uuid', lang: 'en' },
     ]) {
-      const t = signLink(TEST_LINK_SECRET, 'unsubscribe', link)
+      const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', link)
       expectPage(await page('GET', `/p/u/${t}`), 404)
       const res = await page('POST', `/p/u/${t}`, {
         payload: 'List-Unsubscribe=One-Click',
@@ -605,7 +605,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       body: 'Recordatorio',
     })
     expect(text.statusCode).toBe(202)
-    const t = signLink(TEST_LINK_SECRET, 'unsubscribe', {
+    const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', {
       companyId: principal.companyId,
       messageId: text.json().id,
       lang: 'es',
