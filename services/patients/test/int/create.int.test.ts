@@ -429,7 +429,7 @@ describe('transport', () => {
       url: '/patients',
       payload: 'first_name=Testa',
       headers: {
-        ...gatewayHeaders(c.principal, 'POST', '/patients'),
+        ...(await gatewayHeaders(c.principal, 'POST', '/patients')),
         'content-type': 'application/x-www-form-urlencoded',
       },
     })
@@ -438,7 +438,10 @@ describe('transport', () => {
       method: 'POST',
       url: '/patients',
       payload: '{"first_name":',
-      headers: { ...gatewayHeaders(c.principal, 'POST', '/patients'), 'content-type': 'application/json' },
+      headers: {
+        ...(await gatewayHeaders(c.principal, 'POST', '/patients')),
+        'content-type': 'application/json',
+      },
     })
     expect(broken.statusCode).toBe(400)
   })

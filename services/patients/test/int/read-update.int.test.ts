@@ -296,14 +296,14 @@ describe('PATCH /patients/{id}', () => {
       url,
       payload: JSON.stringify({ notes: 'merge' }),
       headers: {
-        ...gatewayHeaders(
+        ...(await gatewayHeaders(
           c.principal,
           'PATCH',
           url,
           undefined,
           undefined,
           JSON.stringify({ notes: 'merge' }),
-        ),
+        )),
         'content-type': 'application/merge-patch+json',
       },
     })
