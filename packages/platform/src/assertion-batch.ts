@@ -171,7 +171,7 @@ async function checkedBatch(jws: string, keys: AssertionKeys): Promise<CheckedBa
  * to the root the batch JWS signs; otherwise why not. A batch already checked (another assertion of
  * it) costs no signature check.
  */
-export async function provenByBatch(token: string, keys: AssertionKeys, now: number): Promise<Checked> {
+export function provenByBatch(token: string, keys: AssertionKeys, now: number): Checked | Promise<Checked> {
   const [jws, claims, proofText, extra] = token.split(BATCH_SEPARATOR)
   if (!jws || !claims || !proofText || extra !== undefined) return { reason: 'malformed' }
   const proof = decodeProof(proofText)
@@ -180,17 +180,21 @@ export async function provenByBatch(token: string, keys: AssertionKeys, now: num
   if (!root) return { reason: 'signature' }
   let checked = checkedBatches.get(keys)
   if (!checked) checkedBatches.set(keys, (checked = new Map()))
-  let batch: CheckedBatch | { reason: string } | undefined = checked.get(jws)
-  if (!batch || batch.until <= now) {
-    batch = await checkedBatch(jws, keys)
+  const proven = (batch: CheckedBatch): Checked =>
+    batch.size !== proof.size || batch.root !== root.toString('base64url')
+      ? { reason: 'signature' }
+      : { json: Buffer.from(claims, 'base64url').toString('utf8'), issuer: batch.issuer }
+  // Another assertion of a batch already checked: answered at once, without a promise.
+  const known = checked.get(jws)
+  if (known && known.until > now) return proven(known)
+  return checkedBatch(jws, keys).then((batch) => {
     if ('reason' in batch) return batch
     if (checked.size >= MAX_CHECKED)
       for (const [k, b] of checked) if (b.until <= now || checked.size >= MAX_CHECKED) checked.delete(k)
     batch.until = now + REMEMBER_MS
     checked.set(jws, batch)
-  }
-  if (batch.size !== proof.size || batch.root !== root.toString('base64url')) return { reason: 'signature' }
-  return { json: Buffer.from(claims, 'base64url').toString('utf8'), issuer: batch.issuer }
+    return proven(batch)
+  })
 }
 
 /**

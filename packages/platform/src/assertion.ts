@@ -131,19 +131,35 @@ async function verifiedAlone(token: string, keys: AssertionKeys): Promise<Checke
   }
 }
 
-export async function verifyAssertion(
+/**
+ * The claims of an assertion for this request, or why it is refused. A promise only when a
+ * signature has to be checked (jose checks asynchronously): an assertion of a batch whose JWS was
+ * already checked is answered at once.
+ */
+export function verifyAssertion(
   token: string | undefined,
   keys: AssertionKeys,
   /** `audience`: the verifying service's own name (the platform http plugin always passes it). */
   expect: { method: string; path: string; query?: string; audience?: string },
   now = Date.now(),
-): Promise<VerifyResult> {
+): VerifyResult | Promise<VerifyResult> {
   if (!token) return { ok: false, reason: 'missing' }
   if (token.length > MAX_TOKEN_CHARS) return { ok: false, reason: 'malformed' }
   // A batch's assertion carries its claims and proof beside the batch's JWS; one alone is a JWS.
   const checked = token.includes(BATCH_SEPARATOR)
-    ? await provenByBatch(token, keys, now)
-    : await verifiedAlone(token, keys)
+    ? provenByBatch(token, keys, now)
+    : verifiedAlone(token, keys)
+  return checked instanceof Promise
+    ? checked.then((c) => judged(c, expect, now))
+    : judged(checked, expect, now)
+}
+
+/** The claims of a checked assertion held against the request and the clock. */
+function judged(
+  checked: Checked,
+  expect: { method: string; path: string; query?: string; audience?: string },
+  now: number,
+): VerifyResult {
   if ('reason' in checked) return { ok: false, reason: checked.reason }
   const claims = readClaims(checked.json)
   if (!claims) return { ok: false, reason: 'malformed' }
