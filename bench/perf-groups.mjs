@@ -18,7 +18,7 @@ export const GROUPS = [
   ['logging (pino)', /node_modules\/\.pnpm\/(pino|sonic-boom|thread-stream)|logging\.js|request-log\.js/],
   [
     'crypto',
-    /libcrypto|ossl_|ed25519|fe_mul|fe_sq|ge_|sha512_block|sha256_block|assertion-batch\.js|EVP_|SHA256|sha256|HMAC|Hmac|node::crypto|canonical-json\.js|event-signing\.js|assertion\.js/,
+    /libcrypto|ossl_|ed25519|fe_mul|fe_sq|ge_|sha512_block|sha256_block|assertion-batch\.js|EVP_|SHA256|sha256|HMAC|Hmac|node::crypto|canonical-json\.js|event-signing\.js|assertion\.js|node_modules\/\.pnpm\/jose/,
   ],
   ['pg / knex', /node_modules\/\.pnpm\/(pg|pg-protocol|pg-pool|knex|tarn|pg-types|postgres-)/],
   ['proxy (undici, reply-from)', /node_modules\/\.pnpm\/(undici|@fastify\+reply-from|@fastify\+http-proxy)/],

@@ -318,7 +318,14 @@ test('patients SIGTERMed under load: in-flight requests answered, exit within th
       const res = await fetch(`${fs.info.serviceUrls.patients}/patients`, {
         method: 'POST',
         headers: {
-          ...gatewayHeaders(principal, 'POST', '/patients', gatewaySignerOf(fs.info), undefined, body),
+          ...(await gatewayHeaders(
+            principal,
+            'POST',
+            '/patients',
+            gatewaySignerOf(fs.info),
+            undefined,
+            body,
+          )),
           'content-type': 'application/json',
         },
         body,

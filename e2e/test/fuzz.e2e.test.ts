@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { waitFor } from '@clinic/platform/testing'
 import fc from 'fast-check'
-import { signLink } from '../../services/comms/src/links/tokens'
+import { LINK_TYPE } from '../../services/comms/src/links/tokens'
 import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from '../src/client'
 import {
   apiOperations,
@@ -972,8 +972,16 @@ function publicArbitrary(
   link: { secret: string; companyId: number; emailMessage: string; apiToken: string },
 ): fc.Arbitrary<PublicCase> {
   const future = Math.floor(Date.now() / 1000) + 365 * 86_400
-  const sign = (purpose: 'appointment' | 'unsubscribe', payload: unknown) =>
-    signLink(link.secret, purpose, payload as never)
+  // A link token as comms makes one (links/tokens.ts: an HS256 JWT whose audience is the purpose),
+  // by RFC 7515's own steps: fast-check maps synchronously, and jose signs only asynchronously.
+  const sign = (purpose: 'appointment' | 'unsubscribe', payload: unknown) => {
+    const claims =
+      payload && typeof payload === 'object' && !Array.isArray(payload)
+        ? { ...payload, aud: `clinic-link:${purpose}` }
+        : payload
+    const input = `${b64(JSON.stringify({ alg: 'HS256', typ: LINK_TYPE }))}.${b64(JSON.stringify(claims) ?? 'null')}`
+    return `${input}.${createHmac('sha256', link.secret).update(input).digest('base64url')}`
+  }
   const ours = <T>(mine: fc.Arbitrary<T>) =>
     fc.oneof({ weight: 4, arbitrary: mine }, { weight: 1, arbitrary: value })
   const appointmentPayload = fc.record(

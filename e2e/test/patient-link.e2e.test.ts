@@ -49,8 +49,12 @@ async function appointmentFor(language: string, timeZone: string) {
 }
 
 /** The link of a reminder: `PUBLIC_BASE_URL/p/a/<token>`, here the stack's gateway. */
-function linkTo(a: { id: string; starts_at: string }, lang: string, exp = Date.parse(a.starts_at) / 1000) {
-  const token = signLink(stack().env.COMMS_LINK_SECRET!, 'appointment', {
+async function linkTo(
+  a: { id: string; starts_at: string },
+  lang: string,
+  exp = Date.parse(a.starts_at) / 1000,
+) {
+  const token = await signLink(stack().env.COMMS_LINK_SECRET!, 'appointment', {
     id: randomUUID(),
     companyId: t.companyId,
     appointmentId: a.id,
@@ -67,7 +71,7 @@ describe('patient links in a browser', () => {
   it("shows the local time in the patient's language; Confirm confirms it as patient-link on the audit trail; the link is then used", async () => {
     const { patient, appointment } = await appointmentFor('en', 'America/New_York')
     expect(patient.language).toBe('en')
-    const url = linkTo(appointment, patient.language)
+    const url = await linkTo(appointment, patient.language)
     const page = await browser.newPage()
     try {
       const res = await open(page, url)
@@ -139,7 +143,7 @@ describe('patient links in a browser', () => {
     const { patient, appointment } = await appointmentFor('es', 'Europe/Madrid')
     const page = await browser.newPage()
     try {
-      expect((await open(page, linkTo(appointment, patient.language))).status()).toBe(200)
+      expect((await open(page, await linkTo(appointment, patient.language))).status()).toBe(200)
       expect(await page.getAttribute('html', 'lang')).toBe('es')
       expect(await heading(page)).toBe('Su cita')
       const done = await press(page, 'Cancelar la cita')
@@ -156,13 +160,13 @@ describe('patient links in a browser', () => {
     const { appointment } = await appointmentFor('en', 'Europe/Madrid')
     const page = await browser.newPage()
     try {
-      const url = linkTo(appointment, 'en')
+      const url = await linkTo(appointment, 'en')
       const altered = `${url.slice(0, -3)}${url.endsWith('AAA') ? 'BBB' : 'AAA'}`
       expect((await open(page, altered)).status()).toBe(400)
       expect(await heading(page)).toBe('This link is not valid')
       expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width)
 
-      const expired = linkTo(appointment, 'en', Math.floor(Date.now() / 1000) - 86_400)
+      const expired = await linkTo(appointment, 'en', Math.floor(Date.now() / 1000) - 86_400)
       expect((await open(page, expired)).status()).toBe(410)
       expect(await heading(page)).toBe('This link has expired')
       expect(await scrollWidth(page)).toBeLessThanOrEqual(PHONE.width)

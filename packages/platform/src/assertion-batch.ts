@@ -1,19 +1,21 @@
-import { createHash, sign, verify, type KeyObject } from 'node:crypto'
+import { createHash } from 'node:crypto'
+import { CompactSign, compactVerify, decodeProtectedHeader, errors } from 'jose'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 
 /**
- * Assertions signed in batches: one Ed25519 signature for the assertions of the requests
- * the gateway forwards in one turn of its event loop. Each assertion's claims are a leaf of a Merkle
- * tree (RFC 9162 section 2.1: SHA-256, leaves and nodes hashed with distinct prefixes), the gateway
- * signs the tree's root, and each assertion carries its claims, its inclusion proof and the root's
- * signature: `v3.<claims>.<proof>.<signature>`. A service recomputes the root from the claims and the
- * proof and checks the signature with the issuer's public key, once per batch (verifiedRoot caches a
- * root whose signature it has checked). Nothing else changes: only the private key's holder can make
- * an assertion a service accepts, and each one is still bound to its request, single use and short-lived.
+ * Assertions signed in batches: one signature for the assertions of the requests the gateway
+ * forwards in one turn of its event loop. Each assertion's claims are a leaf of a Merkle tree
+ * (RFC 9162 section 2.1: SHA-256, leaves and nodes hashed with distinct prefixes); the batch is a
+ * JWS (RFC 7515, EdDSA per RFC 8037, made and checked with `jose`, `typ` BATCH_TYPE) whose payload
+ * is `{"iss", "root", "size"}`, and each request's assertion is that JWS with its own claims and
+ * inclusion proof beside it: `<batch JWS>~<claims>~<proof>` (base64url, as SD-JWT puts disclosures
+ * beside its JWS). A service recomputes the root from the claims and the proof, and checks the JWS
+ * with the issuer's public key once per batch (a JWS already checked is remembered until its
+ * assertions expire). Nothing else changes: only the private key's holder can make an assertion a
+ * service accepts, and each one is still bound to its request, single use and short-lived.
  */
-export const BATCH_VERSION = 'v3'
-/** What the signature covers: this prefix and the root, so that no v2 assertion's signature is also one of a root. */
-const ROOT_DOMAIN = Buffer.from('clinic assertion batch v3\n')
+export const BATCH_TYPE = 'clinic-assertion-batch+jws'
+export const BATCH_SEPARATOR = '~'
 /** Batches stay small enough to prove in a few hashes (a proof of 64 leaves is 6 hashes). */
 export const MAX_BATCH = 64
 const HASH_BYTES = 32
@@ -25,8 +27,8 @@ const sha256 = (...parts: Buffer[]) => {
 }
 const LEAF = Buffer.from([0])
 const NODE = Buffer.from([1])
-/** The leaf of an assertion's claims (`v3.<claims>`, the base64url claims as sent). */
-export const leafHash = (payload: string) => sha256(LEAF, Buffer.from(`${BATCH_VERSION}.${payload}`))
+/** The leaf of an assertion's claims (the base64url claims as sent). */
+export const leafHash = (claims: string) => sha256(LEAF, Buffer.from(claims))
 const nodeHash = (left: Buffer, right: Buffer) => sha256(NODE, left, right)
 /** The largest power of two below n (n > 1): where RFC 9162 splits a tree of n leaves. */
 const split = (n: number) => {
@@ -99,45 +101,100 @@ function decodeProof(text: string): { size: number; index: number; path: Buffer[
   return size >= 1 && size <= MAX_BATCH ? { size, index: bytes.readUInt16BE(2), path } : null
 }
 
-/** The `proof.signature` tail of each of these claims' assertions: one signature for them all. */
-export function signBatch(payloads: readonly string[], signer: AssertionSigner): string[] {
-  if (payloads.length < 1 || payloads.length > MAX_BATCH)
-    throw new Error(`a batch holds 1 to ${MAX_BATCH} assertions`)
-  const tree = new Tree(payloads.map(leafHash))
-  const root = tree.hash(0, payloads.length)
-  const signature = sign(null, Buffer.concat([ROOT_DOMAIN, root]), signer.key).toString('base64url')
-  return payloads.map((_, i) => `${encodeProof(payloads.length, i, tree.path(i))}.${signature}`)
+/** What an assertion's check found: its claims (JSON) and the issuer whose key signed, or why not. */
+export type Checked = { json: string; issuer: string } | { reason: string }
+
+/** Why jose refused a JWS, in the reasons of verifyAssertion. */
+export function joseReason(err: unknown): string {
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'signature'
+  if (err instanceof errors.JOSEAlgNotAllowed || err instanceof errors.JOSENotSupported) return 'algorithm'
+  return 'malformed'
 }
 
-/** Roots whose signature a service has checked, per key set, until the assertions they prove expire. */
-const checkedRoots = new WeakMap<AssertionKeys, Map<string, number>>()
+/** The assertion of each of these claims (base64url JSON), under one batch JWS. */
+export async function signBatch(claims: readonly string[], signer: AssertionSigner): Promise<string[]> {
+  if (claims.length < 1 || claims.length > MAX_BATCH)
+    throw new Error(`a batch holds 1 to ${MAX_BATCH} assertions`)
+  const tree = new Tree(claims.map(leafHash))
+  const root = tree.hash(0, claims.length).toString('base64url')
+  const jws = await new CompactSign(
+    Buffer.from(JSON.stringify({ iss: signer.issuer, root, size: claims.length })),
+  )
+    .setProtectedHeader({ alg: 'EdDSA', typ: BATCH_TYPE, kid: signer.issuer })
+    .sign(signer.key)
+  return claims.map((c, i) => [jws, c, encodeProof(claims.length, i, tree.path(i))].join(BATCH_SEPARATOR))
+}
+
+interface CheckedBatch {
+  issuer: string
+  root: string
+  size: number
+  /** Until when the check is remembered. */
+  until: number
+}
+/** Longer than an assertion lives (10 s, and 5 s of clock skew): its batch's other assertions come within it. */
+const REMEMBER_MS = 20_000
+/** Batch JWSs a service has checked, per key set, until the assertions they prove expire. */
+const checkedBatches = new WeakMap<AssertionKeys, Map<string, CheckedBatch>>()
 const MAX_CHECKED = 10_000
 
+/** The batch JWS's signature and payload checked with jose, once: then remembered. */
+async function checkedBatch(jws: string, keys: AssertionKeys): Promise<CheckedBatch | { reason: string }> {
+  let header: ReturnType<typeof decodeProtectedHeader>
+  try {
+    header = decodeProtectedHeader(jws)
+  } catch {
+    return { reason: 'malformed' }
+  }
+  if (header.typ !== BATCH_TYPE || typeof header.kid !== 'string') return { reason: 'malformed' }
+  const key = keys.get(header.kid)
+  if (!key) return { reason: 'issuer' }
+  let payload: Uint8Array
+  try {
+    ;({ payload } = await compactVerify(jws, key, { algorithms: ['EdDSA'] }))
+  } catch (err) {
+    return { reason: joseReason(err) }
+  }
+  let batch: { iss?: unknown; root?: unknown; size?: unknown }
+  try {
+    batch = JSON.parse(Buffer.from(payload).toString('utf8')) as typeof batch
+  } catch {
+    return { reason: 'malformed' }
+  }
+  if (!batch || batch.iss !== header.kid || typeof batch.root !== 'string' || typeof batch.size !== 'number')
+    return { reason: 'malformed' }
+  return { issuer: batch.iss, root: batch.root, size: batch.size, until: 0 }
+}
+
 /**
- * Whether `proof` and `signature` prove `payload` under the issuer's `key`: the root they lead to
- * signed by it. A root already checked (another assertion of the same batch) costs no signature check.
+ * The claims of a batch's assertion (`<batch JWS>~<claims>~<proof>`) when the proof leads from them
+ * to the root the batch JWS signs; otherwise why not. A batch already checked (another assertion of
+ * it) costs no signature check.
  */
-export function provenByBatch(
-  payload: string,
-  proofText: string,
-  signature: string,
-  o: { keys: AssertionKeys; issuer: string; key: KeyObject; until: number },
-  now: number,
-): boolean {
+export function provenByBatch(token: string, keys: AssertionKeys, now: number): Checked | Promise<Checked> {
+  const [jws, claims, proofText, extra] = token.split(BATCH_SEPARATOR)
+  if (!jws || !claims || !proofText || extra !== undefined) return { reason: 'malformed' }
   const proof = decodeProof(proofText)
-  if (!proof) return false
-  const root = rootOf(leafHash(payload), proof.index, proof.size, proof.path)
-  const given = Buffer.from(signature, 'base64url')
-  if (!root || given.length !== 64 || given.toString('base64url') !== signature) return false
-  let checked = checkedRoots.get(o.keys)
-  if (!checked) checkedRoots.set(o.keys, (checked = new Map()))
-  const id = `${o.issuer}.${root.toString('base64url')}.${signature}`
-  if ((checked.get(id) ?? 0) > now) return true
-  if (!verify(null, Buffer.concat([ROOT_DOMAIN, root]), o.key, given)) return false
-  if (checked.size >= MAX_CHECKED)
-    for (const [k, until] of checked) if (until <= now || checked.size >= MAX_CHECKED) checked.delete(k)
-  checked.set(id, o.until)
-  return true
+  if (!proof) return { reason: 'malformed' }
+  const root = rootOf(leafHash(claims), proof.index, proof.size, proof.path)
+  if (!root) return { reason: 'signature' }
+  let checked = checkedBatches.get(keys)
+  if (!checked) checkedBatches.set(keys, (checked = new Map()))
+  const proven = (batch: CheckedBatch): Checked =>
+    batch.size !== proof.size || batch.root !== root.toString('base64url')
+      ? { reason: 'signature' }
+      : { json: Buffer.from(claims, 'base64url').toString('utf8'), issuer: batch.issuer }
+  // Another assertion of a batch already checked: answered at once, without a promise.
+  const known = checked.get(jws)
+  if (known && known.until > now) return proven(known)
+  return checkedBatch(jws, keys).then((batch) => {
+    if ('reason' in batch) return batch
+    if (checked.size >= MAX_CHECKED)
+      for (const [k, b] of checked) if (b.until <= now || checked.size >= MAX_CHECKED) checked.delete(k)
+    batch.until = now + REMEMBER_MS
+    checked.set(jws, batch)
+    return proven(batch)
+  })
 }
 
 /**
@@ -146,15 +203,15 @@ export function provenByBatch(
  * alone a request gets a batch of one.
  */
 export class AssertionBatcher {
-  private pending: Array<{ payload: string; resolve: (tail: string) => void; reject: (err: Error) => void }> =
+  private pending: Array<{ claims: string; resolve: (token: string) => void; reject: (err: Error) => void }> =
     []
 
   constructor(private readonly signer: AssertionSigner) {}
 
-  /** `v3.<payload>.<proof>.<signature>` for these claims (base64url JSON, as assertion.ts makes them). */
-  sign(payload: string): Promise<string> {
+  /** `<batch JWS>~<claims>~<proof>` for these claims (base64url JSON, as assertion.ts makes them). */
+  sign(claims: string): Promise<string> {
     return new Promise((resolve, reject) => {
-      const n = this.pending.push({ payload, resolve, reject })
+      const n = this.pending.push({ claims, resolve, reject })
       if (n === 1) setImmediate(() => this.flush())
       else if (n === MAX_BATCH) this.flush()
     })
@@ -163,14 +220,12 @@ export class AssertionBatcher {
   private flush() {
     const batch = this.pending.splice(0, MAX_BATCH)
     if (!batch.length) return
-    try {
-      const tails = signBatch(
-        batch.map((b) => b.payload),
-        this.signer,
-      )
-      batch.forEach((b, i) => b.resolve(`${BATCH_VERSION}.${b.payload}.${tails[i]}`))
-    } catch (err) {
-      for (const b of batch) b.reject(err as Error)
-    }
+    signBatch(
+      batch.map((b) => b.claims),
+      this.signer,
+    ).then(
+      (tokens) => batch.forEach((b, i) => b.resolve(tokens[i]!)),
+      (err: Error) => batch.forEach((b) => b.reject(err)),
+    )
   }
 }

@@ -1,5 +1,12 @@
-import { createHash, randomBytes, sign, verify, type KeyObject } from 'node:crypto'
-import { BATCH_VERSION, provenByBatch, type AssertionBatcher } from './assertion-batch'
+import { createHash, randomBytes } from 'node:crypto'
+import { CompactSign, compactVerify, decodeProtectedHeader } from 'jose'
+import {
+  BATCH_SEPARATOR,
+  joseReason,
+  provenByBatch,
+  type AssertionBatcher,
+  type Checked,
+} from './assertion-batch'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 import { serviceList } from './service-list'
 
@@ -28,10 +35,13 @@ export interface AssertionClaims extends Principal {
 }
 
 export const ASSERTION_HEADER = 'x-clinic-assertion'
-const VERSION = 'v2'
+/** The JWS `typ` of one request's assertion: its payload is the claims (a JWT claims set). */
+export const ASSERTION_TYPE = 'clinic-assertion+jwt'
 export const ASSERTION_TTL_SECONDS = 10
 /** Clocks of gateway and services may differ this much; an assertion from further ahead is refused. */
 export const ASSERTION_SKEW_SECONDS = 5
+/** Longer than any assertion made here (claims, a 64-leaf proof, a JWS): anything longer is not parsed. */
+const MAX_TOKEN_CHARS = 8192
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url')
 
@@ -48,84 +58,113 @@ export function splitUrl(url: string): { path: string; query: string } {
 }
 
 /**
- * A short-lived statement signed (Ed25519) by the gateway, or by a service calling another on
- * behalf of a caller, naming its issuer (`iss`). It is bound to one request: its method, path, raw
- * query string and the hash of its body, so a captured header cannot be replayed against another
- * endpoint, with other parameters or another body; it carries a single-use id (`jti`, refused the
- * second time by the service) and expires within seconds. It names the one service it is for
- * (`aud`): a service refuses an assertion addressed to another, so one captured on its way to
- * patients is worth nothing at appointments. Only the holder of the issuer's private key can make
- * one; services hold public keys only (assertion-keys.ts).
+ * A short-lived statement signed by the gateway, or by a service calling another on behalf of a
+ * caller: a JWS (RFC 7515, compact serialization) made with `jose`, EdDSA over Ed25519 (RFC 8037),
+ * whose protected header names the issuer (`kid`, equal to the claims' `iss`) and whose payload is
+ * the claims. It is bound to one request: its method, path, raw query string and the hash of its
+ * body, so a captured header cannot be replayed against another endpoint, with other parameters or
+ * another body; it carries a single-use id (`jti`, refused the second time by the service) and
+ * expires within seconds. It names the one service it is for (`aud`): a service refuses an
+ * assertion addressed to another. Only the holder of the issuer's private key can make one;
+ * services hold public keys only (assertion-keys.ts), and accept EdDSA alone (never `none`, never
+ * an HMAC keyed with a public key). The gateway signs its requests in batches (assertion-batch.ts).
  */
-export function signAssertion(claims: AssertionClaims, signer: AssertionSigner, now = Date.now()): string {
-  const data = `${VERSION}.${claimsPayload(claims, signer, now)}`
-  return `${data}.${b64(sign(null, Buffer.from(data), signer.key))}`
+export function signAssertion(
+  claims: AssertionClaims,
+  signer: AssertionSigner,
+  now = Date.now(),
+): Promise<string> {
+  return new CompactSign(Buffer.from(claimsJson(claims, signer, now)))
+    .setProtectedHeader({ alg: 'EdDSA', typ: ASSERTION_TYPE, kid: signer.issuer })
+    .sign(signer.key)
 }
 
-/** The same assertion signed in a batch (assertion-batch.ts): `v3.<claims>.<proof>.<signature>`. */
+/** The same assertion signed in a batch (assertion-batch.ts): `<batch JWS>~<claims>~<proof>`. */
 export const signAssertionInBatch = (
   claims: AssertionClaims,
   signer: AssertionSigner,
   batcher: AssertionBatcher,
   now = Date.now(),
-): Promise<string> => batcher.sign(claimsPayload(claims, signer, now))
+): Promise<string> => batcher.sign(b64(claimsJson(claims, signer, now)))
 
-/** The claims as they travel: base64url JSON, with issuer, times and a single-use id. */
-function claimsPayload(claims: AssertionClaims, signer: AssertionSigner, now: number): string {
+/** The claims as they travel: JSON, with issuer, times and a single-use id. */
+function claimsJson(claims: AssertionClaims, signer: AssertionSigner, now: number): string {
   const iat = Math.floor(now / 1000)
   const jti = randomBytes(12).toString('base64url')
-  return b64(JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti }))
+  return JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti })
 }
 
 export type VerifiedClaims = AssertionClaims & { iss: string; jti: string; exp: number }
 export type VerifyResult = { ok: true; claims: VerifiedClaims } | { ok: false; reason: string }
 
-const ED25519_SIGNATURE_BYTES = 64
-
-/** A v2 assertion's own signature over `data`. */
-function signedAlone(data: string, signature: string, key: KeyObject): boolean {
-  const given = Buffer.from(signature, 'base64url')
-  return (
-    given.length === ED25519_SIGNATURE_BYTES &&
-    given.toString('base64url') === signature &&
-    verify(null, Buffer.from(data), key, given)
-  )
-}
-
 /** The claims of a well-formed assertion, before its signature is checked; null when malformed. */
-function readClaims(payload: string): (VerifiedClaims & { iat: number }) | null {
+function readClaims(json: string): (VerifiedClaims & { iat: number }) | null {
   try {
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown
-    return claims && typeof claims === 'object' ? (claims as VerifiedClaims & { iat: number }) : null
+    const claims = JSON.parse(json) as unknown
+    return claims && typeof claims === 'object' && !Array.isArray(claims)
+      ? (claims as VerifiedClaims & { iat: number })
+      : null
   } catch {
     return null
   }
 }
 
+/**
+ * The payload of one request's JWS if it is one, signed with EdDSA by the key of the issuer its
+ * header names; otherwise why not. jose checks the serialization, the algorithm and the signature.
+ */
+async function verifiedAlone(token: string, keys: AssertionKeys): Promise<Checked> {
+  let header: ReturnType<typeof decodeProtectedHeader>
+  try {
+    header = decodeProtectedHeader(token)
+  } catch {
+    return { reason: 'malformed' }
+  }
+  if (header.typ !== ASSERTION_TYPE || typeof header.kid !== 'string') return { reason: 'malformed' }
+  const key = keys.get(header.kid)
+  if (!key) return { reason: 'issuer' }
+  try {
+    const { payload } = await compactVerify(token, key, { algorithms: ['EdDSA'] })
+    return { json: Buffer.from(payload).toString('utf8'), issuer: header.kid }
+  } catch (err) {
+    return { reason: joseReason(err) }
+  }
+}
+
+/**
+ * The claims of an assertion for this request, or why it is refused. A promise only when a
+ * signature has to be checked (jose checks asynchronously): an assertion of a batch whose JWS was
+ * already checked is answered at once.
+ */
 export function verifyAssertion(
   token: string | undefined,
   keys: AssertionKeys,
   /** `audience`: the verifying service's own name (the platform http plugin always passes it). */
   expect: { method: string; path: string; query?: string; audience?: string },
   now = Date.now(),
-): VerifyResult {
+): VerifyResult | Promise<VerifyResult> {
   if (!token) return { ok: false, reason: 'missing' }
-  const [version, payload, third, fourth, extra] = token.split('.')
-  // v2: claims and their own signature; v3: claims, an inclusion proof and its batch's signature.
-  const batched = version === BATCH_VERSION
-  if ((version !== VERSION && !batched) || !payload || !third || extra !== undefined || batched !== !!fourth)
-    return { ok: false, reason: 'malformed' }
-  const claims = readClaims(payload)
-  if (!claims || typeof claims.iss !== 'string') return { ok: false, reason: 'malformed' }
-  const key = keys.get(claims.iss)
-  if (!key) return { ok: false, reason: 'issuer' }
-  const until = Number(claims.exp) * 1000 // how long a checked batch root is worth remembering
-  if (
-    batched
-      ? !provenByBatch(payload, third, fourth!, { keys, issuer: claims.iss, key, until }, now)
-      : !signedAlone(`${version}.${payload}`, third, key)
-  )
-    return { ok: false, reason: 'signature' }
+  if (token.length > MAX_TOKEN_CHARS) return { ok: false, reason: 'malformed' }
+  // A batch's assertion carries its claims and proof beside the batch's JWS; one alone is a JWS.
+  const checked = token.includes(BATCH_SEPARATOR)
+    ? provenByBatch(token, keys, now)
+    : verifiedAlone(token, keys)
+  return checked instanceof Promise
+    ? checked.then((c) => judged(c, expect, now))
+    : judged(checked, expect, now)
+}
+
+/** The claims of a checked assertion held against the request and the clock. */
+function judged(
+  checked: Checked,
+  expect: { method: string; path: string; query?: string; audience?: string },
+  now: number,
+): VerifyResult {
+  if ('reason' in checked) return { ok: false, reason: checked.reason }
+  const claims = readClaims(checked.json)
+  if (!claims) return { ok: false, reason: 'malformed' }
+  // The key that signed is the issuer's: claims naming another issuer are refused.
+  if (claims.iss !== checked.issuer) return { ok: false, reason: 'issuer' }
   if (typeof claims.exp !== 'number' || claims.exp * 1000 < now) return { ok: false, reason: 'expired' }
   if (typeof claims.iat !== 'number' || claims.iat * 1000 > now + ASSERTION_SKEW_SECONDS * 1000)
     return { ok: false, reason: 'issued in the future' }
@@ -163,14 +202,14 @@ export function audienceOf(servicePath: string): string | undefined {
  * `path` may carry the query string; `body` is the exact body that will be sent. `audience` is the
  * called service's name; when left out, the service owning the path's family (audienceOf).
  */
-export function assertionHeaders(
+export async function assertionHeaders(
   who: { auth: Principal; requestId: string },
   request: { method: string; path: string; body?: string | Buffer; audience?: string },
   signer: AssertionSigner,
   now = Date.now(),
-): Record<string, string> {
+): Promise<Record<string, string>> {
   return {
-    [ASSERTION_HEADER]: signAssertion(requestClaims(who, request), signer, now),
+    [ASSERTION_HEADER]: await signAssertion(requestClaims(who, request), signer, now),
     'x-request-id': who.requestId,
   }
 }

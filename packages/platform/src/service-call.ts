@@ -47,11 +47,11 @@ export async function callService<T>(
   // The assertion covers the exact bytes sent, and is addressed to the callee alone.
   const sent = call.body === undefined ? undefined : JSON.stringify(call.body)
   const headers: Record<string, string> = {
-    ...assertionHeaders(
+    ...(await assertionHeaders(
       ctx,
       { method: call.method, path: call.path, body: sent, audience: call.service },
       signer,
-    ),
+    )),
     accept: 'application/json',
   }
   if (sent !== undefined) headers['content-type'] = 'application/json'

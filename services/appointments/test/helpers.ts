@@ -29,9 +29,9 @@ export async function patientsFarEnd(keys = testAssertionKeys(['appointments']))
   const known = new Set<string>()
   const seen: Array<{ companyId: number; path: string; requestId: string | undefined }> = []
   let mode: 'ok' | 'error' | 'hang' = 'ok'
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? '').split('?')[0]!
-    const check = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
+    const check = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
       method: req.method!,
       path,
     })

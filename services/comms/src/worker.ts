@@ -28,7 +28,7 @@ export interface WorkerOptions {
   /** How often messages left `sending` by a dead worker are failed (real time). */
   sweepEveryMs?: number
   /** Emails get List-Unsubscribe headers with this URL (links/unsubscribe-link.ts); absent: none. */
-  unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
+  unsubscribeUrl?: (companyId: number, messageId: string, language: string) => Promise<string>
   random?: () => number
 }
 

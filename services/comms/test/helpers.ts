@@ -83,7 +83,7 @@ export async function startDirectory() {
       return
     }
     const url = new URL(req.url ?? '/', 'http://x')
-    const claims = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, farEndKeys, {
+    const claims = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, farEndKeys, {
       method: req.method ?? '',
       path: url.pathname,
     })
@@ -261,11 +261,16 @@ export async function startComms(
 
 /** Calls the app as the gateway would on behalf of `principal`. */
 export function clientFor(app: App, principal: Principal = testPrincipal()) {
-  const call = (method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+  const call = async (
+    method: 'GET' | 'POST',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
     app.inject({
       method,
       url,
-      headers: { ...gatewayHeaders(principal, method, url, undefined, undefined, body), ...headers },
+      headers: { ...(await gatewayHeaders(principal, method, url, undefined, undefined, body)), ...headers },
       ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
     })
   return {

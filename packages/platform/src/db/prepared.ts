@@ -30,16 +30,17 @@ export class StatementNames {
 const processNames = new StatementNames()
 
 /**
- * Runs one statement as a named prepared statement on a connection of knex's pool, so PostgreSQL
- * parses and plans its text once per connection rather than on every call; returns its rows.
+ * Runs one statement as a named prepared statement, so PostgreSQL parses and plans its text once
+ * per connection rather than on every call; returns its rows.
  *
  * `sql` is in knex's form, as `.toSQL()` gives it (`?` placeholders, `bindings` in their order).
- * knex's own client runs it: it numbers the placeholders (PostgreSQL prepares the `.toNative()`
- * text), emits knex's `'query'` event (the statement counter of metrics.ts), and rejects with the
- * driver's error (its `code` and `constraint` intact), exactly as it does for `knex.raw`.
- *
- * In a transaction the statement must run on the transaction's connection: it goes through
- * `knex.raw` as any statement of the transaction, unnamed.
+ * It goes through `knex.raw` with the statement's name as a driver option (knex's documented
+ * `.options()`, "options as defined by database client specific libraries"): knex hands node-postgres
+ * the query config `{ text, values, name }`, a named query in node-postgres' documented sense
+ * (https://node-postgres.com/features/queries#prepared-statements), on whatever connection knex
+ * runs it: one of its pool's, or a transaction's own (so reads in a transaction are prepared on
+ * its connection too). knex numbers the placeholders, emits its `'query'` event (the statement
+ * counter of metrics.ts) and rejects with the driver's error (its `code` and `constraint` intact).
  */
 export async function runPrepared<T>(
   knex: Knex,
@@ -47,23 +48,8 @@ export async function runPrepared<T>(
   bindings: readonly Knex.Value[],
   names: StatementNames = processNames,
 ): Promise<T[]> {
-  if (knex.isTransaction) {
-    const { rows } = await knex.raw<{ rows: T[] }>(sql, bindings)
-    return rows
-  }
   const name = names.nameOf(sql)
-  const client = knex.client
-  const conn: unknown = await client.acquireConnection()
-  try {
-    const done = (await client.query(conn, {
-      method: 'raw',
-      sql,
-      bindings,
-      // Merged by knex into node-postgres' query config: `{ text, values, name }`.
-      options: name === undefined ? {} : { name },
-    })) as { response: pg.QueryResult }
-    return done.response.rows as T[]
-  } finally {
-    await client.releaseConnection(conn)
-  }
+  const query = knex.raw<pg.QueryResult>(sql, bindings)
+  const { rows } = await (name === undefined ? query : query.options({ name }))
+  return rows as T[]
 }

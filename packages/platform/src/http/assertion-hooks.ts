@@ -8,6 +8,7 @@ import {
   ASSERTION_TTL_SECONDS,
   splitUrl,
   verifyAssertion,
+  type VerifyResult,
 } from '../assertion'
 import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
 import type { Ctx } from '../context'
@@ -89,6 +90,10 @@ function bodyHasher(req: FastifyRequest, payload: NodeJS.ReadableStream) {
  * used once; it becomes `req.ctx`. Internal routes (metrics, OpenAPI) answer the internal network
  * or an asserted request, and are an unknown route to anyone else.
  */
+/** `f` of a value, or of a promise's value once it settles: no promise made for a value at hand. */
+const then = <A, B>(x: A | Promise<A>, f: (a: A) => B): B | Promise<B> =>
+  x instanceof Promise ? x.then(f) : f(x)
+
 export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
   app.decorateRequest('ctx', null as unknown as Ctx)
   app.decorateRequest('assertedBodyHash', undefined)
@@ -98,12 +103,8 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     req.log.warn({ cause: reason }, 'request without a valid gateway assertion')
     return new Unauthenticated('Requests must come through the gateway')
   }
-  const verified = (req: FastifyRequest, keys: AssertionKeys) => {
-    const result = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
-      method: req.method,
-      ...splitUrl(req.url),
-      audience: o.service,
-    })
+  /** The verified assertion allowed on this route, used once; or why not. */
+  const allowed = (req: FastifyRequest, result: VerifyResult): VerifyResult => {
     if (!result.ok) return result
     // The gateway everywhere but on the routes that name their callers; a caller only there.
     const callers = req.routeOptions.config?.callers
@@ -113,17 +114,17 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     if (!firstUse(result.claims.jti, result.claims.exp)) return { ok: false as const, reason: 'replayed' }
     return result
   }
-  /** The request's principal into `req.ctx`, or the error it is refused with. */
-  const admit = (req: FastifyRequest): Error | undefined => {
-    if (req.routeOptions.config?.internal) {
-      if (o.isInternal(req.ip)) return
-      const result = o.assertionKeys === null ? null : verified(req, o.assertionKeys)
-      if (result?.ok) return
-      req.accessNote = { cause: result?.reason ?? 'not internal' }
-      return new NotFound('No such route')
-    }
-    if (req.routeOptions.config?.public || o.assertionKeys === null) return
-    const result = verified(req, o.assertionKeys)
+  const verified = (req: FastifyRequest, keys: AssertionKeys) =>
+    then(
+      verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
+        method: req.method,
+        ...splitUrl(req.url),
+        audience: o.service,
+      }),
+      (result) => allowed(req, result),
+    )
+  /** The principal of an admitted request into `req.ctx`, or the error it is refused with. */
+  const admitted = (req: FastifyRequest, result: VerifyResult): Error | undefined => {
     if (!result.ok) return refuse(req, result.reason)
     const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
     const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
@@ -134,8 +135,28 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
       requestId: String(req.id),
     }
   }
-  // Callback hooks: nothing in them is awaited, and an async hook costs a promise per request.
-  app.addHook('onRequest', (req, _reply, done) => done(admit(req)))
+  const internalOnly = (req: FastifyRequest, result: VerifyResult | null): Error | undefined => {
+    if (result?.ok) return
+    req.accessNote = { cause: result?.reason ?? 'not internal' }
+    return new NotFound('No such route')
+  }
+  /** undefined when the request may go on, or the error it is refused with (a promise while jose checks). */
+  const admit = (req: FastifyRequest): Error | undefined | Promise<Error | undefined> => {
+    if (req.routeOptions.config?.internal) {
+      if (o.isInternal(req.ip)) return
+      if (o.assertionKeys === null) return internalOnly(req, null)
+      return then(verified(req, o.assertionKeys), (result) => internalOnly(req, result))
+    }
+    if (req.routeOptions.config?.public || o.assertionKeys === null) return
+    return then(verified(req, o.assertionKeys), (result) => admitted(req, result))
+  }
+  // Callback hooks (an async hook costs a promise per request): a promise only while jose checks a
+  // signature, once per batch of the gateway's.
+  app.addHook('onRequest', (req, _reply, done) => {
+    const admitting = admit(req)
+    if (admitting instanceof Promise) admitting.then(done, done)
+    else done(admitting)
+  })
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
   app.addHook('preParsing', (req, _reply, payload, done) => {
     if (req.assertedBodyHash === undefined) return done(null, payload)

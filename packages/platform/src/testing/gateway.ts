@@ -60,7 +60,7 @@ export function gatewayHeaders(
   requestId = `test-${Date.now().toString(36)}`,
   body?: unknown,
   audience?: string,
-): Record<string, string> {
+): Promise<Record<string, string>> {
   const sent =
     body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
   return assertionHeaders({ auth: principal, requestId }, { method, path: url, body: sent, audience }, signer)
@@ -82,10 +82,12 @@ export function injectAs(app: Injectable, principal: Principal, signer: Assertio
     body?: unknown,
     headers: Record<string, string> = {},
   ) =>
-    app.inject({
-      method,
-      url,
-      headers: { ...gatewayHeaders(principal, method, url, signer, undefined, body), ...headers },
-      ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
-    })
+    gatewayHeaders(principal, method, url, signer, undefined, body).then((asserted) =>
+      app.inject({
+        method,
+        url,
+        headers: { ...asserted, ...headers },
+        ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
+      }),
+    )
 }

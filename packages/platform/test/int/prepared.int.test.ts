@@ -143,7 +143,7 @@ describe('row-level security', () => {
 })
 
 describe('in a transaction', () => {
-  it("runs on the transaction's connection and sees its uncommitted row", async () => {
+  it("runs prepared on the transaction's connection and sees its uncommitted row", async () => {
     const id = uuidv7()
     const before = await prepared()
     // The pool has one connection, held by the transaction: the reads must run on it, inside the
@@ -165,8 +165,12 @@ describe('in a transaction', () => {
       [{ at: 9 }],
       { rows: [{ id, page_total: 1 }], total: 1 },
     ])
-    // Unnamed, as any statement of a transaction.
-    expect(newSince(before, await prepared())).toEqual([])
+    // Each of the three reads ran as a prepared statement on the transaction's connection (the
+    // pool's one): their executions are counted there.
+    const total = (list: Prepared[]) => list.reduce((n, p) => n + runs(p), 0)
+    const after = await prepared()
+    expect(total(after) - total(before)).toBe(3)
+    expect(after.every((p) => NAME.test(p.name))).toBe(true)
   })
 })
 

@@ -59,7 +59,7 @@ let app: FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReply
 const principal: Principal = testPrincipal({ companyId: 4242 })
 
 /** What the gateway sends for one request: an assertion addressed to `audience` (this app by default). */
-function signed(
+async function signed(
   method: string,
   url: string,
   key = gateway,
@@ -68,7 +68,11 @@ function signed(
   audience = 'http-unit',
 ) {
   const sent = body === undefined || typeof body === 'string' ? body : JSON.stringify(body)
-  return assertionHeaders({ auth: principal, requestId }, { method, path: url, body: sent, audience }, key)
+  return await assertionHeaders(
+    { auth: principal, requestId },
+    { method, path: url, body: sent, audience },
+    key,
+  )
 }
 
 function auth(method: string, url: string, requestId?: string) {
@@ -76,14 +80,14 @@ function auth(method: string, url: string, requestId?: string) {
 }
 
 /** app.inject as the gateway sends it: the assertion covers this URL (query included) and payload. */
-function asGateway(o: {
+async function asGateway(o: {
   method: 'GET' | 'POST'
   url: string
   payload?: string | object
   headers?: Record<string, string>
   requestId?: string
 }) {
-  const headers = signed(o.method, o.url, gateway, o.requestId, o.payload)
+  const headers = await signed(o.method, o.url, gateway, o.requestId, o.payload)
   return app.inject({
     method: o.method,
     url: o.url,
@@ -180,12 +184,14 @@ describe('platform http plugin', () => {
 
   it('refuses a forged assertion and one signed for another method or path', async () => {
     const forged = {
-      [ASSERTION_HEADER]: signed('POST', '/things', {
-        issuer: 'gateway',
-        key: generateKeyPairSync('ed25519').privateKey,
-      })[ASSERTION_HEADER]!,
+      [ASSERTION_HEADER]: (
+        await signed('POST', '/things', {
+          issuer: 'gateway',
+          key: generateKeyPairSync('ed25519').privateKey,
+        })
+      )[ASSERTION_HEADER]!,
     }
-    for (const headers of [forged, auth('GET', '/things'), auth('POST', '/other')]) {
+    for (const headers of [forged, await auth('GET', '/things'), await auth('POST', '/other')]) {
       const res = await app.inject({ method: 'POST', url: '/things', headers, payload: { name: 'x' } })
       expect(res.statusCode).toBe(401)
       expect(res.json().code).toBe('unauthenticated')
@@ -202,7 +208,7 @@ describe('platform http plugin', () => {
     }
     const [patients, appointments] = [await make('patients'), await make('appointments')]
     try {
-      const captured = signed('GET', '/internal/echo', gateway, 'req-aud', undefined, 'patients')
+      const captured = await signed('GET', '/internal/echo', gateway, 'req-aud', undefined, 'patients')
       const replayed = await appointments.inject({ method: 'GET', url: '/internal/echo', headers: captured })
       expect(replayed.statusCode).toBe(401)
       expect(replayed.json().code).toBe('unauthenticated')
@@ -216,7 +222,7 @@ describe('platform http plugin', () => {
     const res = await app.inject({
       method: 'POST',
       url: '/things',
-      headers: signed('POST', '/things', gateway, 'req-aud2', { name: 'x' }, 'patients'),
+      headers: await signed('POST', '/things', gateway, 'req-aud2', { name: 'x' }, 'patients'),
       payload: { name: 'x' },
     })
     expect(res.statusCode).toBe(401)
@@ -246,14 +252,16 @@ describe('platform http plugin', () => {
     it("a service's environment cannot mint an assertion the gateway's routes accept", async () => {
       const app = await patients()
       try {
-        const get = (signer: AssertionSigner, url: string) =>
-          app.inject({ method: 'GET', url, headers: as(signer, url) })
+        const get = async (signer: AssertionSigner, url: string) =>
+          app.inject({ method: 'GET', url, headers: await as(signer, url) })
         // comms' key, claiming to be comms: not on a public route of patients.
         expect((await get(comms, '/patients/p1')).statusCode).toBe(401)
         // comms' key, claiming to be the gateway: the signature does not verify.
         expect((await get({ issuer: 'gateway', key: comms.key }, '/patients/p1')).statusCode).toBe(401)
         // The public key it holds is not a signing key (Node refuses to sign with it).
-        expect(() => as({ issuer: 'gateway', key: testAssertionKeys().get('gateway')! }, '/x')).toThrow()
+        await expect(
+          as({ issuer: 'gateway', key: testAssertionKeys().get('gateway')! }, '/x'),
+        ).rejects.toThrow()
         // The gateway's own key works: the route itself is fine.
         expect((await get(gateway, '/patients/p1')).json()).toEqual({ company: 8 })
       } finally {
@@ -264,11 +272,11 @@ describe('platform http plugin', () => {
     it('an internal route takes only the callers it names, with their own keys', async () => {
       const app = await patients()
       try {
-        const get = (signer: AssertionSigner) =>
+        const get = async (signer: AssertionSigner) =>
           app.inject({
             method: 'GET',
             url: '/internal/patients/p1',
-            headers: as(signer, '/internal/patients/p1'),
+            headers: await as(signer, '/internal/patients/p1'),
           })
         expect((await get(comms)).json()).toEqual({ company: 8 })
         expect((await get(gateway)).statusCode).toBe(401)
@@ -297,7 +305,7 @@ describe('platform http plugin', () => {
 
   it('refuses a captured assertion replayed, with another body or another query string', async () => {
     const url = '/things?codalmacen=ALM1'
-    const headers = signed('POST', url, gateway, 'req-replay', { name: 'A thing' })
+    const headers = await signed('POST', url, gateway, 'req-replay', { name: 'A thing' })
     const send = (u: string, payload: object) => app.inject({ method: 'POST', url: u, headers, payload })
     expect((await send(url, { name: 'A thing' })).statusCode).toBe(201)
     // Captured, then sent again: as is (a replay), with another body, or with another query.
@@ -312,12 +320,12 @@ describe('platform http plugin', () => {
       expect(res.json().code).toBe('unauthenticated')
     }
     // A fresh assertion for another body is refused when the body sent differs from it.
-    const other = signed('POST', url, gateway, 'req-body', { name: 'Signed' })
+    const other = await signed('POST', url, gateway, 'req-body', { name: 'Signed' })
     const swapped = await app.inject({ method: 'POST', url, headers: other, payload: { name: 'Sent' } })
     expect(swapped.statusCode).toBe(401)
     // An assertion for no body, and a body sent all the same (by length or chunked).
     for (const framing of [{}, { 'transfer-encoding': 'chunked' }]) {
-      const bodyless = signed('POST', url, gateway, `req-bodyless-${Object.keys(framing).length}`)
+      const bodyless = await signed('POST', url, gateway, `req-bodyless-${Object.keys(framing).length}`)
       const res = await app.inject({
         method: 'POST',
         url,
@@ -412,7 +420,7 @@ describe('platform http plugin', () => {
   })
 
   it('answers 404 problem+json for an unknown route', async () => {
-    const res = await app.inject({ method: 'GET', url: '/nowhere', headers: auth('GET', '/nowhere') })
+    const res = await app.inject({ method: 'GET', url: '/nowhere', headers: await auth('GET', '/nowhere') })
     expect(res.statusCode).toBe(404)
     expect(res.headers['content-type']).toMatch(problemType)
     expectCommonHeaders(res)
@@ -463,7 +471,11 @@ describe('platform http plugin', () => {
 
   it('answers an unexpected error with a generic 500 and logs it in full', async () => {
     logLines.length = 0
-    const res = await app.inject({ method: 'GET', url: '/boom', headers: auth('GET', '/boom', 'req-boom') })
+    const res = await app.inject({
+      method: 'GET',
+      url: '/boom',
+      headers: await auth('GET', '/boom', 'req-boom'),
+    })
     expect(res.statusCode).toBe(500)
     expect(res.headers['content-type']).toMatch(problemType)
     expectCommonHeaders(res)
@@ -476,7 +488,7 @@ describe('platform http plugin', () => {
   })
 
   it('sends the headers an AppError carries', async () => {
-    const res = await app.inject({ method: 'GET', url: '/limited', headers: auth('GET', '/limited') })
+    const res = await app.inject({ method: 'GET', url: '/limited', headers: await auth('GET', '/limited') })
     expect(res.statusCode).toBe(429)
     expect(res.headers['retry-after']).toBe('9')
     expect(res.json().code).toBe('rate_limited')
@@ -567,7 +579,7 @@ describe('platform http plugin', () => {
         method: 'GET',
         url: '/no-such-route',
         ...outside,
-        headers: signed('GET', '/no-such-route'),
+        headers: await signed('GET', '/no-such-route'),
       })
       const res = await app.inject({ method: 'GET', url, ...outside })
       expect(res.statusCode).toBe(404)
@@ -580,10 +592,10 @@ describe('platform http plugin', () => {
         method: 'GET',
         url,
         ...outside,
-        headers: signed('GET', url, gateway, 'm1', undefined, 'patients'),
+        headers: await signed('GET', url, gateway, 'm1', undefined, 'patients'),
       })
       expect(other.statusCode).toBe(404)
-      const headers = signed('GET', url, gateway, 'm2')
+      const headers = await signed('GET', url, gateway, 'm2')
       expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(200)
       expect((await app.inject({ method: 'GET', url, ...outside, headers })).statusCode).toBe(404)
       // Private ranges (a pod or Compose network), v4 on a dual-stack socket too, and loopback.
@@ -635,7 +647,7 @@ describe('platform http plugin', () => {
 
   it('logs with service and request_id, and never the assertion, the query string or patient fields', async () => {
     logLines.length = 0
-    const headers = signed('POST', '/things?q=Fakesurname', gateway, 'req-logs', {
+    const headers = await signed('POST', '/things?q=Fakesurname', gateway, 'req-logs', {
       name: 'Fakefirst',
     })
     const res = await app.inject({

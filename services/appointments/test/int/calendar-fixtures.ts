@@ -136,8 +136,8 @@ export async function availability(
 }
 
 /** A DELETE as the gateway would send it (the platform's injectAs speaks GET, POST and PATCH). */
-export const remove = (h: Harness, c: Company, url: string) =>
-  h.app.inject({ method: 'DELETE', url, headers: gatewayHeaders(c.principal, 'DELETE', url) })
+export const remove = async (h: Harness, c: Company, url: string) =>
+  h.app.inject({ method: 'DELETE', url, headers: await gatewayHeaders(c.principal, 'DELETE', url) })
 
 /** The key of the advisory lock the repository takes on a practitioner's calendar. */
 export const practitionerLockKey = (companyId: number, practitioner: string) =>

@@ -93,7 +93,7 @@ describe('audit consumer', () => {
     const app = await buildTestApp(knex, amqp)
     stops.push(() => app.close())
     const url = '/audit/events'
-    const res = await app.inject({ method: 'GET', url, headers: gatewayHeaders(principal, 'GET', url) })
+    const res = await app.inject({ method: 'GET', url, headers: await gatewayHeaders(principal, 'GET', url) })
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(body.meta).toEqual({ total: 1, offset: 0, limit: 25, next: null })
@@ -120,7 +120,7 @@ describe('audit consumer', () => {
 
     // Another company sees none of it.
     const other = testPrincipal()
-    const res2 = await app.inject({ method: 'GET', url, headers: gatewayHeaders(other, 'GET', url) })
+    const res2 = await app.inject({ method: 'GET', url, headers: await gatewayHeaders(other, 'GET', url) })
     expect(res2.json()).toEqual({ data: [], meta: { total: 0, offset: 0, limit: 25, next: null } })
   })
 

@@ -35,8 +35,8 @@ afterAll(async () => {
 })
 
 const principal = testPrincipal()
-const get = (url: string) =>
-  app.inject({ method: 'GET', url, headers: gatewayHeaders(principal, 'GET', url) })
+const get = async (url: string) =>
+  app.inject({ method: 'GET', url, headers: await gatewayHeaders(principal, 'GET', url) })
 
 const refused = async (url: string, path: string) => {
   const res = await get(url)

@@ -24,8 +24,8 @@ afterAll(async () => {
   await knex.destroy()
 })
 
-const get = (principal: Principal, url: string) =>
-  app.inject({ method: 'GET', url, headers: gatewayHeaders(principal, 'GET', url) })
+const get = async (principal: Principal, url: string) =>
+  app.inject({ method: 'GET', url, headers: await gatewayHeaders(principal, 'GET', url) })
 
 describe('GET /audit/events', () => {
   const alice = testPrincipal({ username: 'alice' })
@@ -161,7 +161,7 @@ describe('GET /audit/events', () => {
     const forged = await app.inject({
       method: 'GET',
       url: '/audit/events',
-      headers: gatewayHeaders(alice, 'GET', '/audit/events', {
+      headers: await gatewayHeaders(alice, 'GET', '/audit/events', {
         issuer: 'gateway',
         key: generateKeyPairSync('ed25519').privateKey,
       }),

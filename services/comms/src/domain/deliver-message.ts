@@ -99,7 +99,7 @@ export async function deliverMessage(
     /** What time it is for the next attempt (tests move it). */
     clock: () => Date
     /** An email's one-click unsubscribe URL (links/unsubscribe-link.ts), from its company and language. */
-    unsubscribeUrl?: (companyId: number, messageId: string, language: string) => string
+    unsubscribeUrl?: (companyId: number, messageId: string, language: string) => Promise<string>
     random?: () => number
   },
   /** `ctx` is of who queued it (its `cause`). */
@@ -119,7 +119,7 @@ export async function deliverMessage(
       subject: m.subject,
       body: m.body,
       ...(m.channel === 'email' && deps.unsubscribeUrl
-        ? { unsubscribeUrl: deps.unsubscribeUrl(companyId, m.id, m.language) }
+        ? { unsubscribeUrl: await deps.unsubscribeUrl(companyId, m.id, m.language) }
         : {}),
     })
   } catch (err) {

@@ -81,12 +81,15 @@ export const answerable = (status: string): LinkAction[] =>
   status === 'scheduled' ? ['confirm', 'cancel'] : status === 'confirmed' ? ['cancel'] : []
 
 /**
- * The token's appointment link, or the page that says why not. A token whose MAC holds but whose
+ * The token's appointment link, or the page that says why not. A token whose signature holds but whose
  * payload is not an appointment link's (it was never made by us) is as invalid as an altered one.
  */
-function linkOf(deps: LinkDeps, token: string): { link: AppointmentLink } | { page: LinkPage } {
+async function linkOf(
+  deps: LinkDeps,
+  token: string,
+): Promise<{ link: AppointmentLink } | { page: LinkPage }> {
   if (!deps.secret) return { page: { kind: 'invalid' } }
-  const verified = verifyLink(deps.secret, 'appointment', token, deps.clock())
+  const verified = await verifyLink(deps.secret, 'appointment', token, deps.clock())
   if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
   const p = verified.payload as Partial<Record<keyof AppointmentLink, unknown>>
   const valid =
@@ -115,7 +118,7 @@ export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>):
  * names no company that can be trusted, so its page is only logged.
  */
 export async function openPatientLink(deps: LinkDeps, req: LinkRequest): Promise<LinkPage> {
-  const checked = linkOf(deps, req.token)
+  const checked = await linkOf(deps, req.token)
   if ('page' in checked) return checked.page
   const { link } = checked
   const ctx = linkCtx(link.companyId, req)
@@ -144,7 +147,7 @@ export async function answerPatientLink(
   deps: LinkDeps,
   req: LinkRequest & { action: unknown },
 ): Promise<LinkPage> {
-  const checked = linkOf(deps, req.token)
+  const checked = await linkOf(deps, req.token)
   if ('page' in checked) return checked.page
   const { link } = checked
   const action = req.action

@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose'
 import type { AppointmentInfo } from '../domain/appointment-directory'
 import type { LinkAction, LinkPage } from '../domain/patient-links'
 
@@ -112,16 +113,12 @@ const ESCAPES: Record<string, string> = {
 export const esc = (value: unknown): string => String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!)
 
 /**
- * The token's language (`es`, `en`; the payload is read, not trusted: it only picks one of the
- * two), else the browser's first of the two, else Spanish.
+ * The token's language (`es`, `en`; the JWT's payload is read, not trusted: it only picks one of
+ * the two), else the browser's first of the two, else Spanish.
  */
 export function langOf(token: string, acceptLanguage: string | undefined): Lang {
   try {
-    const lang = (
-      JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as {
-        lang?: unknown
-      }
-    ).lang
+    const { lang } = decodeJwt(token)
     if (typeof lang === 'string') return lang.toLowerCase().startsWith('en') ? 'en' : 'es'
   } catch {
     /* not a token's payload */

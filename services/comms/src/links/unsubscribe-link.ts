@@ -8,11 +8,11 @@ import { signLink } from './tokens'
 export function unsubscribeUrlFor(
   secret: string,
   baseUrl: string,
-): (companyId: number, messageId: string, lang: string) => string {
+): (companyId: number, messageId: string, lang: string) => Promise<string> {
   const base = baseUrl.replace(/\/+$/, '')
-  return (companyId, messageId, language) => {
+  return async (companyId, messageId, language) => {
     // The message's language (BCP 47, e.g. en-GB): the page speaks es or en.
     const lang = /^en\b/i.test(language) ? 'en' : 'es'
-    return `${base}/p/u/${signLink(secret, 'unsubscribe', { companyId, messageId, lang })}`
+    return `${base}/p/u/${await signLink(secret, 'unsubscribe', { companyId, messageId, lang })}`
   }
 }

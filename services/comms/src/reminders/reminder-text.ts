@@ -16,17 +16,17 @@ const LINK_LINE = {
  * The appointment_reminder text in the recipient's language and the appointment's local time,
  * with the patient link (a signed token naming this appointment, expiring at its start).
  */
-export function reminderText(
+export async function reminderText(
   a: AppointmentInfo,
   language: string,
   name: string,
   r: { id: string; companyId: number },
   link: { baseUrl: string; secret: string } | null,
-): ReminderText {
+): Promise<ReminderText> {
   const rendered = renderReminder(a, language, name)
   if (!link) return rendered
   const lang = templateLanguage(language)
-  const token = signLink(link.secret, 'appointment', {
+  const token = await signLink(link.secret, 'appointment', {
     id: r.id,
     companyId: r.companyId,
     appointmentId: a.id,

@@ -154,7 +154,7 @@ export class ReminderWorker extends JobRunner<ClaimedReminder> {
       throw err
     }
     const link = r.confirmLink ? this.o.links : null
-    const text = reminderText(appointment!, patient.language, recipient.name, r, link)
+    const text = await reminderText(appointment!, patient.language, recipient.name, r, link)
     return { patient, recipient, appointmentId: r.appointmentId, text }
   }
 

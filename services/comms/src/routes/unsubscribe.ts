@@ -50,16 +50,16 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     return page(reply, e.status, e.status < 500 ? invalidLinkPage() : unavailablePage())
   })
 
-  const linkOf = (req: FastifyRequest): UnsubscribeLink | null => {
+  const linkOf = async (req: FastifyRequest): Promise<UnsubscribeLink | null> => {
     const token = (req.params as { '*'?: string })['*'] ?? ''
     if (!o.secret) return null
-    const v = verifyLink(o.secret, 'unsubscribe', token, new Date())
+    const v = await verifyLink(o.secret, 'unsubscribe', token, new Date())
     return v.ok ? v.payload : null
   }
   const options = { config: { public: true }, schema: { hide: true, params: TokenParams } }
 
   app.get('/p/u/*', options, async (req, reply) => {
-    const link = linkOf(req)
+    const link = await linkOf(req)
     if (!link) return page(reply, 400, invalidLinkPage(), 'link_invalid')
     const lang = pageLang(link.lang)
     if (!(await unsubscribeTarget(o.store, link)))
@@ -68,7 +68,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   })
 
   app.post('/p/u/*', options, async (req, reply) => {
-    const link = linkOf(req)
+    const link = await linkOf(req)
     if (!link) return page(reply, 400, invalidLinkPage(), 'link_invalid')
     const lang = pageLang(link.lang)
     const outcome = await unsubscribeByLink(o.store, link, String(req.id))

@@ -39,7 +39,7 @@ function appointmentOf(companyId: number, overrides: Partial<AppointmentInfo> = 
   return a
 }
 /** The link a reminder carries: until the appointment's start, in the patient's language. */
-function linkTo(companyId: number, a: AppointmentInfo, over: Partial<AppointmentLink> = {}) {
+async function linkTo(companyId: number, a: AppointmentInfo, over: Partial<AppointmentLink> = {}) {
   const payload = {
     id: uuidv7(),
     companyId,
@@ -48,7 +48,7 @@ function linkTo(companyId: number, a: AppointmentInfo, over: Partial<Appointment
     exp: Date.parse(a.starts_at) / 1000,
     ...over,
   }
-  const token = signLink(TEST_LINK_SECRET, 'appointment', payload)
+  const token = await signLink(TEST_LINK_SECRET, 'appointment', payload)
   issued.push(token)
   return { token, id: payload.id }
 }
@@ -88,7 +88,7 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
   test("shows the date and time in the appointment's time zone (winter and summer), center and practitioner, in the token's language, with Confirm and Cancel", async () => {
     const company = freshCompanyId()
     const winter = appointmentOf(company)
-    const res = await open(linkTo(company, winter).token)
+    const res = await open((await linkTo(company, winter)).token)
     expectPage(res, 200, 'Su cita')
     expect(res.body).toContain('lunes, 7 de enero de 2030')
     expect(res.body).toContain('<dd>10:30 <small>(Europe/Madrid)</small></dd>')
@@ -101,7 +101,7 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
       starts_at: '2030-07-08T09:30:00.000Z',
       time_zone: 'America/New_York',
     })
-    const en = await open(linkTo(company, summer, { lang: 'en' }).token)
+    const en = await open((await linkTo(company, summer, { lang: 'en' })).token)
     expectPage(en, 200, 'Your appointment')
     expect(en.body).toContain('Monday, 8 July 2030')
     expect(en.body).toContain('<dd>05:30 <small>(America/New York)</small></dd>')
@@ -111,7 +111,9 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
 
   test('a confirmed appointment offers Cancel only; a cancelled or completed one is the 409 page, with its status', async () => {
     const company = freshCompanyId()
-    const confirmed = await open(linkTo(company, appointmentOf(company, { status: 'confirmed' })).token)
+    const confirmed = await open(
+      (await linkTo(company, appointmentOf(company, { status: 'confirmed' }))).token,
+    )
     expectPage(confirmed, 200, 'Su cita')
     expect(confirmed.body).toContain('Su cita ya está confirmada')
     expect(forms(confirmed)).toEqual(['cancel'])
@@ -120,7 +122,7 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
       ['completed', 'realizada'],
       ['checked_in', 'en la clínica'],
     ]) {
-      const res = await open(linkTo(company, appointmentOf(company, { status })).token)
+      const res = await open((await linkTo(company, appointmentOf(company, { status }))).token)
       expectPage(res, 409, 'Esta cita ya no se puede cambiar aquí')
       expect(res.body).toContain(`Estado: ${shown}`)
       expect(forms(res)).toEqual([])
@@ -133,7 +135,7 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
       practitioner: '<script>alert("x")</script> & \'Dr\' <img src=x onerror=alert(1)>',
       codalmacen: '<b>"ALM"</b>',
     })
-    const { token } = linkTo(company, a)
+    const { token } = await linkTo(company, a)
     for (const res of [await open(token), await answer(token, 'confirm')]) {
       expect(res.body).toContain(
         '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;Dr&#39; &lt;img src=x onerror=alert(1)&gt;',
@@ -146,7 +148,7 @@ describe('GET /p/a/<token>: the page a reminder links to', () => {
   test('an unknown appointment is the 404 page; nothing is recorded', async () => {
     const company = freshCompanyId()
     const gone: AppointmentInfo = { ...appointmentOf(freshCompanyId()), id: uuidv7() }
-    const { token, id } = linkTo(company, gone)
+    const { token, id } = await linkTo(company, gone)
     expectPage(await open(token), 404, 'No encontramos esta cita')
     expectPage(await answer(token, 'confirm'), 404, 'No encontramos esta cita')
     expect(await usesOf(id)).toEqual([])
@@ -193,7 +195,7 @@ describe('POST /p/a/<token>: the answer, once', () => {
   test('Confirm: the appointments service is asked as patient-link of the link\'s company; the use is recorded; the link is then "already used"', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const { token, id } = linkTo(company, a)
+    const { token, id } = await linkTo(company, a)
     const res = await answer(token, 'confirm')
     expectPage(res, 200, 'Su cita está confirmada')
     expect(res.body).toContain('<dd>10:30 <small>(Europe/Madrid)</small></dd>')
@@ -214,7 +216,7 @@ describe('POST /p/a/<token>: the answer, once', () => {
   test('Cancel, in English; a confirmed appointment can still be cancelled', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company, { status: 'confirmed' })
-    const { token } = linkTo(company, a, { lang: 'en' })
+    const { token } = await linkTo(company, a, { lang: 'en' })
     const res = await answer(token, 'cancel')
     expectPage(res, 200, 'Your appointment is cancelled')
     expect(h.directory.responses.at(-1)).toMatchObject({ id: a.id, action: 'cancel' })
@@ -226,7 +228,7 @@ describe('POST /p/a/<token>: the answer, once', () => {
   test('a double click acts once: the second waits for the first and finds the link used', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const { token } = linkTo(company, a)
+    const { token } = await linkTo(company, a)
     h.directory.setRespondDelay(300)
     const [one, two] = await Promise.all([answer(token, 'confirm'), answer(token, 'confirm')])
     expect([one.statusCode, two.statusCode].sort()).toEqual([200, 410])
@@ -236,7 +238,7 @@ describe('POST /p/a/<token>: the answer, once', () => {
   test('an answer its status does not allow is the 409 page and leaves the link usable', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company, { status: 'checked_in' })
-    const { token, id } = linkTo(company, a)
+    const { token, id } = await linkTo(company, a)
     const res = await answer(token, 'confirm')
     expectPage(res, 409, 'Esta cita ya no se puede cambiar aquí')
     expect(res.body).toContain('Estado: en la clínica')
@@ -247,7 +249,7 @@ describe('POST /p/a/<token>: the answer, once', () => {
     const mine = freshCompanyId()
     const other = freshCompanyId()
     const a = appointmentOf(mine)
-    const { token, id } = linkTo(other, a)
+    const { token, id } = await linkTo(other, a)
     expectPage(await open(token), 404, 'No encontramos esta cita')
     expectPage(await answer(token, 'cancel'), 404, 'No encontramos esta cita')
     expect(h.directory.responses.filter((r) => r.id === a.id)).toEqual([
@@ -255,13 +257,13 @@ describe('POST /p/a/<token>: the answer, once', () => {
     ])
     expect(await usesOf(id)).toEqual([])
     // Still scheduled, and still answerable with its own company's link.
-    expectPage(await answer(linkTo(mine, a).token, 'confirm'), 200, 'Su cita está confirmada')
+    expectPage(await answer((await linkTo(mine, a)).token, 'confirm'), 200, 'Su cita está confirmada')
   })
 
   test('the appointments service down: the 503 page (Retry-After), the link not spent; it works once the service is back', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const { token, id } = linkTo(company, a)
+    const { token, id } = await linkTo(company, a)
     h.directory.setDown(true)
     for (const res of [await open(token), await answer(token, 'confirm')]) {
       expectPage(res, 503, 'Ahora no podemos atenderle')
@@ -277,13 +279,13 @@ describe('links that cannot be used', () => {
   test('altered, cut, foreign or of another purpose: the 400 page; the browser language when the token says none', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const { token } = linkTo(company, a)
-    const [body, mac] = token.split('.') as [string, string]
+    const { token } = await linkTo(company, a)
+    const [header, body, mac] = token.split('.') as [string, string, string]
     const forged = Buffer.from(
       JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), companyId: 1 }),
     ).toString('base64url')
     const flipped = `${mac.slice(0, -2)}${mac.endsWith('AA') ? 'BB' : 'AA'}`
-    const notAUuid = signLink(TEST_LINK_SECRET, 'appointment', {
+    const notAUuid = await signLink(TEST_LINK_SECRET, 'appointment', {
       id: 'not-a-uuid',
       companyId: company,
       appointmentId: a.id,
@@ -291,19 +293,19 @@ describe('links that cannot be used', () => {
       exp: 1_900_000_000,
     })
     for (const bad of [
-      `${forged}.${mac}`,
-      `${body}.${flipped}`,
-      body,
+      `${header}.${forged}.${mac}`,
+      `${header}.${body}.${flipped}`,
+      `${header}.${body}`,
       '',
       'x',
       `${token}.extra`,
       `${token}/more`,
-      signLink(
+      await signLink(
         'another-secret-another-secret-0123456789',
         'appointment',
         JSON.parse(Buffer.from(body, 'base64url').toString()) as AppointmentLink,
       ),
-      signLink(TEST_LINK_SECRET, 'unsubscribe', { companyId: company, messageId: a.id, lang: 'es' }),
+      await signLink(TEST_LINK_SECRET, 'unsubscribe', { companyId: company, messageId: a.id, lang: 'es' }),
       notAUuid,
     ]) {
       expectPage(await open(bad), 400, 'Este enlace no es válido')
@@ -316,7 +318,7 @@ describe('links that cannot be used', () => {
   test("expired at the appointment's start (exp <= now): the 410 page, for reading and answering", async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const { token, id } = linkTo(company, a)
+    const { token, id } = await linkTo(company, a)
     now = Date.parse(a.starts_at) - 1000
     expectPage(await open(token), 200, 'Su cita')
     now = Date.parse(a.starts_at)
@@ -329,7 +331,7 @@ describe('links that cannot be used', () => {
 
   test('a form that is not ours is an HTML 4xx too, never JSON', async () => {
     const company = freshCompanyId()
-    const { token } = linkTo(company, appointmentOf(company))
+    const { token } = await linkTo(company, appointmentOf(company))
     expectPage(await answer(token, 'delete'), 400, 'Este enlace no es válido')
     expectPage(await answer(token, 'confirm&extra=1'), 400, 'Este enlace no es válido')
     expectPage(

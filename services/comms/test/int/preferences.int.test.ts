@@ -39,11 +39,11 @@ afterAll(async () => {
 
 /** The API as the gateway calls it for `principal` (PUT too, which helpers' client lacks). */
 function api(principal: Principal = testPrincipal(), on: () => Harness = () => h) {
-  const put = (url: string, body: unknown) =>
+  const put = async (url: string, body: unknown) =>
     on().app.inject({
       method: 'PUT',
       url,
-      headers: gatewayHeaders(principal, 'PUT', url, undefined, undefined, body),
+      headers: await gatewayHeaders(principal, 'PUT', url, undefined, undefined, body),
       payload: body as Record<string, unknown>,
     })
   const get = (url: string) => clientFor(on().app, principal).get(url)
@@ -623,7 +623,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
     const sent = await sendEmail(principal, address)
     const headers = headersOf((await received(sent.id)).raw)
     expect(headers['list-unsubscribe-post']).toBe('List-Unsubscribe=One-Click')
-    const url = /^<(http:\/\/127\.0\.0\.1:8080\/p\/u\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)>$/.exec(
+    const url = /^<(http:\/\/127\.0\.0\.1:8080\/p\/u\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)>$/.exec(
       headers['list-unsubscribe'] ?? '',
     )?.[1]
     expect(url).toBeDefined()
@@ -692,17 +692,17 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
     expect(ask.body).toContain('<html lang="en">')
 
     const token = path.slice('/p/u/'.length)
-    const [body, mac] = token.split('.')
+    const [header, body, mac] = token.split('.')
     const altered = [
-      `${body}.${mac!.slice(0, -2)}AA`,
-      `${Buffer.from(JSON.stringify({ companyId: principal.companyId + 1, messageId: sent.id, lang: 'en' })).toString('base64url')}.${mac}`,
-      signLink('another-secret-another-secret-0123456789', 'unsubscribe', {
+      `${header}.${body}.${mac!.slice(0, -2)}AA`,
+      `${header}.${Buffer.from(JSON.stringify({ companyId: principal.companyId + 1, messageId: sent.id, lang: 'en', aud: 'clinic-link:unsubscribe' })).toString('base64url')}.${mac}`,
+      await signLink('another-secret-another-secret-0123456789', 'unsubscribe', {
         companyId: principal.companyId,
         messageId: sent.id,
         lang: 'en',
       }),
       // An appointment link's token is not an unsubscribe token.
-      signLink(TEST_LINK_SECRET, 'appointment', {
+      await signLink(TEST_LINK_SECRET, 'appointment', {
         id: randomUUID(),
         companyId: principal.companyId,
         appointmentId: randomUUID(),
@@ -730,7 +730,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       { companyId: principal.companyId + 1, messageId: sent.id, lang: 'en' },
       { companyId: principal.companyId, messageId: 'not-a-uuid', lang: 'en' },
     ]) {
-      const t = signLink(TEST_LINK_SECRET, 'unsubscribe', link)
+      const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', link)
       expectPage(await page('GET', `/p/u/${t}`), 404)
       const res = await page('POST', `/p/u/${t}`, {
         payload: 'List-Unsubscribe=One-Click',
@@ -748,7 +748,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       body: 'Recordatorio',
     })
     expect(text.statusCode).toBe(202)
-    const t = signLink(TEST_LINK_SECRET, 'unsubscribe', {
+    const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', {
       companyId: principal.companyId,
       messageId: text.json().id,
       lang: 'es',

@@ -231,7 +231,7 @@ describe('the worker', () => {
     expect(m.body).toContain('Hello Ana Pérez')
     expect(m.body).toContain('09:30')
     const token = /\/p\/a\/(\S+)/.exec(m.body as string)![1]!
-    const link = verifyLink(LINK_SECRET, 'appointment', token, now)
+    const link = await verifyLink(LINK_SECRET, 'appointment', token, now)
     expect(link).toEqual({
       ok: true,
       payload: {

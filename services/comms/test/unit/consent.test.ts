@@ -258,7 +258,7 @@ describe('the one-click unsubscribe URL of an email', () => {
     const out = await deliver(claimed())
     const url = new URL(out.unsubscribeUrl!)
     expect(`${url.origin}${url.pathname.slice(0, 5)}`).toBe('https://clinic.example/p/u/')
-    const v = verifyLink(secret, 'unsubscribe', url.pathname.slice(5), new Date())
+    const v = await verifyLink(secret, 'unsubscribe', url.pathname.slice(5), new Date())
     expect(v).toEqual({ ok: true, payload: { companyId: 7, messageId: claimed().id, lang: 'en' } })
     // No address in the link: it travels in URLs and logs.
     expect(out.unsubscribeUrl).not.toContain('ficticia')
@@ -266,7 +266,7 @@ describe('the one-click unsubscribe URL of an email', () => {
 
   it('speaks Spanish for any other language, and is for email only', async () => {
     const es = new URL((await deliver(claimed({ language: 'fr' }))).unsubscribeUrl!)
-    expect(verifyLink(secret, 'unsubscribe', es.pathname.slice(5), new Date())).toMatchObject({
+    expect(await verifyLink(secret, 'unsubscribe', es.pathname.slice(5), new Date())).toMatchObject({
       payload: { lang: 'es' },
     })
     const sms = await deliver(

@@ -1,7 +1,9 @@
-import { createHmac } from 'node:crypto'
-import { signLink, verifyLink } from '../../src/links/tokens'
+import { createHmac, generateKeyPairSync } from 'node:crypto'
+import { CompactSign, SignJWT } from 'jose'
+import { LINK_TYPE, signLink, verifyLink } from '../../src/links/tokens'
 
 const SECRET = 'unit-link-secret-0123456789abcdef0123456789'
+const key = new TextEncoder().encode(SECRET)
 const now = new Date('2026-06-01T00:00:00Z')
 const link = {
   id: 'r',
@@ -10,39 +12,98 @@ const link = {
   lang: 'es',
   exp: Date.parse('2026-06-02T00:00:00Z') / 1000,
 }
+const b64 = (s: string) => Buffer.from(s).toString('base64url')
+const header = { alg: 'HS256', typ: LINK_TYPE }
 
-/** A token whose MAC is right over any payload text: what only a holder of the secret can make. */
-const signedText = (purpose: string, json: string) => {
-  const body = Buffer.from(json).toString('base64url')
-  const mac = createHmac('sha256', SECRET).update(`clinic-link:${purpose}:${body}`).digest('base64url')
-  return `${body}.${mac}`
-}
+/** A JWS over any payload text under the secret: what only a holder of the secret can make. */
+const signedText = (json: string, h: Record<string, unknown> = header) =>
+  new CompactSign(Buffer.from(json)).setProtectedHeader(h as { alg: string }).sign(key)
 
 describe('link tokens', () => {
-  it('verifies its own tokens until they expire, for their purpose only', () => {
-    const token = signLink(SECRET, 'appointment', link)
-    expect(verifyLink(SECRET, 'appointment', token, now)).toEqual({ ok: true, payload: link })
-    expect(verifyLink(SECRET, 'appointment', token, new Date(link.exp * 1000))).toEqual({
+  it('are JWTs (HS256, typ clinic-link+jwt) whose audience is their purpose', async () => {
+    const token = await signLink(SECRET, 'appointment', link)
+    const [h, payload, , extra] = token.split('.')
+    expect(extra).toBeUndefined()
+    expect(JSON.parse(Buffer.from(h!, 'base64url').toString())).toEqual(header)
+    expect(JSON.parse(Buffer.from(payload!, 'base64url').toString())).toEqual({
+      ...link,
+      aud: 'clinic-link:appointment',
+    })
+  })
+
+  it('verifies a token made by hand by the steps of RFC 7515 (HMAC-SHA256 over header.payload)', async () => {
+    const input = `${b64(JSON.stringify(header))}.${b64(JSON.stringify({ ...link, aud: 'clinic-link:appointment' }))}`
+    const token = `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`
+    expect(await verifyLink(SECRET, 'appointment', token, now)).toEqual({ ok: true, payload: link })
+    expect(await signLink(SECRET, 'appointment', link)).toBe(token)
+  })
+
+  it('verifies its own tokens until they expire, for their purpose only', async () => {
+    const token = await signLink(SECRET, 'appointment', link)
+    expect(await verifyLink(SECRET, 'appointment', token, now)).toEqual({ ok: true, payload: link })
+    expect(await verifyLink(SECRET, 'appointment', token, new Date(link.exp * 1000))).toEqual({
       ok: false,
       reason: 'expired',
     })
-    expect(verifyLink(SECRET, 'unsubscribe', token, now)).toEqual({ ok: false, reason: 'altered' })
-    expect(verifyLink(`${SECRET}x`, 'appointment', token, now)).toEqual({ ok: false, reason: 'altered' })
+    expect(await verifyLink(SECRET, 'unsubscribe', token, now)).toEqual({ ok: false, reason: 'altered' })
+    // Unsubscribe links do not expire.
+    const unsubscribe = { companyId: 7, messageId: 'm', lang: 'en' }
+    const u = await signLink(SECRET, 'unsubscribe', unsubscribe)
+    expect(await verifyLink(SECRET, 'unsubscribe', u, new Date('2036-01-01T00:00:00Z'))).toEqual({
+      ok: true,
+      payload: unsubscribe,
+    })
   })
 
-  it('calls anything else altered, never throws: cut, extra parts, junk, and signed JSON that is no object', () => {
-    const token = signLink(SECRET, 'appointment', link)
+  it('refuses another key, `alg: none`, another algorithm, a tampered payload and an appointment link without expiry', async () => {
+    const token = await signLink(SECRET, 'appointment', link)
+    const [h, payload, signature] = token.split('.') as [string, string, string]
+    // Signed with another secret.
+    expect(await verifyLink(`${SECRET}x`, 'appointment', token, now)).toEqual({
+      ok: false,
+      reason: 'altered',
+    })
+    // alg none: the payload as is, no signature.
+    const none = `${b64(JSON.stringify({ alg: 'none', typ: LINK_TYPE }))}.${payload}.`
+    expect(await verifyLink(SECRET, 'appointment', none, now)).toEqual({ ok: false, reason: 'altered' })
+    // Another company under the original signature.
+    const forged = b64(JSON.stringify({ ...link, companyId: 8, aud: 'clinic-link:appointment' }))
+    expect(await verifyLink(SECRET, 'appointment', `${h}.${forged}.${signature}`, now)).toEqual({
+      ok: false,
+      reason: 'altered',
+    })
+    // HS512 under the same secret, and EdDSA with a key of the forger's: only HS256 is taken.
+    const claims = { ...link, aud: 'clinic-link:appointment' }
+    const hs512 = await new SignJWT(claims).setProtectedHeader({ alg: 'HS512', typ: LINK_TYPE }).sign(key)
+    expect(await verifyLink(SECRET, 'appointment', hs512, now)).toEqual({ ok: false, reason: 'altered' })
+    const ed = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'EdDSA', typ: LINK_TYPE })
+      .sign(generateKeyPairSync('ed25519').privateKey)
+    expect(await verifyLink(SECRET, 'appointment', ed, now)).toEqual({ ok: false, reason: 'altered' })
+    // A signed appointment link without exp would never expire: refused.
+    const { exp: _exp, ...noExp } = claims
+    expect(await verifyLink(SECRET, 'appointment', await signedText(JSON.stringify(noExp)), now)).toEqual({
+      ok: false,
+      reason: 'altered',
+    })
+    // Another typ (a JWT made for something else) under the same secret.
+    const otherTyp = await signedText(JSON.stringify(claims), { alg: 'HS256', typ: 'JWT' })
+    expect(await verifyLink(SECRET, 'appointment', otherTyp, now)).toEqual({ ok: false, reason: 'altered' })
+  })
+
+  it('calls anything else altered, never throws: cut, extra parts, junk, and signed JSON that is no object', async () => {
+    const token = await signLink(SECRET, 'appointment', link)
     for (const bad of [
       token.slice(0, -2),
       `${token}.x`,
       '',
       '.',
       'a'.repeat(2000),
-      signedText('appointment', 'null'),
-      signedText('appointment', '42'),
-      signedText('appointment', '"x"'),
-      signedText('appointment', '{not json'),
+      await signedText('null'),
+      await signedText('42'),
+      await signedText('"x"'),
+      await signedText('{not json'),
     ])
-      expect(verifyLink(SECRET, 'appointment', bad, now)).toEqual({ ok: false, reason: 'altered' })
+      expect(await verifyLink(SECRET, 'appointment', bad, now)).toEqual({ ok: false, reason: 'altered' })
   })
 })

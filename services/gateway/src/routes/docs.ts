@@ -100,7 +100,7 @@ export async function docsRoutes(app: FastifyInstance, deps: DocsOptions) {
     await Promise.all(
       names.map(async (name) => {
         try {
-          const headers = assertionHeaders(
+          const headers = await assertionHeaders(
             { auth: DOCS_READER, requestId: uuidv7() },
             { method: 'GET', path: '/openapi.json', audience: name },
             deps.signer,

@@ -69,7 +69,7 @@ export class FakeUpstream {
     )
     this.app.get('/openapi.json', async (req, reply) => {
       if (o.openapiFromOutside) {
-        const v = verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, VERIFY_KEYS(), {
+        const v = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, VERIFY_KEYS(), {
           method: 'GET',
           path: '/openapi.json',
           audience: this.name,

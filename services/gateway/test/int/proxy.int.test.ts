@@ -108,7 +108,7 @@ describe('forwarding to the services', () => {
     expect(got.headers.accept).toBe('application/json')
     expect(got.headers['x-request-id']).toBe('client-req-1')
 
-    const verified = verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+    const verified = await verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
       method: 'GET',
       path: `/patients/${PATIENT}`,
       query: 'codalmacen=ALM1&q=x',
@@ -133,13 +133,15 @@ describe('forwarding to the services', () => {
     })
     // Bound to this request: not valid for another path, nor at another service.
     expect(
-      verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
-        method: 'GET',
-        path: '/patients',
-      }).ok,
+      (
+        await verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+          method: 'GET',
+          path: '/patients',
+        })
+      ).ok,
     ).toBe(false)
     expect(
-      verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+      await verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
         method: 'GET',
         path: `/patients/${PATIENT}`,
         query: 'codalmacen=ALM1&q=x',
@@ -162,7 +164,7 @@ describe('forwarding to the services', () => {
     const got = echoed(res)
     expect(got.url).toBe('/appointments')
     expect(got.headers).not.toHaveProperty('authorization')
-    const v = verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+    const v = await verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
       method: 'GET',
       path: '/appointments',
       audience: 'appointments',
@@ -182,7 +184,7 @@ describe('forwarding to the services', () => {
       expect(res.statusCode).toBe(201)
       const { id } = json(res) as { id: string }
       expect(res.headers.location).toBe(`${base}/patients/${id}`)
-      const v = verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+      const v = await verifyAssertion(echoed(res).headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
         method: 'POST',
         path: '/patients',
       })

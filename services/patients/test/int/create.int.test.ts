@@ -410,14 +410,14 @@ describe('transport', () => {
     const other = await h.app.inject({
       method: 'GET',
       url: '/patients',
-      headers: gatewayHeaders(p, 'GET', '/patients/x'),
+      headers: await gatewayHeaders(p, 'GET', '/patients/x'),
     })
     expect(other.statusCode).toBe(401)
     const post = await h.app.inject({
       method: 'POST',
       url: '/patients',
       payload: makePatient(),
-      headers: gatewayHeaders(p, 'GET', '/patients'),
+      headers: await gatewayHeaders(p, 'GET', '/patients'),
     })
     expect(post.statusCode).toBe(401)
   })
@@ -429,7 +429,7 @@ describe('transport', () => {
       url: '/patients',
       payload: 'first_name=Testa',
       headers: {
-        ...gatewayHeaders(c.principal, 'POST', '/patients'),
+        ...(await gatewayHeaders(c.principal, 'POST', '/patients')),
         'content-type': 'application/x-www-form-urlencoded',
       },
     })
@@ -438,7 +438,10 @@ describe('transport', () => {
       method: 'POST',
       url: '/patients',
       payload: '{"first_name":',
-      headers: { ...gatewayHeaders(c.principal, 'POST', '/patients'), 'content-type': 'application/json' },
+      headers: {
+        ...(await gatewayHeaders(c.principal, 'POST', '/patients')),
+        'content-type': 'application/json',
+      },
     })
     expect(broken.statusCode).toBe(400)
   })

@@ -296,14 +296,14 @@ describe('PATCH /patients/{id}', () => {
       url,
       payload: JSON.stringify({ notes: 'merge' }),
       headers: {
-        ...gatewayHeaders(
+        ...(await gatewayHeaders(
           c.principal,
           'PATCH',
           url,
           undefined,
           undefined,
           JSON.stringify({ notes: 'merge' }),
-        ),
+        )),
         'content-type': 'application/merge-patch+json',
       },
     })
@@ -366,7 +366,7 @@ describe('GET /internal/patients/{id}', () => {
     const wrongPath = await h.app.inject({
       method: 'GET',
       url: `/internal/patients/${p.id}`,
-      headers: gatewayHeaders(a.principal, 'GET', `/patients/${p.id}`, testSigner('comms')),
+      headers: await gatewayHeaders(a.principal, 'GET', `/patients/${p.id}`, testSigner('comms')),
     })
     expect(wrongPath.statusCode).toBe(401)
     // Callers only: the gateway's assertion (the API's) and a service that does not call patients.

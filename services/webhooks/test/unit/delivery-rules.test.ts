@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { makeEvent } from '@clinic/platform/core'
 import { Webhook } from 'standardwebhooks'
 import { isPublicAddress, urlProblem } from '../../src/delivery/address-policy'
@@ -58,7 +59,7 @@ test('urlProblem: https only unless insecure is allowed, no credentials or fragm
   expect(urlProblem('https://[::ffff:93.184.216.34]/x', false)).toBeNull()
 })
 
-test('our signature verifies with the reference library; two secrets give two signatures', () => {
+test('our signature verifies with the reference library and by the documented scheme; two secrets give two', () => {
   const [a, b] = [newSecret(), newSecret()]
   const body = '{"type":"webhook.test"}'
   const ts = Math.floor(Date.now() / 1000)
@@ -70,9 +71,17 @@ test('our signature verifies with the reference library; two secrets give two si
   expect(headers['webhook-signature'].split(' ')).toHaveLength(2)
   expect(new Webhook(a).verify(body, headers)).toEqual({ type: 'webhook.test' })
   expect(new Webhook(b).verify(body, headers)).toEqual({ type: 'webhook.test' })
-  expect(new Webhook(a).sign('msg_1', new Date(ts * 1000), body)).toBe(
-    signatureHeader([a], 'msg_1', ts, body),
-  )
+  // As DESIGN section 10 documents it, by hand: `v1,` + base64 HMAC-SHA256 of "id.timestamp.body"
+  // keyed with the bytes after `whsec_`, one per secret.
+  const byHand = (secret: string) =>
+    `v1,${createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+      .update(`msg_1.${ts}.${body}`)
+      .digest('base64')}`
+  expect(headers['webhook-signature']).toBe(`${byHand(a)} ${byHand(b)}`)
+  // A changed body, id or timestamp no longer verifies.
+  expect(() => new Webhook(a).verify('{"type":"webhook.tested"}', headers)).toThrow()
+  expect(() => new Webhook(a).verify(body, { ...headers, 'webhook-id': 'msg_2' })).toThrow()
+  expect(() => new Webhook(a).verify(body, { ...headers, 'webhook-timestamp': String(ts - 1) })).toThrow()
 })
 
 test('a sealed secret opens only with its key and on its endpoint', () => {
