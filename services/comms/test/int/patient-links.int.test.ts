@@ -159,7 +159,7 @@ describe('every view of a link page is on the audit trail', () => {
   test('each opening is a comms.patient_link.viewed by actor patient-link, naming the appointment and the link, never the token', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const link = linkTo(company, a)
+    const link = await linkTo(company, a)
     const viewsOf = async () =>
       (await outboxOf(h.owner, company, a.id)).filter((e) => e.type === 'comms.patient_link.viewed')
     expectPage(await open(link.token), 200, 'Su cita')
@@ -185,7 +185,7 @@ describe('every view of a link page is on the audit trail', () => {
   test('an altered token names no company to put on a trail: its page records nothing', async () => {
     const company = freshCompanyId()
     const a = appointmentOf(company)
-    const link = linkTo(company, a)
+    const link = await linkTo(company, a)
     expectPage(await open(`${link.token.slice(0, -2)}xx`), 400, 'Este enlace no es válido')
     expect(await outboxOf(h.owner, company, a.id)).toEqual([])
   })
