@@ -31,7 +31,6 @@ describe('naming.cjs', () => {
         url: 'A_B_URL',
         dbPassword: 'A_B_DB_PASSWORD',
         amqpPassword: 'A_B_AMQP_PASSWORD',
-        eventSigningSecret: 'A_B_EVENT_SIGNING_SECRET',
         amqpUrl: 'A_B_AMQP_URL',
         databaseUrl: 'A_B_DATABASE_URL',
       },

@@ -1,6 +1,6 @@
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib'
 import type { Logger } from 'pino'
-import { signWithProcessKey } from './event-signing'
+import { amqpUserOf } from './event-origin'
 import type { CloudEvent } from './events'
 
 export const EXCHANGE = 'clinic.events'
@@ -34,10 +34,13 @@ export class Amqp {
   private attempt = 0
   private readyWaiters: Array<() => void> = []
   readonly queueType: 'classic' | 'quorum'
+  /** The broker user this connection logs in as: every message goes out with it as `user_id`. */
+  readonly user: string
   private readonly confirmTimeoutMs: number
 
   constructor(private readonly opts: AmqpOptions) {
     this.queueType = opts.queueType ?? 'classic'
+    this.user = amqpUserOf(opts.url)
     this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 10_000
   }
 
@@ -114,16 +117,11 @@ export class Amqp {
   }
 
   /**
-   * Publishes events to `clinic.events` (routing key = type), signed with the process key, and
-   * waits for the broker's confirms.
+   * Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms.
    */
   async publish(events: CloudEvent[]): Promise<void> {
     await this.publishRaw(
-      events.map((e) => ({
-        id: e.id,
-        type: e.type,
-        body: Buffer.from(JSON.stringify(signWithProcessKey(e))),
-      })),
+      events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })),
     )
   }
 
@@ -139,6 +137,8 @@ export class Amqp {
         type: e.type,
         contentType: 'application/cloudevents+json',
         timestamp,
+        // Checked by RabbitMQ against the connection's user: the consumers' proof of the source.
+        userId: this.user,
       })
     }
     await this.confirmed(ch)
@@ -182,11 +182,19 @@ export class Amqp {
     }
   }
 
-  /** Sends one message straight to a queue (retries, dead letters) and waits for the confirm. */
-  async sendToQueue(queue: string, content: Buffer, options: Options.Publish): Promise<void> {
+  /**
+   * Publishes one message to an exchange of this service's own (a consumer's retry exchange), as
+   * this connection's user, and waits for the confirm.
+   */
+  async publishTo(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish,
+  ): Promise<void> {
     const ch = this.pub
     if (!ch) throw new Error('AMQP not connected')
-    ch.sendToQueue(queue, content, { persistent: true, ...options })
+    ch.publish(exchange, routingKey, content, { persistent: true, ...options, userId: this.user })
     await this.confirmed(ch)
   }
 
@@ -210,9 +218,13 @@ async function assertExchanges(ch: Channel) {
  */
 export const QUORUM_DELIVERY_LIMIT = 10_000
 
+/** The consumer's own exchange for its retries (a fanout to its `<q>.retry` delay queue). */
+export const retryExchangeOf = (queue: string) => `${queue}.retry`
+
 /**
  * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a
- * delay queue (`<q>.retry`) whose expired messages flow back into the work queue.
+ * delay queue (`<q>.retry`, fed by the service's own exchange `<q>.retry`, never by a write on
+ * `amq.default`) whose expired messages the broker dead-letters back into the work queue.
  */
 export async function assertWorkQueue(
   ch: Channel,
@@ -240,4 +252,6 @@ export async function assertWorkQueue(
     durable: true,
     arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
   })
+  await ch.assertExchange(retryExchangeOf(queue), 'fanout', { durable: true })
+  await ch.bindQueue(`${queue}.retry`, retryExchangeOf(queue), '')
 }
