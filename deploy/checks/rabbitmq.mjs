@@ -77,7 +77,7 @@ export function checkRabbitDefinitions() {
     if (re.test('amq.default') || re.test('')) problems.push(`${u}: may write to amq.default`)
     for (const o of apps)
       for (const c of o === s ? [] : (o.consumes ?? []))
-        for (const q of [c.queue, `${c.queue}.retry`, `${c.queue}.dlq`])
+        for (const q of [c.queue, `${c.queue}.retry`, `${c.queue}.delay`, `${c.queue}.dlq`])
           if (re.test(q)) problems.push(`${u}: may write to ${q}, ${o.name}'s`)
   }
   const audit = writers.get(namesOf('audit').brokerUser)

@@ -218,13 +218,20 @@ async function assertExchanges(ch: Channel) {
  */
 export const QUORUM_DELIVERY_LIMIT = 10_000
 
-/** The consumer's own exchange for its retries (a fanout to its `<q>.retry` delay queue). */
+/**
+ * A consumer's own retry exchange (direct): routing key RETRY_DELAY_KEY to its delay queue
+ * `<q>.delay`, RETRY_BACK_KEY back to its work queue. No other user may write to it.
+ */
 export const retryExchangeOf = (queue: string) => `${queue}.retry`
+export const RETRY_DELAY_KEY = 'delay'
+export const RETRY_BACK_KEY = 'back'
 
 /**
- * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a
- * delay queue (`<q>.retry`, fed by the service's own exchange `<q>.retry`, never by a write on
- * `amq.default`) whose expired messages the broker dead-letters back into the work queue.
+ * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a delay
+ * queue (`<q>.delay`) whose expired messages the broker dead-letters back into the work queue,
+ * both through the service's own retry exchange `<q>.retry`: no write on `amq.default`, which would
+ * reach every queue. (The delay queue was `<q>.retry`, dead-lettering through `amq.default`; left
+ * from an older deployment, it still empties into the work queue by itself and may then be deleted.)
  */
 export async function assertWorkQueue(
   ch: Channel,
@@ -248,10 +255,14 @@ export async function assertWorkQueue(
   for (const key of bindings) await ch.bindQueue(queue, EXCHANGE, key)
   await ch.assertQueue(`${queue}.dlq`, { durable: true, arguments: { 'x-queue-type': queueType } })
   await ch.bindQueue(`${queue}.dlq`, DEAD_LETTER_EXCHANGE, queue)
-  await ch.assertQueue(`${queue}.retry`, {
+  await ch.assertExchange(retryExchangeOf(queue), 'direct', { durable: true })
+  await ch.assertQueue(`${queue}.delay`, {
     durable: true,
-    arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
+    arguments: {
+      'x-dead-letter-exchange': retryExchangeOf(queue),
+      'x-dead-letter-routing-key': RETRY_BACK_KEY,
+    },
   })
-  await ch.assertExchange(retryExchangeOf(queue), 'fanout', { durable: true })
-  await ch.bindQueue(`${queue}.retry`, retryExchangeOf(queue), '')
+  await ch.bindQueue(`${queue}.delay`, retryExchangeOf(queue), RETRY_DELAY_KEY)
+  await ch.bindQueue(queue, retryExchangeOf(queue), RETRY_BACK_KEY)
 }

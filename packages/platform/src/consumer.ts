@@ -2,7 +2,7 @@ import type { Channel } from 'amqplib'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { ConsumeMessage } from 'amqplib'
-import { assertWorkQueue, retryExchangeOf, type Amqp } from './amqp'
+import { RETRY_BACK_KEY, RETRY_DELAY_KEY, assertWorkQueue, retryExchangeOf, type Amqp } from './amqp'
 import type { Counter, Registry } from 'prom-client'
 import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
@@ -165,14 +165,15 @@ class IdempotentConsumer implements Consumer {
   }
 
   /**
-   * What the broker says of a delivery. A message back from this consumer's own retry queue (the
-   * broker dead-letters it through the default exchange, published as this service's user, which
-   * alone may write to its retry exchange) carries its first delivery's user and routing key.
+   * What the broker says of a delivery. A message back from this consumer's delay queue (through
+   * its own retry exchange, which no other user may write to, published as this service's user)
+   * carries its first delivery's user and routing key, checked then.
    */
   private originOf(msg: ConsumeMessage): DeliveryOrigin {
     const headers = msg.properties.headers ?? {}
     const retried =
-      msg.fields.exchange === '' &&
+      msg.fields.exchange === retryExchangeOf(this.o.queue) &&
+      msg.fields.routingKey === RETRY_BACK_KEY &&
       msg.properties.userId === this.o.amqp.user &&
       typeof headers[ORIGIN_USER_HEADER] === 'string' &&
       typeof headers[ORIGIN_KEY_HEADER] === 'string'
@@ -232,7 +233,7 @@ class IdempotentConsumer implements Consumer {
   }
 
   /**
-   * Through the service's own retry exchange into `<queue>.retry` after the attempt's backoff;
+   * Through the service's own retry exchange into `<queue>.delay`, back after the attempt's backoff;
    * dead-lettered after the last attempt.
    */
   private async retryLater({ ch, msg }: Delivery, log: Logger, err: unknown) {
@@ -246,7 +247,7 @@ class IdempotentConsumer implements Consumer {
     log.warn({ err, attempt }, 'event failed; will retry')
     try {
       const origin = this.originOf(msg)
-      await this.o.amqp.publishTo(retryExchangeOf(this.o.queue), origin.routingKey, msg.content, {
+      await this.o.amqp.publishTo(retryExchangeOf(this.o.queue), RETRY_DELAY_KEY, msg.content, {
         ...msg.properties,
         expiration: String(this.backoff(attempt)),
         headers: {
@@ -272,7 +273,7 @@ class IdempotentConsumer implements Consumer {
  * An idempotent, competing consumer. Each message is handled in one database transaction that
  * first records the event id in `processed_events`: a redelivered event is a no-op. The ack goes
  * out only after the commit. A failing message is retried after a growing delay (through the
- * service's own `<queue>.retry` exchange and queue) and after `maxAttempts` lands in `<queue>.dlq`, never looping.
+ * service's own `<queue>.retry` exchange and `<queue>.delay` queue) and after `maxAttempts` lands in `<queue>.dlq`, never looping.
  *
  * A database that is away is not the message's fault: such a failure spends no attempt. The
  * message is held, then handed back to the queue, the hold growing while the outage lasts (up to
