@@ -152,7 +152,7 @@ class IdempotentConsumer implements Consumer {
     this.o.log.error(
       {
         queue: this.o.queue,
-        reason: check,
+        refusal: check, // `reason` is redacted (appointments have one)
         source: event?.source,
         event_type: event?.type,
         event_id: event?.id,

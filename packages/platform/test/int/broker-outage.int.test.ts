@@ -159,7 +159,7 @@ it('starts over when the broker closes the publishing channel, and publishes aga
     const before = proxy.accepted
     // An expiration that is not a number: RabbitMQ closes the channel (406), not the connection.
     await expect(
-      own.sendToQueue(`${queue}.nowhere`, Buffer.from('x'), { expiration: 'not-a-number' }),
+      own.publishTo('', `${queue}.nowhere`, Buffer.from('x'), { expiration: 'not-a-number' }),
     ).rejects.toThrow(/closed/)
     await waitFor(() => own.connected && proxy.accepted > before, { what: 'a new connection' })
     const e = testEvent(company)
