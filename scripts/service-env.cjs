@@ -10,16 +10,6 @@ const { createHmac, createPrivateKey, createPublicKey } = require('node:crypto')
 const { apps, namesOf } = require('../packages/platform/naming.cjs')
 const { stackAmqpUrl } = require('../packages/platform/broker-users.cjs')
 
-/** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
-function topicMatches(binding, key) {
-  const match = (b, k) => {
-    if (!b.length) return !k.length
-    if (b[0] === '#') return match(b.slice(1), k) || (k.length > 0 && match(b, k.slice(1)))
-    return k.length > 0 && (b[0] === '*' || b[0] === k[0]) && match(b.slice(1), k.slice(1))
-  }
-  return match(binding.split('.'), key.split('.'))
-}
-
 // The fixed DER prefix of an Ed25519 PKCS#8 private key; the 32-byte seed follows (RFC 8410).
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
 
@@ -66,6 +56,9 @@ function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   if (name !== 'gateway') delete out.GATEWAY_SIGNING_KEY
   if (env.ASSERTION_ROOT_SECRET) Object.assign(out, assertionEnv(name, env.ASSERTION_ROOT_SECRET))
   delete out.BROKER_ROOT_SECRET
+  // A variable left from before the broker vouched for origins: no process gets an event key.
+  delete out.EVENT_SIGNING_SECRET
+  delete out.EVENT_VERIFY_KEYS
   delete out.BROKER_USER_PREFIX
   if (env.BROKER_ROOT_SECRET && env.AMQP_URL)
     out.AMQP_URL = stackAmqpUrl(env.AMQP_URL, name, {
@@ -75,4 +68,4 @@ function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   return out
 }
 
-module.exports = { serviceEnv, topicMatches, assertionKeyPair }
+module.exports = { serviceEnv, assertionKeyPair }

@@ -4,8 +4,6 @@ export function serviceEnv(
   env: Record<string, string | undefined>,
   ownerUrl?: string,
 ): Record<string, string>
-/** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
-export function topicMatches(binding: string, key: string): boolean
 /** The Ed25519 key pair of `issuer` (`gateway` or a service) derived from ASSERTION_ROOT_SECRET. */
 export function assertionKeyPair(
   rootSecret: string,
