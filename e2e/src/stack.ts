@@ -24,8 +24,8 @@ import {
 import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
-import { createBrokerUsers, newBrokerPrefix, removeBrokerUsers } from '@clinic/platform/broker-users'
 import { assertionKeyPair, serviceEnv } from '../../scripts/service-env.cjs'
+import { removeStackBrokerUsers, stackBrokerUsers } from './broker'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -45,14 +45,7 @@ export interface StackInfo {
   /** Where each process of the stack writes its logs (stdout and stderr), by service name. */
   logFiles: Record<string, string>
   /** What to clean up afterwards. */
-  cleanup: {
-    databaseUrl?: string
-    amqpUrl?: string
-    containers?: string[]
-    logDir?: string
-    /** The prefix of the stack's broker users (machine-wide: removed with the stack). */
-    brokerPrefix?: string
-  }
+  cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[]; logDir?: string }
 }
 
 /** A port nothing listens on right now (also what a dead upstream looks like). */
@@ -79,13 +72,9 @@ export async function dockerAvailable(): Promise<boolean> {
   }
 }
 
-/** The e2e stacks' broker passwords are derived from it (a test secret, like the ones below). */
-const BROKER_ROOT_SECRET = 'e2e-broker-root-0123456789abcdef0123456789abc'
-
 async function infrastructure(): Promise<{
   databaseUrl: string
   amqpUrl: string
-  brokerPrefix?: string
   cleanup: StackInfo['cleanup']
 }> {
   if (await dockerAvailable()) {
@@ -105,14 +94,10 @@ async function infrastructure(): Promise<{
       cleanup: { containers: [pg.getId(), mq.getId()] },
     }
   }
-  // No Docker engine: the machine's PostgreSQL and RabbitMQ, in a database and vhost of our own, with
-  // broker users of our own: every service logs in as `<prefix>clinic-<name>` with the permissions
-  // of deploy/rabbitmq/definitions.json, as deploy does, so the broker's checks run here too.
+  // No Docker engine: the machine's PostgreSQL and RabbitMQ, in a database and vhost of our own.
   const databaseUrl = await createTestDatabase(process.env.E2E_DATABASE_URL)
   const amqpUrl = await createTestVhost(process.env.E2E_AMQP_URL)
-  const brokerPrefix = newBrokerPrefix()
-  await createBrokerUsers({ amqpUrl, prefix: brokerPrefix, rootSecret: BROKER_ROOT_SECRET })
-  return { databaseUrl, amqpUrl, brokerPrefix, cleanup: { databaseUrl, amqpUrl, brokerPrefix } }
+  return { databaseUrl, amqpUrl, cleanup: { databaseUrl, amqpUrl } }
 }
 
 const children: ChildProcess[] = []
@@ -165,6 +150,8 @@ export async function startStack(
   } = {},
 ): Promise<StackInfo> {
   const infra = await infrastructure()
+  // Each service as its own broker user (not on a Docker broker, where rabbitmqctl does not reach).
+  const brokerEnv = infra.cleanup.amqpUrl ? await stackBrokerUsers(infra.cleanup.amqpUrl) : {}
   // Kept after the run when E2E_LOGS is set (its path is printed), else removed with the stack.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-logs-'))
   if (process.env.E2E_LOGS) process.stderr.write(`e2e: service logs in ${logDir}\n`)
@@ -176,8 +163,7 @@ export async function startStack(
     AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
     // Each process's assertion keys are derived from it (service-env.cjs); no process gets it.
     ASSERTION_ROOT_SECRET: 'e2e-assertion-root-0123456789abcdef0123456789',
-    // Each service's broker password is derived from it (broker-users.cjs); no process gets it.
-    ...(infra.brokerPrefix ? { BROKER_ROOT_SECRET, BROKER_USER_PREFIX: infra.brokerPrefix } : {}),
+    ...brokerEnv,
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
     COMMS_LINK_SECRET: 'e2e-comms-link-secret-0123456789abcdef0123456',
@@ -260,7 +246,7 @@ export async function stopStack(info: StackInfo) {
   if (containers?.length) await exec('docker', ['rm', '-f', ...containers]).catch(() => undefined)
   if (databaseUrl) await dropTestDatabase(databaseUrl)
   if (amqpUrl) await deleteTestVhost(amqpUrl)
-  if (info.cleanup.brokerPrefix) await removeBrokerUsers({ prefix: info.cleanup.brokerPrefix })
+  await removeStackBrokerUsers(info.env)
 }
 
 /** Whether `child` (still running) holds the listening socket of 127.0.0.1:`port` (Linux /proc). */
