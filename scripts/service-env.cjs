@@ -8,7 +8,6 @@
 // CommonJS, so that the scripts (ESM) and the e2e stack (TypeScript under Jest) share this one copy.
 const { createHmac, createPrivateKey, createPublicKey } = require('node:crypto')
 const { apps, namesOf } = require('../packages/platform/naming.cjs')
-const { stackAmqpUrl } = require('../packages/platform/broker-users.cjs')
 
 // The fixed DER prefix of an Ed25519 PKCS#8 private key; the 32-byte seed follows (RFC 8410).
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
@@ -60,8 +59,9 @@ function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   delete out.EVENT_SIGNING_SECRET
   delete out.EVENT_VERIFY_KEYS
   delete out.BROKER_USER_PREFIX
+  // Required here, not at the top: the deploy checks and generators load this file without it.
   if (env.BROKER_ROOT_SECRET && env.AMQP_URL)
-    out.AMQP_URL = stackAmqpUrl(env.AMQP_URL, name, {
+    out.AMQP_URL = require('../packages/platform/broker-users.cjs').stackAmqpUrl(env.AMQP_URL, name, {
       prefix: env.BROKER_USER_PREFIX ?? '',
       rootSecret: env.BROKER_ROOT_SECRET,
     })

@@ -74,7 +74,7 @@ export function checkRabbitDefinitions() {
     const write = (defs.permissions ?? []).find((p) => p.user === u && p.vhost === VHOST)?.write
     if (write === undefined) continue
     const re = regex(`${u} write`, write)
-    if (re.test('amq.default') || re.test('')) problems.push(`${u}: may write to amq.default`)
+    if (re.test('amq.default')) problems.push(`${u}: may write to amq.default`)
     for (const o of apps)
       for (const c of o === s ? [] : (o.consumes ?? []))
         for (const q of [c.queue, `${c.queue}.retry`, `${c.queue}.delay`, `${c.queue}.dlq`])
