@@ -66,7 +66,7 @@ afterAll(async () => {
   await proxy?.close()
   await tap?.close()
   const raw = await rawChannel()
-  for (const q of [queue, `${queue}.retry`, `${queue}.dlq`])
+  for (const q of [queue, `${queue}.delay`, `${queue}.dlq`])
     await raw.ch.deleteQueue(q).catch(() => undefined)
   await raw.close()
   await db?.drop()
