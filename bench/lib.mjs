@@ -166,7 +166,6 @@ export async function benchTenant(name, { services, centers = [] }) {
   const env = {
     DATABASE_URL: await freshDatabase(name),
     ASSERTION_ROOT_SECRET: BENCH_SECRET,
-    EVENT_SIGNING_SECRET: BENCH_SECRET,
   }
   for (const s of ['gateway', ...services]) node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env))
   node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Bench'])
@@ -256,20 +255,27 @@ export async function smtpSink() {
 }
 
 /**
- * `services` and a gateway from the build, on free ports, in a RabbitMQ vhost of their own, without
- * practical rate limits; `api` ends in /api. `stop()` ends them and deletes the vhost.
+ * `services` and a gateway from the build, on free ports, in a RabbitMQ vhost of their own, each
+ * service as a broker user of this run (packages/platform/broker-users.cjs, deploy's permissions),
+ * without practical rate limits; `api` ends in /api. `stop()` ends them and deletes the vhost and
+ * the users.
  */
 export async function startStack(base, services, extra = {}) {
   const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
   const { createTestVhost, deleteTestVhost } = require(
     path.join(ROOT, 'packages', 'platform', 'dist', 'testing', 'index.js'),
   )
+  const brokerUsers = require(path.join(ROOT, 'packages', 'platform', 'broker-users.cjs'))
   const amqpUrl = await createTestVhost()
+  const brokerPrefix = brokerUsers.newBrokerPrefix()
+  await brokerUsers.createBrokerUsers({ amqpUrl, prefix: brokerPrefix, rootSecret: BENCH_SECRET })
   const ports = { gateway: await freePort() }
   for (const s of services) ports[s] = await freePort()
   const env = {
     ...base,
     AMQP_URL: amqpUrl,
+    BROKER_ROOT_SECRET: BENCH_SECRET,
+    BROKER_USER_PREFIX: brokerPrefix,
     AUDIT_CHAIN_KEY: BENCH_SECRET,
     // The bench's own checkpoints, not the developer's var/audit-checkpoints.jsonl.
     AUDIT_CHECKPOINT_FILE: path.join(os.tmpdir(), `clinic-bench-checkpoints-${process.pid}.jsonl`),
@@ -299,6 +305,7 @@ export async function startStack(base, services, extra = {}) {
       for (const p of Object.values(procs)) p.kill('SIGTERM')
       await new Promise((r) => setTimeout(r, 2000))
       await deleteTestVhost(amqpUrl)
+      await brokerUsers.removeBrokerUsers({ prefix: brokerPrefix })
     },
   }
 }

@@ -120,7 +120,7 @@ async function main() {
   const { serviceEnv } = await import('../scripts/lib.mjs')
   const pg = (await import('pg')).default
   const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
-  const { Amqp, createLogger, makeEvent, useEventSigningKey } = require(
+  const { Amqp, createLogger, makeEvent } = require(
     path.join(ROOT, 'packages', 'platform', 'dist', 'index.js'),
   )
 
@@ -215,10 +215,9 @@ async function main() {
     )
   await vacuum()
 
-  // The publisher: events signed as the appointments service signs them, through the platform's Amqp.
-  useEventSigningKey(serviceEnv('appointments', { ...base }).EVENT_SIGNING_SECRET)
+  // The publisher: as the appointments service publishes, its broker user, through the platform's Amqp.
   const amqp = new Amqp({
-    url: env.AMQP_URL,
+    url: serviceEnv('appointments', env).AMQP_URL,
     log: createLogger({ service: 'bench', level: 'warn' }),
     name: 'bench',
   })

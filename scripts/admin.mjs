@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { loadDotEnv, localSecrets, root, serviceEnv } from './lib.mjs'
+import { loadDotEnv, localSecrets, root } from './lib.mjs'
 
 const [command = ''] = process.argv.slice(2)
 const service = command.startsWith('audit:') ? 'audit' : 'gateway'
@@ -15,10 +15,5 @@ if (!existsSync(cli)) {
 // The same settings as the stack `npm start` runs: .env, then the secrets it keeps (the chain key).
 loadDotEnv()
 const env = localSecrets({ ...process.env })
-// token:create and token:revoke write audit events as the gateway does: signed with the gateway's own
-// key, which the stack derives from EVENT_SIGNING_SECRET (service-env.cjs). The owner's DATABASE_URL stays
-// (lib.mjs's serviceEnv supplies the default one when .env sets none).
-if (service === 'gateway' && env.EVENT_SIGNING_SECRET)
-  env.EVENT_SIGNING_SECRET = serviceEnv('gateway', env).EVENT_SIGNING_SECRET
 const r = spawnSync(process.execPath, [cli, ...process.argv.slice(2)], { stdio: 'inherit', env })
 process.exit(r.status ?? 1)

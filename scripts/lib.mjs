@@ -10,8 +10,6 @@ import serviceEnvModule from './service-env.cjs'
 import net from 'node:net'
 
 const { serviceEnv: sharedServiceEnv } = serviceEnvModule
-/** The services that get EVENT_VERIFY_KEYS, every source's event key (service-env.cjs): audit, webhooks. */
-export const { eventVerifiers } = serviceEnvModule
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -127,7 +125,7 @@ export function loadDotEnv() {
 const localSecretsFile = path.join(root, 'var', 'local-secrets.env')
 const localSecretNames = [
   'ASSERTION_ROOT_SECRET',
-  'EVENT_SIGNING_SECRET',
+  'BROKER_ROOT_SECRET',
   'AUDIT_CHAIN_KEY',
   'WEBHOOKS_SECRET_KEY',
   'COMMS_LINK_SECRET',

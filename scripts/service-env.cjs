@@ -2,37 +2,12 @@
 // One service's environment in a local stack (`npm start`, the benches, the e2e stack). The given
 // DATABASE_URL is the owner's, kept as MIGRATION_DATABASE_URL for the migrations; the service logs
 // in as its own role (naming.cjs: `clinic_<name>`, same host, database and password), which its
-// migration step makes and which owns nothing. Each signs its events with a key of its own, derived
-// from EVENT_SIGNING_SECRET; a service that consumes other services' events (audit, webhooks) checks
-// each source with that source's key (EVENT_VERIFY_KEYS), so no service can sign as another.
+// migration step makes and which owns nothing. It logs in to the broker as its own user too
+// (packages/platform/broker-users.cjs: `<BROKER_USER_PREFIX>clinic-<name>`, its password derived from
+// BROKER_ROOT_SECRET, which reaches no process), so the broker vouches for the origin of its events.
 // CommonJS, so that the scripts (ESM) and the e2e stack (TypeScript under Jest) share this one copy.
 const { createHmac, createPrivateKey, createPublicKey } = require('node:crypto')
 const { apps, namesOf } = require('../packages/platform/naming.cjs')
-
-/** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
-function topicMatches(binding, key) {
-  const match = (b, k) => {
-    if (!b.length) return !k.length
-    if (b[0] === '#') return match(b.slice(1), k) || (k.length > 0 && match(b, k.slice(1)))
-    return k.length > 0 && (b[0] === '*' || b[0] === k[0]) && match(b.slice(1), k.slice(1))
-  }
-  return match(binding.split('.'), key.split('.'))
-}
-
-/**
- * The services whose queues (services.json `consumes`) receive events another service publishes:
- * audit and webhooks. Each checks every event with its source's key, so each gets EVENT_VERIFY_KEYS
- * (every app's key) here, in Compose and in its Kubernetes patch; no other service does.
- */
-const eventVerifiers = apps
-  .filter((s) =>
-    (s.consumes ?? []).some((c) =>
-      c.bindings.some((b) =>
-        apps.some((o) => o.name !== s.name && (o.publishes ?? []).some((t) => topicMatches(b, t))),
-      ),
-    ),
-  )
-  .map((s) => s.name)
 
 // The fixed DER prefix of an Ed25519 PKCS#8 private key; the 32-byte seed follows (RFC 8410).
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
@@ -79,13 +54,18 @@ function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   delete out.ASSERTION_ROOT_SECRET
   if (name !== 'gateway') delete out.GATEWAY_SIGNING_KEY
   if (env.ASSERTION_ROOT_SECRET) Object.assign(out, assertionEnv(name, env.ASSERTION_ROOT_SECRET))
-  const secret = env.EVENT_SIGNING_SECRET
-  if (!secret) return out
-  const keyOf = (s) => createHmac('sha256', secret).update(`clinic-events:${s}`).digest('hex')
-  out.EVENT_SIGNING_SECRET = keyOf(name)
-  if (eventVerifiers.includes(name))
-    out.EVENT_VERIFY_KEYS = apps.map((s) => `${s.name}=${keyOf(s.name)}`).join(',')
+  delete out.BROKER_ROOT_SECRET
+  // A variable left from before the broker vouched for origins: no process gets an event key.
+  delete out.EVENT_SIGNING_SECRET
+  delete out.EVENT_VERIFY_KEYS
+  delete out.BROKER_USER_PREFIX
+  // Required here, not at the top: the deploy checks and generators load this file without it.
+  if (env.BROKER_ROOT_SECRET && env.AMQP_URL)
+    out.AMQP_URL = require('../packages/platform/broker-users.cjs').stackAmqpUrl(env.AMQP_URL, name, {
+      prefix: env.BROKER_USER_PREFIX ?? '',
+      rootSecret: env.BROKER_ROOT_SECRET,
+    })
   return out
 }
 
-module.exports = { serviceEnv, eventVerifiers, topicMatches, assertionKeyPair }
+module.exports = { serviceEnv, assertionKeyPair }

@@ -1,13 +1,9 @@
-/** See service-env.cjs: one service's environment in a local stack (its login role, its event key). */
+/** See service-env.cjs: one service's environment in a local stack (its login role, its broker user). */
 export function serviceEnv(
   name: string,
   env: Record<string, string | undefined>,
   ownerUrl?: string,
 ): Record<string, string>
-/** The services that consume other services' events and so get EVENT_VERIFY_KEYS (audit, webhooks). */
-export const eventVerifiers: readonly string[]
-/** Does the AMQP topic binding (`*` one word, `#` zero or more) match the routing key? */
-export function topicMatches(binding: string, key: string): boolean
 /** The Ed25519 key pair of `issuer` (`gateway` or a service) derived from ASSERTION_ROOT_SECRET. */
 export function assertionKeyPair(
   rootSecret: string,

@@ -8,9 +8,11 @@ import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import readline from 'node:readline'
+import brokerUsers from '../packages/platform/broker-users.cjs'
 import {
   build,
   checkDependencies,
+  defaults,
   ensureInstalled,
   loadDotEnv,
   localSecrets,
@@ -44,6 +46,16 @@ try {
   createRequire(import.meta.url)(path.join(root, 'packages/platform/dist/service-list.js')).serviceList()
   console.log('> migrating')
   migrateAll(env)
+  // Each service logs in to the broker as its own user with deploy's permissions, as in production:
+  // `<BROKER_USER_PREFIX>clinic-<name>` on the vhost of AMQP_URL, its password derived from
+  // BROKER_ROOT_SECRET. Created or updated on every start (rabbitmqctl import_definitions).
+  env.AMQP_URL ||= defaults.AMQP_URL
+  console.log('> broker users')
+  await brokerUsers.createBrokerUsers({
+    amqpUrl: env.AMQP_URL,
+    prefix: env.BROKER_USER_PREFIX ?? '',
+    rootSecret: env.BROKER_ROOT_SECRET,
+  })
 } catch (err) {
   console.error(err.message)
   process.exit(1)

@@ -23,7 +23,6 @@ export default async function globalSetup() {
   process.env.DATABASE_URL = await createTestDatabase()
   process.env.AMQP_URL = await createTestVhost()
   assertionKeys('test-assertion-root-0123456789abcdef0123456789')
-  process.env.EVENT_SIGNING_SECRET = 'test-event-signing-0123456789abcdef0123456789'
   process.env.AUDIT_CHAIN_KEY = 'test-audit-chain-key-0123456789abcdef012345'
   process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent'
 }

@@ -1,9 +1,8 @@
-// Broker users and event keys in Compose: each service logs in to RabbitMQ as its own user
-// clinic-<name> (deploy/rabbitmq/definitions.json: it may publish only its own routing keys) on the
-// vhost `clinic`, whose password the one-shot broker-users sets (deploy/rabbitmq/users.sh) before
-// any service starts; each signs its events with a key of its own, and the services that consume
-// others' events (audit, webhooks) check each source with that source's key (EVENT_VERIFY_KEYS).
-import { SERVICES, envName, eventVerifiers, get, namesOf, parseUrl, read } from './lib.mjs'
+// Broker users in Compose: each service logs in to RabbitMQ as its own user clinic-<name>
+// (deploy/rabbitmq/definitions.json: it may publish only its own routing keys, as the user_id the
+// consumers believe) on the vhost `clinic`, whose password the one-shot broker-users sets
+// (deploy/rabbitmq/users.sh) before any service starts.
+import { SERVICES, envName, get, namesOf, parseUrl, read } from './lib.mjs'
 
 /** services: the interpolated `services:`; envOf(service) its environment as an object. */
 export function checkBrokerUsers(services, envOf, problems) {
@@ -24,7 +23,6 @@ export function checkBrokerUsers(services, envOf, problems) {
       problems.push('broker-users: must wait for rabbitmq to be healthy')
   }
 
-  const keys = new Map()
   for (const s of SERVICES) {
     const svc = services[s]
     if (!svc) continue
@@ -46,27 +44,5 @@ export function checkBrokerUsers(services, envOf, problems) {
     }
     if (setup && get(svc, 'depends_on.broker-users.condition') !== 'service_completed_successfully')
       problems.push(`${s}: must start after broker-users completed successfully`)
-    const key = String(e.EVENT_SIGNING_SECRET ?? '')
-    if ([...keys.values()].includes(key)) problems.push(`${s}: EVENT_SIGNING_SECRET is another service's`)
-    keys.set(s, key)
-  }
-
-  // Audit and webhooks verify each source with that source's key: exactly the keys the services sign
-  // with. No other service gets them.
-  for (const [name, svc] of Object.entries(services)) {
-    const verify = String(envOf(svc).EVENT_VERIFY_KEYS ?? '')
-    if (!eventVerifiers.includes(name)) {
-      if (verify) problems.push(`${name}: EVENT_VERIFY_KEYS is ${eventVerifiers.join(' and ')}'s only`)
-      continue
-    }
-    const bySource = new Map(
-      verify
-        .split(',')
-        .filter(Boolean)
-        .map((kv) => [kv.split('=')[0], kv.slice(kv.indexOf('=') + 1)]),
-    )
-    for (const [s, key] of keys)
-      if (bySource.get(s) !== key)
-        problems.push(`${name}: EVENT_VERIFY_KEYS does not give ${s} its EVENT_SIGNING_SECRET`)
   }
 }

@@ -1,22 +1,23 @@
 // The database roles in Kubernetes: each service's migrations run in a Job of its own (<name>-migrate),
 // the only object holding the owner's credentials (the migration Secret); each Deployment logs in
 // with its own DATABASE_URL key, which its Job gets too (it makes that role), and never sees the
-// owner's Secret; its broker user and event key are its own too; only audit reads the chain key, only
-// webhooks its sealing key, only comms its link key, and only the services that consume others' events (audit, webhooks) the
-// other services' event keys. Plus the Secret examples: placeholders, and distinct login roles.
-import { SERVICES, eventVerifiers } from './lib.mjs'
+// owner's Secret; its broker user is its own too; only audit reads the chain key, only webhooks its
+// sealing key, only comms its link key, and no Deployment an event signing key (the broker vouches
+// for an event's origin). Plus the Secret examples: placeholders, and distinct login roles.
+import { SERVICES } from './lib.mjs'
 import { checkContainer, checkPodSecurity } from './k8s-rules.mjs'
 
 export const MIGRATION_SECRET = 'clinic-migration-secrets'
 export const jobName = (service) => `${service}-migrate`
 
-const OWN = ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET']
-/** Secret keys only these Deployments may read (services.json consumes: service-env.cjs eventVerifiers). */
+const OWN = ['DATABASE_URL', 'AMQP_URL']
+/** Secret keys only these Deployments may read (none: the event keys that let one service sign as another). */
 const ONLY = {
   AUDIT_CHAIN_KEY: ['audit'],
   WEBHOOKS_SECRET_KEY: ['webhooks'],
   COMMS_LINK_SECRET: ['comms'],
-  EVENT_VERIFY_KEYS: eventVerifiers,
+  EVENT_SIGNING_SECRET: [],
+  EVENT_VERIFY_KEYS: [],
 }
 const refOf = (c, name) => (c?.env ?? []).find((e) => e.name === name)?.valueFrom?.secretKeyRef
 const sameRef = (a, b) => a && b && a.name === b.name && a.key === b.key
@@ -44,7 +45,7 @@ export function checkMigrations(all, ctx, problemsOf) {
       if (v.secret?.secretName === MIGRATION_SECRET)
         problems.push(`Deployment ${name}: mounts ${MIGRATION_SECRET} (the owner's credentials)`)
     const main = (pod.containers ?? []).find((c) => c.name === name)
-    // Its own database login, broker user and event key: a Secret key no other Deployment reads.
+    // Its own database login and broker user: a Secret key no other Deployment reads.
     for (const v of OWN) {
       const ref = refOf(main, v)
       if (!ref) problems.push(`Deployment ${name}: ${v} must come from a Secret key of its own`)
@@ -54,16 +55,15 @@ export function checkMigrations(all, ctx, problemsOf) {
         )
       else keys.set(`${ref.name}/${ref.key}`, name)
     }
-    // The chain key is audit's alone, the sealing key webhooks', the link key comms', every source's
-    // event key theirs.
+    // The chain key is audit's alone, the sealing key webhooks', the link key comms'; event keys nobody's.
     for (const [v, only] of Object.entries(ONLY))
-      if (!only.includes(name) && containers.some((c) => refOf(c, v)))
-        problems.push(`Deployment ${name}: ${v} is ${only.join(' and ')}'s only`)
-    // It consumes other services' events: without every source's key it dead-letters them all.
-    if (eventVerifiers.includes(name) && !refOf(main, 'EVENT_VERIFY_KEYS'))
-      problems.push(
-        `Deployment ${name}: EVENT_VERIFY_KEYS (it consumes other services' events) not from the Secret`,
+      if (
+        !only.includes(name) &&
+        containers.some((c) => refOf(c, v) || (c.env ?? []).some((e) => e.name === v))
       )
+        problems.push(
+          `Deployment ${name}: ${v} is ${only.length ? `${only.join(' and ')}'s only` : "no one's"}`,
+        )
     const own = refOf(main, 'DATABASE_URL')
 
     const job = jobs.get(jobName(name))

@@ -46,7 +46,7 @@ export function checkDeployment(d, ctx, problems) {
       ...(mainC.env ?? []).map((e) => e.name),
       ...(mainC.envFrom ?? []).flatMap((ef) => [...(ctx.configMaps.get(ef.configMapRef?.name) ?? [])]),
     ])
-    for (const k of ['DATABASE_URL', 'AMQP_URL', 'EVENT_SIGNING_SECRET', 'HOST'])
+    for (const k of ['DATABASE_URL', 'AMQP_URL', 'HOST'])
       if (!envNames.has(k)) problems.push(`Deployment ${name}: ${k} not provided`)
     if (!envNames.has(envName(name, 'PORT')))
       problems.push(`Deployment ${name}: ${envName(name, 'PORT')} not provided`)

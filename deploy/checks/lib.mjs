@@ -3,9 +3,9 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { apps, envName, eventVerifiers, namesOf, root, serviceList } from '../../scripts/lib.mjs'
+import { apps, envName, namesOf, root, serviceList } from '../../scripts/lib.mjs'
 
-export { envName, eventVerifiers, namesOf, root }
+export { envName, namesOf, root }
 export const require = createRequire(import.meta.url)
 export const rel = (p) => path.relative(root, p) || '.'
 export const read = (p) => readFileSync(path.join(root, p), 'utf8')

@@ -4,7 +4,7 @@
 // service can publish another's events.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { namesOf, read, report, root, SERVICES } from './lib.mjs'
+import { APPS as apps, namesOf, read, report, root, SERVICES } from './lib.mjs'
 
 const FILE = 'deploy/rabbitmq/definitions.json'
 const VHOST = 'clinic'
@@ -66,6 +66,19 @@ export function checkRabbitDefinitions() {
     const by = [...writers].filter(([, re]) => re.test(type)).map(([u]) => u)
     if (by.length !== 1)
       problems.push(`${type}: publishable by ${by.length ? by.join(', ') : 'no user'}, must be exactly one`)
+  }
+  // Writes go to clinic.events and the user's own queues and retry exchange: never amq.default (a
+  // write there reaches any queue) nor another service's queue.
+  for (const s of apps) {
+    const u = namesOf(s).brokerUser
+    const write = (defs.permissions ?? []).find((p) => p.user === u && p.vhost === VHOST)?.write
+    if (write === undefined) continue
+    const re = regex(`${u} write`, write)
+    if (re.test('amq.default')) problems.push(`${u}: may write to amq.default`)
+    for (const o of apps)
+      for (const c of o === s ? [] : (o.consumes ?? []))
+        for (const q of [c.queue, `${c.queue}.retry`, `${c.queue}.delay`, `${c.queue}.dlq`])
+          if (re.test(q)) problems.push(`${u}: may write to ${q}, ${o.name}'s`)
   }
   const audit = writers.get(namesOf('audit').brokerUser)
   if (audit && types.some((t) => audit.test(t))) problems.push('clinic-audit must publish nothing')

@@ -207,7 +207,7 @@ test('poison messages on every queue end in its dead-letter queue; the queue goe
   const writes = load(fs, patientWrites, t)
   await writes.okAfter(5)
   const before = await queueDepths(fs.vhost)
-  const queues = Object.keys(before).filter((q) => !q.endsWith('.dlq') && !q.endsWith('.retry'))
+  const queues = Object.keys(before).filter((q) => !q.endsWith('.dlq') && !q.endsWith('.delay'))
   expect(queues.length).toBeGreaterThan(0)
   // Every registered event type (so every consumer's bindings), plus any other this run has seen.
   const types = new Set<string>(Object.keys(eventTypes))

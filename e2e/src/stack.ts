@@ -25,6 +25,7 @@ import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/p
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
 import { assertionKeyPair, serviceEnv } from '../../scripts/service-env.cjs'
+import { removeStackBrokerUsers, stackBrokerUsers } from './broker'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -149,6 +150,8 @@ export async function startStack(
   } = {},
 ): Promise<StackInfo> {
   const infra = await infrastructure()
+  // Each service as its own broker user (not on a Docker broker, where rabbitmqctl does not reach).
+  const brokerEnv = infra.cleanup.amqpUrl ? await stackBrokerUsers(infra.cleanup.amqpUrl) : {}
   // Kept after the run when E2E_LOGS is set (its path is printed), else removed with the stack.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-logs-'))
   if (process.env.E2E_LOGS) process.stderr.write(`e2e: service logs in ${logDir}\n`)
@@ -160,7 +163,7 @@ export async function startStack(
     AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
     // Each process's assertion keys are derived from it (service-env.cjs); no process gets it.
     ASSERTION_ROOT_SECRET: 'e2e-assertion-root-0123456789abcdef0123456789',
-    EVENT_SIGNING_SECRET: 'e2e-event-signing-0123456789abcdef0123456789',
+    ...brokerEnv,
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
     COMMS_LINK_SECRET: 'e2e-comms-link-secret-0123456789abcdef0123456',
@@ -243,6 +246,7 @@ export async function stopStack(info: StackInfo) {
   if (containers?.length) await exec('docker', ['rm', '-f', ...containers]).catch(() => undefined)
   if (databaseUrl) await dropTestDatabase(databaseUrl)
   if (amqpUrl) await deleteTestVhost(amqpUrl)
+  await removeStackBrokerUsers(info.env)
 }
 
 /** Whether `child` (still running) holds the listening socket of 127.0.0.1:`port` (Linux /proc). */

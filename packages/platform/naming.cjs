@@ -46,7 +46,6 @@ function namesOf(service) {
       url: v('URL'),
       dbPassword: v('DB_PASSWORD'),
       amqpPassword: v('AMQP_PASSWORD'),
-      eventSigningSecret: v('EVENT_SIGNING_SECRET'),
       amqpUrl: v('AMQP_URL'),
       databaseUrl: v('DATABASE_URL'),
     },

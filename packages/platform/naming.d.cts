@@ -45,7 +45,6 @@ export interface ServiceNames {
     url: string
     dbPassword: string
     amqpPassword: string
-    eventSigningSecret: string
     amqpUrl: string
     databaseUrl: string
   }

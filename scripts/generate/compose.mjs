@@ -1,8 +1,7 @@
 // deploy/compose/compose.yaml (x-env ports and URLs, one migrate-<name> and one <name> entry per
 // service with its assertion keys and resource limits, broker-users' passwords) and
-// deploy/compose/.env.example (each service's database and broker passwords and event signing key,
-// the assertion keys).
-import { apps, envName, eventVerifiers, namesOf, serviceList } from '../lib.mjs'
+// deploy/compose/.env.example (each service's database and broker passwords, the assertion keys).
+import { apps, envName, namesOf, serviceList } from '../lib.mjs'
 import { assertionKeysOf, read, section } from './common.mjs'
 
 const resources = serviceList.services
@@ -13,17 +12,11 @@ function databaseUrl(name) {
   return `      DATABASE_URL: postgres://${loginRole}:${required(env.dbPassword)}@postgres:5432/clinic`
 }
 /**
- * Its own broker user (whose password broker-users sets) and event key; a service that consumes
- * other services' events (audit, webhooks) checks every source's.
+ * Its own broker user (whose password broker-users sets): the broker vouches for the origin of what
+ * it publishes (user_id), so no service holds a key of another's.
  */
 const broker = (name) => [
   `      AMQP_URL: amqp://${namesOf(name).brokerUser}:${required(namesOf(name).env.amqpPassword)}@rabbitmq:5672/clinic`,
-  `      EVENT_SIGNING_SECRET: ${required(namesOf(name).env.eventSigningSecret, ' (32+ characters)')}`,
-  ...(eventVerifiers.includes(name)
-    ? [
-        `      EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${required(namesOf(s).env.eventSigningSecret)}`).join(',')}`,
-      ]
-    : []),
 ]
 
 /**
@@ -214,12 +207,6 @@ export function composeEnvExample() {
     text,
     'amqp-passwords',
     lines('amqpPassword', (n) => `change-me-amqp-${n}`),
-    file,
-  )
-  text = section(
-    text,
-    'event-keys',
-    lines('eventSigningSecret', (n) => `change-me-events-${n}-to-64-hex-characters-from-openssl`),
     file,
   )
   const callers = apps.filter((s) => assertionKeysOf(s.name).serviceSigning)

@@ -1,6 +1,5 @@
 // deploy/k8s: configmap.yaml (ports and URLs), secret.example.yaml (each service's <NAME>_DATABASE_URL,
-// _AMQP_URL and _EVENT_SIGNING_SECRET, the EVENT_VERIFY_KEYS of audit and webhooks, the assertion
-// keys), kustomization.yaml (resources and images), services/<name>/{values,kustomization}.yaml (the
+// and _AMQP_URL, the assertion keys), kustomization.yaml (resources and images), services/<name>/{values,kustomization}.yaml (the
 // kustomization patches in the service's assertion keys), and networkpolicy.yaml (networkpolicy.mjs).
 import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
@@ -23,8 +22,6 @@ export function secretExample() {
     ),
     file,
   )
-  const keyPlaceholder = (s) =>
-    `CHANGE_ME_${namesOf(s).envPrefix}_EVENT_KEY_64_HEX_CHARACTERS_FROM_OPENSSL_RAND_HEX_32`
   const withBroker = section(
     text,
     'broker',
@@ -33,8 +30,6 @@ export function secretExample() {
         (s) =>
           `  ${namesOf(s).env.amqpUrl}: amqps://${namesOf(s).brokerUser}:CHANGE_ME@rabbitmq.example.internal:5671/clinic`,
       ),
-      ...apps.map((s) => `  ${namesOf(s).env.eventSigningSecret}: ${keyPlaceholder(s)}`),
-      `  EVENT_VERIFY_KEYS: ${apps.map((s) => `${s.name}=${keyPlaceholder(s)}`).join(',')}`,
     ],
     file,
   )

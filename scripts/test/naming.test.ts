@@ -5,7 +5,7 @@ import path from 'node:path'
 import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
 import { contractsByService, eventContracts } from '../../packages/platform/src/contracts'
 import { upstreamEnv } from '../../services/gateway/src/families'
-import { assertionKeyPair, eventVerifiers, serviceEnv, topicMatches } from '../service-env.cjs'
+import { assertionKeyPair, serviceEnv } from '../service-env.cjs'
 import { bareCopy } from './bare-copy'
 
 /**
@@ -31,7 +31,6 @@ describe('naming.cjs', () => {
         url: 'A_B_URL',
         dbPassword: 'A_B_DB_PASSWORD',
         amqpPassword: 'A_B_AMQP_PASSWORD',
-        eventSigningSecret: 'A_B_EVENT_SIGNING_SECRET',
         amqpUrl: 'A_B_AMQP_URL',
         databaseUrl: 'A_B_DATABASE_URL',
       },
@@ -64,27 +63,28 @@ describe('naming.cjs', () => {
     expect(upstreamEnv('a-b')).toBe('A_B_URL')
   })
 
-  it("gives every source's event key to the services that consume other services' events only", () => {
-    expect(eventVerifiers).toEqual(['comms', 'audit', 'webhooks'])
+  it('logs each service in to the broker as its own user, with no event key and no root secret', () => {
     const env = {
       DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
+      AMQP_URL: 'amqp://guest:guest@mq.example:5672/clinic_test_x',
+      BROKER_ROOT_SECRET: 'r'.repeat(32),
+      BROKER_USER_PREFIX: 't1-',
       EVENT_SIGNING_SECRET: 'x'.repeat(32),
     }
-    const keys = serviceEnv('webhooks', env).EVENT_VERIFY_KEYS!.split(',')
-    expect(keys.map((k) => k.split('=')[0])).toEqual(apps.map((s) => s.name))
-    expect(serviceEnv('audit', env).EVENT_VERIFY_KEYS).toBe(keys.join(','))
-    // Each source's key is the key that source signs with.
-    for (const s of apps) expect(keys).toContain(`${s.name}=${serviceEnv(s.name, env).EVENT_SIGNING_SECRET}`)
-    expect(serviceEnv('patients', env).EVENT_VERIFY_KEYS).toBeUndefined()
-    for (const [binding, key, match] of [
-      ['#', 'patient.created', true],
-      ['patient.*', 'patient.created', true],
-      ['comms.message.*', 'comms.message.sent', true],
-      ['patient.*', 'patient.a.b', false],
-      ['comms.#', 'comms', true],
-      ['comms.message.queued', 'comms.message.sent', false],
-    ] as const)
-      expect([binding, key, topicMatches(binding, key)]).toEqual([binding, key, match])
+    const urls = apps.map((s) => new URL(serviceEnv(s.name, env).AMQP_URL!))
+    expect(urls.map((u) => decodeURIComponent(u.username))).toEqual(
+      apps.map((s) => `t1-${namesOf(s).brokerUser}`),
+    )
+    expect(new Set(urls.map((u) => u.password)).size).toBe(apps.length)
+    for (const u of urls) expect(`${u.host}${u.pathname}`).toBe('mq.example:5672/clinic_test_x')
+    for (const s of apps) {
+      const out = serviceEnv(s.name, env)
+      expect([out.BROKER_ROOT_SECRET, out.BROKER_USER_PREFIX, out.EVENT_VERIFY_KEYS]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ])
+    }
   })
 
   it("gives the gateway's private key to the gateway alone, and each caller its own key", () => {
@@ -302,7 +302,6 @@ describe('generated files', () => {
       'A_B_URL',
       'postgres://clinic_a_b:${A_B_DB_PASSWORD',
       'amqp://clinic-a-b:${A_B_AMQP_PASSWORD',
-      'A_B_EVENT_SIGNING_SECRET',
       'A_B_DATABASE_URL: postgres://clinic_a_b:',
       'A_B_AMQP_URL: amqps://clinic-a-b:',
       'env_prefix: A_B',

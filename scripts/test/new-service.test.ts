@@ -126,7 +126,6 @@ it(
         ...env,
         DATABASE_URL: database,
         AMQP_URL: process.env.AMQP_URL,
-        EVENT_SIGNING_SECRET: 'test-event-signing-0123456789abcdef0123456789',
         ASSERTION_ROOT_SECRET: 'test-assertion-root-0123456789abcdef0123456789',
         [namesOf(NAME).env.port]: String(port),
         LOG_LEVEL: 'warn',

@@ -1,6 +1,6 @@
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib'
 import type { Logger } from 'pino'
-import { signWithProcessKey } from './event-signing'
+import { amqpUserOf } from './event-origin'
 import type { CloudEvent } from './events'
 
 export const EXCHANGE = 'clinic.events'
@@ -34,10 +34,13 @@ export class Amqp {
   private attempt = 0
   private readyWaiters: Array<() => void> = []
   readonly queueType: 'classic' | 'quorum'
+  /** The broker user this connection logs in as: every message goes out with it as `user_id`. */
+  readonly user: string
   private readonly confirmTimeoutMs: number
 
   constructor(private readonly opts: AmqpOptions) {
     this.queueType = opts.queueType ?? 'classic'
+    this.user = amqpUserOf(opts.url)
     this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 10_000
   }
 
@@ -114,16 +117,11 @@ export class Amqp {
   }
 
   /**
-   * Publishes events to `clinic.events` (routing key = type), signed with the process key, and
-   * waits for the broker's confirms.
+   * Publishes events to `clinic.events` (routing key = type) and waits for the broker's confirms.
    */
   async publish(events: CloudEvent[]): Promise<void> {
     await this.publishRaw(
-      events.map((e) => ({
-        id: e.id,
-        type: e.type,
-        body: Buffer.from(JSON.stringify(signWithProcessKey(e))),
-      })),
+      events.map((e) => ({ id: e.id, type: e.type, body: Buffer.from(JSON.stringify(e)) })),
     )
   }
 
@@ -139,6 +137,8 @@ export class Amqp {
         type: e.type,
         contentType: 'application/cloudevents+json',
         timestamp,
+        // Checked by RabbitMQ against the connection's user: the consumers' proof of the source.
+        userId: this.user,
       })
     }
     await this.confirmed(ch)
@@ -182,11 +182,19 @@ export class Amqp {
     }
   }
 
-  /** Sends one message straight to a queue (retries, dead letters) and waits for the confirm. */
-  async sendToQueue(queue: string, content: Buffer, options: Options.Publish): Promise<void> {
+  /**
+   * Publishes one message to an exchange of this service's own (a consumer's retry exchange), as
+   * this connection's user, and waits for the confirm.
+   */
+  async publishTo(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish,
+  ): Promise<void> {
     const ch = this.pub
     if (!ch) throw new Error('AMQP not connected')
-    ch.sendToQueue(queue, content, { persistent: true, ...options })
+    ch.publish(exchange, routingKey, content, { persistent: true, ...options, userId: this.user })
     await this.confirmed(ch)
   }
 
@@ -211,8 +219,19 @@ async function assertExchanges(ch: Channel) {
 export const QUORUM_DELIVERY_LIMIT = 10_000
 
 /**
- * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a
- * delay queue (`<q>.retry`) whose expired messages flow back into the work queue.
+ * A consumer's own retry exchange (direct): routing key RETRY_DELAY_KEY to its delay queue
+ * `<q>.delay`, RETRY_BACK_KEY back to its work queue. No other user may write to it.
+ */
+export const retryExchangeOf = (queue: string) => `${queue}.retry`
+export const RETRY_DELAY_KEY = 'delay'
+export const RETRY_BACK_KEY = 'back'
+
+/**
+ * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a delay
+ * queue (`<q>.delay`) whose expired messages the broker dead-letters back into the work queue,
+ * both through the service's own retry exchange `<q>.retry`: no write on `amq.default`, which would
+ * reach every queue. (The delay queue was `<q>.retry`, dead-lettering through `amq.default`; left
+ * from an older deployment, it still empties into the work queue by itself and may then be deleted.)
  */
 export async function assertWorkQueue(
   ch: Channel,
@@ -236,8 +255,14 @@ export async function assertWorkQueue(
   for (const key of bindings) await ch.bindQueue(queue, EXCHANGE, key)
   await ch.assertQueue(`${queue}.dlq`, { durable: true, arguments: { 'x-queue-type': queueType } })
   await ch.bindQueue(`${queue}.dlq`, DEAD_LETTER_EXCHANGE, queue)
-  await ch.assertQueue(`${queue}.retry`, {
+  await ch.assertExchange(retryExchangeOf(queue), 'direct', { durable: true })
+  await ch.assertQueue(`${queue}.delay`, {
     durable: true,
-    arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
+    arguments: {
+      'x-dead-letter-exchange': retryExchangeOf(queue),
+      'x-dead-letter-routing-key': RETRY_BACK_KEY,
+    },
   })
+  await ch.bindQueue(`${queue}.delay`, retryExchangeOf(queue), RETRY_DELAY_KEY)
+  await ch.bindQueue(queue, retryExchangeOf(queue), RETRY_BACK_KEY)
 }

@@ -77,7 +77,7 @@ function secretParts(spec: VarSpec<Kind>, raw: string): string[] {
       return []
     }
   }
-  // `name=key,...` (EVENT_VERIFY_KEYS, SERVICE_VERIFY_KEYS): each key, and the value as a whole.
+  // `name=key,...` (SERVICE_VERIFY_KEYS): each key, and the value as a whole.
   return [raw, ...raw.split(',').map((e) => e.slice(e.indexOf('=') + 1).trim())]
 }
 

@@ -1,11 +1,12 @@
 import type { Channel } from 'amqplib'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { assertWorkQueue, type Amqp } from './amqp'
+import type { ConsumeMessage } from 'amqplib'
+import { RETRY_BACK_KEY, RETRY_DELAY_KEY, assertWorkQueue, retryExchangeOf, type Amqp } from './amqp'
 import type { Counter, Registry } from 'prom-client'
 import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
-import { checkEventSignature, type EventKeys } from './event-signing'
+import { checkOrigin, type DeliveryOrigin, type EventOrigins, type OriginCheck } from './event-origin'
 import { parseEvent, type CloudEvent } from './events'
 import { Holds, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
 import { GroupCommit } from './group-commit'
@@ -33,11 +34,13 @@ export interface ConsumerOptions {
   }
   prefetch?: number
   /**
-   * When set, only events signed with this key (or their source's key) are handled; unsigned or
-   * badly signed ones go to the dead-letter queue at once, counted in
-   * `events_refused_total{queue, reason}` of `metrics`.
+   * When set, an event is handled only when the broker vouches for its `source` (event-origin.ts):
+   * `user_id` is that source's broker user, the source emits its type, and the routing key is the
+   * type. Anything else goes to the dead-letter queue at once (never retried), counted in
+   * `events_refused_total{queue, reason}` of `metrics`. Every service's consumer sets it; only
+   * tests of the consumer's mechanics leave it out.
    */
-  signingSecret?: EventKeys
+  origins?: EventOrigins
   /** The service's registry (`app.metrics`). */
   metrics?: Registry
   maxAttempts?: number
@@ -52,12 +55,18 @@ const REFUSED = 'events_refused_total'
 function refusedCounter(metrics: Registry): Counter<'queue' | 'reason'> {
   return registryCounter(metrics, {
     name: REFUSED,
-    help: 'Events refused by a consumer (unsigned or badly signed), sent to its dead-letter queue',
+    help: 'Events refused by a consumer (malformed, or not from the broker user of their source), sent to its dead-letter queue',
     labelNames: ['queue', 'reason'],
   })
 }
 
 export const ATTEMPT_HEADER = 'x-clinic-attempt'
+/**
+ * On a retry, the first delivery's `user_id` and routing key: the retried copy goes out as the
+ * consumer's own user, through its own retry exchange, which no other service may write to.
+ */
+export const ORIGIN_USER_HEADER = 'x-clinic-origin-user'
+export const ORIGIN_KEY_HEADER = 'x-clinic-origin-routing-key'
 
 export interface Consumer {
   /** Stop taking messages and wait for the ones in hand. */
@@ -133,24 +142,43 @@ class IdempotentConsumer implements Consumer {
     return this.batch ? this.batch.submit({ ...d, event }) : this.processOne({ ...d, event })
   }
 
-  /** The event, or null when the message was dead-lettered (not an event, or not signed). */
+  /** The event, or null when the message was dead-lettered (not an event, or not from its source). */
   private admit({ ch, msg }: Delivery): CloudEvent | null {
     const event = parseEvent(msg.content)
-    if (!event) {
-      this.o.log.error({ queue: this.o.queue }, 'malformed event; dead-lettered')
-      ch.nack(msg, false, false)
-      return null
-    }
-    if (this.o.signingSecret === undefined) return event
-    const check = checkEventSignature(event, this.o.signingSecret)
-    if (check === 'ok') return event
+    let check: OriginCheck = 'malformed'
+    if (event) check = this.o.origins ? checkOrigin(event, this.originOf(msg), this.o.origins) : 'ok'
+    if (event && check === 'ok') return event
+    // Type and source as claimed, never the data: a forgery may carry anything.
     this.o.log.error(
-      { queue: this.o.queue, reason: check, source: event.source, event_id: event.id },
+      {
+        queue: this.o.queue,
+        refusal: check, // `reason` is redacted (appointments have one)
+        source: event?.source,
+        event_type: event?.type,
+        event_id: event?.id,
+      },
       'event refused; dead-lettered',
     )
     this.refused?.inc({ queue: this.o.queue, reason: check })
     ch.nack(msg, false, false)
     return null
+  }
+
+  /**
+   * What the broker says of a delivery. A message back from this consumer's delay queue (through
+   * its own retry exchange, which no other user may write to, published as this service's user)
+   * carries its first delivery's user and routing key, checked then.
+   */
+  private originOf(msg: ConsumeMessage): DeliveryOrigin {
+    const headers = msg.properties.headers ?? {}
+    const retried =
+      msg.fields.exchange === retryExchangeOf(this.o.queue) &&
+      msg.fields.routingKey === RETRY_BACK_KEY &&
+      msg.properties.userId === this.o.amqp.user &&
+      typeof headers[ORIGIN_USER_HEADER] === 'string' &&
+      typeof headers[ORIGIN_KEY_HEADER] === 'string'
+    if (retried) return { userId: headers[ORIGIN_USER_HEADER], routingKey: headers[ORIGIN_KEY_HEADER] }
+    return { userId: msg.properties.userId as string | undefined, routingKey: msg.fields.routingKey }
   }
 
   private logOf(event: CloudEvent) {
@@ -204,7 +232,10 @@ class IdempotentConsumer implements Consumer {
     for (const d of held) requeue(d)
   }
 
-  /** Through `<queue>.retry` after the attempt's backoff; dead-lettered after the last attempt. */
+  /**
+   * Through the service's own retry exchange into `<queue>.delay`, back after the attempt's backoff;
+   * dead-lettered after the last attempt.
+   */
   private async retryLater({ ch, msg }: Delivery, log: Logger, err: unknown) {
     const attempt = Number(msg.properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1
     if (attempt >= this.maxAttempts) {
@@ -215,10 +246,16 @@ class IdempotentConsumer implements Consumer {
     }
     log.warn({ err, attempt }, 'event failed; will retry')
     try {
-      await this.o.amqp.sendToQueue(`${this.o.queue}.retry`, msg.content, {
+      const origin = this.originOf(msg)
+      await this.o.amqp.publishTo(retryExchangeOf(this.o.queue), RETRY_DELAY_KEY, msg.content, {
         ...msg.properties,
         expiration: String(this.backoff(attempt)),
-        headers: { ...msg.properties.headers, [ATTEMPT_HEADER]: attempt },
+        headers: {
+          ...msg.properties.headers,
+          [ATTEMPT_HEADER]: attempt,
+          ...(origin.userId === undefined ? {} : { [ORIGIN_USER_HEADER]: origin.userId }),
+          [ORIGIN_KEY_HEADER]: origin.routingKey,
+        },
       })
     } catch (sendErr) {
       // Broker trouble: hand it back (after a pause, not in a tight loop) with no attempt spent.
@@ -236,7 +273,7 @@ class IdempotentConsumer implements Consumer {
  * An idempotent, competing consumer. Each message is handled in one database transaction that
  * first records the event id in `processed_events`: a redelivered event is a no-op. The ack goes
  * out only after the commit. A failing message is retried after a growing delay (through the
- * `<queue>.retry` queue) and after `maxAttempts` lands in `<queue>.dlq`, never looping.
+ * service's own `<queue>.retry` exchange and `<queue>.delay` queue) and after `maxAttempts` lands in `<queue>.dlq`, never looping.
  *
  * A database that is away is not the message's fault: such a failure spends no attempt. The
  * message is held, then handed back to the queue, the hold growing while the outage lasts (up to

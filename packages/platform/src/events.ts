@@ -34,8 +34,6 @@ export interface CloudEvent<T extends EventType = EventType> {
   actorname?: string
   actortokenid?: string
   requestid?: string
-  /** HMAC of the rest of the event (event-signing.ts); added when the event is enqueued or sent. */
-  signature?: string
   data: EventData<T>
 }
 

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
-import { signWithProcessKey } from './event-signing'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
 import { WakeLoop } from './wake-loop'
@@ -10,15 +9,15 @@ import { WakeLoop } from './wake-loop'
  * Writes events in the caller's transaction: they exist exactly when the change commits. Or, given
  * the pool itself, on their own: one statement commits the whole batch or none of it.
  * One statement and one parameter whatever the batch size (a JSON array, unpacked by PostgreSQL).
- * Each event is signed here with the process key (event-signing.ts): the relay only forwards, so
- * a row written to the outbox by anything but this code carries no valid signature.
+ * The relay publishes them as this service's broker user, which is what consumers believe about
+ * their origin (event-origin.ts), whatever the row says.
  */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
   await trx.raw(
     `INSERT INTO outbox (event_id, idempresa, type, payload)
      SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`,
-    [JSON.stringify(events.map(signWithProcessKey))],
+    [JSON.stringify(events)],
   )
 }
 

@@ -3,11 +3,11 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
 import { assertionKeysOf, type AssertionKeys, type AssertionSigner } from './assertion-keys'
-import { ConfigError, exitOnConfigError, loadConfig, v, type Config } from './config'
+import { exitOnConfigError, loadConfig, v, type Config } from './config'
 import { commonTables, createDb, ensureDatabase, ensureLoginRole, migrate, type Migration } from './db/index'
 import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, type ReadinessCheck } from './http'
 import { serve } from './lifecycle'
-import { eventKeysBySource, useEventSigningKey, type EventKeys } from './event-signing'
+import { brokerUserPrefix, eventOrigins, type EventOrigins } from './event-origin'
 import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
 import { readVersion } from './version'
@@ -38,8 +38,6 @@ export const sharedConfig = {
   SERVICE_SIGNING_KEY: v.string({ optional: true, secret: true }),
   /** A service that others call: `<caller>=<its public key>,...`, its callers only. */
   SERVICE_VERIFY_KEYS: v.list({ optional: true }),
-  /** HMAC key of the events every service signs and the audit consumer checks (event-signing.ts). */
-  EVENT_SIGNING_SECRET: v.string({ min: 32, secret: true }),
   LOG_LEVEL: v.string({
     default: 'info',
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -62,23 +60,15 @@ export const sharedConfig = {
 export type SharedConfig = Config<typeof sharedConfig>
 
 /**
- * Of a service whose queues take other services' events (audit, webhooks, comms): each emitting
- * service's key, `<service>=<its EVENT_SIGNING_SECRET>`, comma-separated, so an event is checked
- * with its source's key and no service can sign as another. Unset: EVENT_SIGNING_SECRET for all.
+ * The configuration of a service that consumes other services' events (audit, webhooks, comms)
+ * with `origins`, what its consumers believe about where an event comes from (event-origin.ts),
+ * frozen. Its AMQP_URL must log in as its own broker user; the others' users follow its prefix.
  */
-export const eventConsumerConfig = { EVENT_VERIFY_KEYS: v.list({ optional: true, secret: true }) }
-
-/** The configuration with `eventKeys` (what `startConsumer` checks signatures with), frozen. */
-export function withEventKeys<
-  C extends { EVENT_SIGNING_SECRET: string; EVENT_VERIFY_KEYS?: readonly string[] },
->(config: C): Readonly<C & { eventKeys: EventKeys }> {
-  let eventKeys: EventKeys = config.EVENT_SIGNING_SECRET
-  try {
-    if (config.EVENT_VERIFY_KEYS) eventKeys = eventKeysBySource(config.EVENT_VERIFY_KEYS)
-  } catch (err) {
-    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`)
-  }
-  return Object.freeze({ ...config, eventKeys })
+export function withEventOrigins<C extends { AMQP_URL: string }>(
+  config: C,
+  service: string,
+): Readonly<C & { origins: EventOrigins }> {
+  return Object.freeze({ ...config, origins: eventOrigins(brokerUserPrefix(config.AMQP_URL, service)) })
 }
 
 export interface Infrastructure {
@@ -104,7 +94,6 @@ export async function connectService(o: {
   outbox: boolean
 }): Promise<Infrastructure> {
   const { config } = o
-  useEventSigningKey(config.EVENT_SIGNING_SECRET)
   const logger = createLogger({ service: o.service, level: config.LOG_LEVEL })
   const knex = createDb(config.DATABASE_URL, {
     schema: o.schema,

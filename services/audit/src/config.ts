@@ -1,11 +1,4 @@
-import {
-  databaseConfig,
-  eventConsumerConfig,
-  loadConfig,
-  sharedConfig,
-  v,
-  withEventKeys,
-} from '@clinic/platform'
+import { databaseConfig, loadConfig, sharedConfig, v, withEventOrigins } from '@clinic/platform'
 
 /** The HMAC key of the hash chain: kept outside the database, so an owner cannot re-hash a rewrite. */
 const chainKeyConfig = { AUDIT_CHAIN_KEY: v.string({ min: 32, secret: true }) }
@@ -24,7 +17,6 @@ export const configSpec = {
   AUDIT_PORT: v.servicePort('audit'),
   /** Events an instance holds at once; it records them in batches of half that. */
   AUDIT_PREFETCH: v.int({ default: '400', min: 2, max: 5000 }),
-  ...eventConsumerConfig,
   ...chainKeyConfig,
   ...checkpointFileConfig,
   /** How often the service writes a checkpoint (and once more on shutdown). */
@@ -32,7 +24,7 @@ export const configSpec = {
 }
 
 export function loadAuditConfig(env = process.env) {
-  return withEventKeys(loadConfig(configSpec, env))
+  return withEventOrigins(loadConfig(configSpec, env), 'audit')
 }
 export type AuditConfig = ReturnType<typeof loadAuditConfig>
 

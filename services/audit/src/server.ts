@@ -50,7 +50,7 @@ runService(
       knex,
       log: logger,
       prefetch: config.AUDIT_PREFETCH,
-      signingSecret: config.eventKeys,
+      origins: config.origins,
       trail: auditTrailRepository(config.AUDIT_CHAIN_KEY),
       metrics: app.metrics,
     })

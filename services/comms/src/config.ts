@@ -1,12 +1,4 @@
-import {
-  ConfigError,
-  eventConsumerConfig,
-  loadConfig,
-  sharedConfig,
-  v,
-  withEventKeys,
-  type Config,
-} from '@clinic/platform'
+import { ConfigError, loadConfig, sharedConfig, v, withEventOrigins, type Config } from '@clinic/platform'
 import type { MessagingLimits } from './domain/queue-message'
 
 export const configSpec = {
@@ -83,8 +75,6 @@ export const configSpec = {
    * added to the system clock for reminders and links. Refused with NODE_ENV=production.
    */
   COMMS_CLOCK_FILE: v.string({ optional: true }),
-  /** appointments' events drive reminders: checked with its key. */
-  ...eventConsumerConfig,
 }
 
 /** The URL incoming SMS are signed for: TWILIO_INBOUND_WEBHOOK_URL, else TWILIO_WEBHOOK_URL's path + /inbound. */
@@ -147,6 +137,6 @@ export function loadCommsConfig(env = process.env) {
     )
   if (config.COMMS_CLOCK_FILE && env.NODE_ENV === 'production')
     throw new ConfigError('Invalid configuration: COMMS_CLOCK_FILE is for demos and tests, not production')
-  return withEventKeys(config)
+  return withEventOrigins(config, 'comms')
 }
 export type CommsConfig = ReturnType<typeof loadCommsConfig>

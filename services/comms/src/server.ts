@@ -78,7 +78,7 @@ runService(
       amqp: deps.amqp,
       knex: deps.knex,
       log: deps.logger,
-      signingSecret: config.eventKeys,
+      origins: config.origins,
       store: reminders,
       appointments,
       metrics: app.metrics,

@@ -54,7 +54,8 @@ export function testConfig(env: Record<string, string> = {}) {
   return loadCommsConfig({
     GATEWAY_VERIFY_KEY: process.env.GATEWAY_VERIFY_KEY,
     SERVICE_SIGNING_KEY: process.env.COMMS_SERVICE_SIGNING_KEY,
-    EVENT_SIGNING_SECRET: process.env.EVENT_SIGNING_SECRET,
+    // Its own broker user, as every stack runs it (the consumer expects the others after its prefix).
+    AMQP_URL: 'amqp://clinic-comms:test@127.0.0.1:5672',
     COMMS_LINK_SECRET: TEST_LINK_SECRET,
     COMMS_DELIVERY: 'files',
     ...env,

@@ -82,13 +82,12 @@ export function loadGatewayConfig(env = process.env): GatewayConfig {
 }
 
 /**
- * The admin CLI: the database (the owner's URL), the gateway's event signing key (token:create and
- * token:revoke write audit events; the other commands run without it) and the longest a token may
- * live, in days, which is also what a token gets without --expires.
+ * The admin CLI: the database (the owner's URL) and the longest a token may live, in days, which is
+ * also what a token gets without --expires. token:create and token:revoke write their audit events
+ * to the gateway's outbox, which the gateway's relay publishes as the gateway's broker user.
  */
 export const adminSpec = {
   ...databaseConfig,
-  EVENT_SIGNING_SECRET: v.string({ optional: true, min: 32, secret: true }),
   TOKEN_MAX_EXPIRY_DAYS: v.int({ default: '365', min: 1, max: 36_500 }),
 }
 export const loadAdminConfig = (env = process.env) => loadConfig(adminSpec, env)

@@ -1,11 +1,4 @@
-import {
-  ConfigError,
-  eventConsumerConfig,
-  loadConfig,
-  sharedConfig,
-  v,
-  withEventKeys,
-} from '@clinic/platform'
+import { ConfigError, loadConfig, sharedConfig, v, withEventOrigins } from '@clinic/platform'
 
 export const configSpec = {
   ...sharedConfig,
@@ -28,7 +21,6 @@ export const configSpec = {
   WEBHOOKS_RETRY_SCHEDULE: v.list({ default: '5,300,1800,7200,18000,36000,36000' }),
   /** How long the change feed keeps events (GET /events); an older cursor is 410 cursor_expired. */
   EVENTS_RETENTION_DAYS: v.int({ default: '30', min: 1, max: 3650 }),
-  ...eventConsumerConfig,
 }
 
 export function loadWebhooksConfig(env = process.env) {
@@ -38,6 +30,6 @@ export function loadWebhooksConfig(env = process.env) {
     throw new ConfigError(
       'Invalid configuration: WEBHOOKS_RETRY_SCHEDULE must be a comma list of seconds (each 1 to 604800)',
     )
-  return withEventKeys({ ...config, retrySchedule: schedule.map((s) => s * 1000) })
+  return withEventOrigins({ ...config, retrySchedule: schedule.map((s) => s * 1000) }, 'webhooks')
 }
 export type WebhooksConfig = ReturnType<typeof loadWebhooksConfig>

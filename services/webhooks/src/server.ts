@@ -41,7 +41,7 @@ runService(
       knex,
       feed: feedWriter,
       log: logger,
-      signingSecret: config.eventKeys,
+      origins: config.origins,
       metrics: app.metrics,
       clock,
     })

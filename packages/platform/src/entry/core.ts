@@ -7,7 +7,6 @@ export { type Cause, type Ctx, ctxFromEvent, ctxOfCause, causeOf } from '../cont
 export { type Principal, type AssertionClaims } from '../assertion'
 export * from '../assertion-keys'
 export * from '../events'
-export * from '../event-signing'
 export * from '../canonical-json'
 export * from '../etag'
 export * from '../cursor'

@@ -66,7 +66,7 @@ afterAll(async () => {
   await proxy?.close()
   await tap?.close()
   const raw = await rawChannel()
-  for (const q of [queue, `${queue}.retry`, `${queue}.dlq`])
+  for (const q of [queue, `${queue}.delay`, `${queue}.dlq`])
     await raw.ch.deleteQueue(q).catch(() => undefined)
   await raw.close()
   await db?.drop()
@@ -159,7 +159,7 @@ it('starts over when the broker closes the publishing channel, and publishes aga
     const before = proxy.accepted
     // An expiration that is not a number: RabbitMQ closes the channel (406), not the connection.
     await expect(
-      own.sendToQueue(`${queue}.nowhere`, Buffer.from('x'), { expiration: 'not-a-number' }),
+      own.publishTo('', `${queue}.nowhere`, Buffer.from('x'), { expiration: 'not-a-number' }),
     ).rejects.toThrow(/closed/)
     await waitFor(() => own.connected && proxy.accepted > before, { what: 'a new connection' })
     const e = testEvent(company)

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import amqplib, { type ConfirmChannel } from 'amqplib'
-import { Amqp, EXCHANGE, assertWorkQueue } from '@clinic/platform'
+import { Amqp, EXCHANGE, RETRY_DELAY_KEY, assertWorkQueue, retryExchangeOf } from '@clinic/platform'
 import { apps, namesOf } from '@clinic/platform/naming'
 import { uniqueName } from '@clinic/platform/testing'
 import { amqpUrl, testLog } from './helpers'
@@ -191,7 +191,7 @@ describe('deploy/rabbitmq/definitions.json', () => {
     (s.consumes ?? []).map((c): [string, string, string[]] => [namesOf(s).brokerUser, c.queue, c.bindings]),
   )
   it.each(queues)(
-    '%s declares, binds and consumes %s, and schedules its retries',
+    '%s declares, binds and consumes %s, schedules its retries, and cannot write to amq.default',
     async (user, queue, bindings) => {
       const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
       try {
@@ -201,8 +201,10 @@ describe('deploy/rabbitmq/definitions.json', () => {
           await ch.consume(queue, () => undefined, { noAck: true })
         })
         await expect(
-          amqp.sendToQueue(`${queue}.retry`, Buffer.from('{}'), { expiration: '60000' }),
+          amqp.publishTo(retryExchangeOf(queue), RETRY_DELAY_KEY, Buffer.from('{}'), { expiration: '60000' }),
         ).resolves.toBeUndefined()
+        // Never straight into a queue (amq.default reaches every queue, its own included).
+        await expect(amqp.publishTo('', queue, Buffer.from('{}'), {})).rejects.toThrow(/closed/)
       } finally {
         await amqp.close()
       }

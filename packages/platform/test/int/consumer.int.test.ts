@@ -1,16 +1,25 @@
 import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import type { Knex } from 'knex'
 import {
   ATTEMPT_HEADER,
   Amqp,
   QUORUM_DELIVERY_LIMIT,
+  eventOrigins,
   startConsumer,
   type CloudEvent,
   type Consumer,
   type ConsumerOptions,
 } from '@clinic/platform'
 import { freshCompanyId, waitFor } from '@clinic/platform/testing'
+import {
+  createBrokerUsers,
+  newBrokerPrefix,
+  removeBrokerUsers,
+  stackAmqpUrl,
+} from '@clinic/platform/broker-users'
+import { Registry } from 'prom-client'
 import { amqpUrl, rawChannel, schemaName, testEvent, testLog, testSchema } from './helpers'
 
 jest.setTimeout(30_000)
@@ -35,8 +44,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(consumers.map((c) => c.stop()))
   await Promise.all([amqp, ...extraAmqp].map((a) => a.close()))
-  for (const q of queues)
-    for (const n of [q, `${q}.retry`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
+  for (const q of queues) {
+    for (const n of [q, `${q}.delay`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
+    await raw.ch.deleteExchange(`${q}.retry`).catch(() => undefined)
+  }
   await raw?.close()
   await db?.drop()
 })
@@ -52,8 +63,9 @@ async function consume(
   return { queue, consumer: c }
 }
 
+// Straight into the queue (the harness's guest may write to amq.default; no service user may).
 const send = (queue: string, e: CloudEvent | string) =>
-  amqp.sendToQueue(queue, Buffer.from(typeof e === 'string' ? e : JSON.stringify(e)), {
+  amqp.publishTo('', queue, Buffer.from(typeof e === 'string' ? e : JSON.stringify(e)), {
     messageId: typeof e === 'string' ? undefined : e.id,
     contentType: 'application/cloudevents+json',
   })
@@ -112,7 +124,7 @@ describe('startConsumer', () => {
     expect(seenInFailure).toEqual([1, 1])
     // Only the successful attempt's effect is left.
     expect(await knex('effects').where({ event_id: e.id }).pluck('note')).toEqual(['attempt 3'])
-    await waitFor(async () => (await ready(queue)) === 0 && (await ready(`${queue}.retry`)) === 0)
+    await waitFor(async () => (await ready(queue)) === 0 && (await ready(`${queue}.delay`)) === 0)
     expect(await ready(`${queue}.dlq`)).toBe(0)
   })
 
@@ -136,7 +148,7 @@ describe('startConsumer', () => {
     expect(calls).toEqual([e.id, marker.id])
     expect(await count('effects', { event_id: e.id })).toBe(1)
     await waitFor(async () => (await ready(queue)) === 0)
-    expect(await ready(`${queue}.retry`)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
   })
 
   it('handles copies delivered at the same time once (the processed_events row is the lock)', async () => {
@@ -158,7 +170,7 @@ describe('startConsumer', () => {
     expect(await count('effects', { event_id: e.id })).toBe(1)
     // Every copy was acked: none came back to the queue when the channel closed.
     expect(await ready(queue)).toBe(0)
-    expect(await ready(`${queue}.retry`)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
   })
 
   it('dead-letters an event that always fails after maxAttempts, without looping', async () => {
@@ -184,7 +196,7 @@ describe('startConsumer', () => {
     expect(await count('effects', { event_id: e.id })).toBe(0)
     expect(await count('processed_events', { event_id: e.id })).toBe(0)
     expect(await ready(queue)).toBe(0)
-    expect(await ready(`${queue}.retry`)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
   })
 
   it('spends no attempt while the database is away: held, requeued, committed once it is back', async () => {
@@ -206,7 +218,7 @@ describe('startConsumer', () => {
     expect(calls).toBe(6)
     expect(await count('processed_events', { event_id: e.id })).toBe(1)
     expect(await ready(`${queue}.dlq`)).toBe(0)
-    expect(await ready(`${queue}.retry`)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
   })
 
   it('on quorum queues (RabbitMQ 4): retried, dead-lettered, and held past 20 redeliveries without a dead letter', async () => {
@@ -262,7 +274,7 @@ describe('startConsumer', () => {
       [queue]: 'quorum',
       [`${queue}.dlq`]: 'quorum',
       // Per-message TTL is what the delay queue is for: it stays classic.
-      [`${queue}.retry`]: 'classic',
+      [`${queue}.delay`]: 'classic',
     })
     const limit = listed
       .find((q) => q.name === queue)!
@@ -285,7 +297,7 @@ describe('startConsumer', () => {
     const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
     expect(dead && dead.content.toString('utf8')).toBe(content)
     expect(calls).toBe(0)
-    expect(await ready(`${queue}.retry`)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
   })
 
   it('in batches: one transaction for many events, a duplicate once, a poison event alone', async () => {
@@ -361,5 +373,72 @@ describe('startConsumer', () => {
     expect(all).toHaveLength(events.length)
     expect(new Set(all)).toEqual(new Set(events.map((e) => e.id)))
     await waitFor(async () => (await ready(queue)) === 0)
+  })
+})
+
+describe('startConsumer with origins (the broker says who published)', () => {
+  // Broker users of this run only, with deploy's permissions (packages/platform/broker-users.cjs).
+  const prefix = newBrokerPrefix()
+  const rootSecret = randomBytes(16).toString('hex')
+  let appointments: Amqp
+  const metrics = new Registry()
+
+  beforeAll(async () => {
+    await createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret })
+    appointments = new Amqp({
+      url: stackAmqpUrl(amqpUrl(), 'appointments', { prefix, rootSecret }),
+      log,
+      name: 'platform-consumer-appointments',
+    })
+    extraAmqp.push(appointments)
+    await appointments.start()
+  })
+  afterAll(async () => {
+    await removeBrokerUsers({ prefix })
+  })
+
+  // appointment.created: no other consumer of this file takes it (they share processed_events).
+  const appointmentEvent = (company: number) =>
+    ({ ...testEvent(company), source: 'clinic/appointments', type: 'appointment.created' }) as CloudEvent
+  const refused = async (reason: string) =>
+    (await metrics.getSingleMetric('events_refused_total')?.get())?.values.find(
+      (v) => v.labels.reason === reason,
+    )?.value ?? 0
+
+  it("handles its source's event, also after a retry; dead-letters the others, counted by reason", async () => {
+    const company = freshCompanyId()
+    const handled: string[] = []
+    let failures = 0
+    const { queue } = await consume({
+      bindings: ['appointment.*'],
+      origins: eventOrigins(prefix),
+      metrics,
+      handle: async (e, trx) => {
+        if (e.idempresa !== company) return
+        // The first attempt fails: the retried copy must still pass as appointments'.
+        if (failures++ === 0) throw new Error('transient failure')
+        handled.push(e.id)
+        await effect(trx, e)
+      },
+    })
+    const own = appointmentEvent(company)
+    await appointments.publish([own])
+    await waitFor(async () => (await count('effects', { event_id: own.id })) === 1, {
+      what: "appointments' event, after its retry",
+    })
+    expect(failures).toBe(2)
+
+    // Published as someone else (the harness's guest), as itself under a key not its type.
+    const asGuest = appointmentEvent(company)
+    await amqp.publish([asGuest])
+    const wrongKey = appointmentEvent(company)
+    await appointments.publishRaw([
+      { id: wrongKey.id, type: 'appointment.updated', body: Buffer.from(JSON.stringify(wrongKey)) },
+    ])
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 2, { what: 'two dead letters' })
+    expect(await refused('wrong_user')).toBe(1)
+    expect(await refused('routing_key_mismatch')).toBe(1)
+    expect(handled).toEqual([own.id])
+    expect(await count('effects', { event_id: asGuest.id })).toBe(0)
   })
 })

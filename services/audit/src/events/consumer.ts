@@ -1,7 +1,6 @@
-import type { EventKeys } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import { expandEvent, startConsumer, type Amqp, type Consumer } from '@clinic/platform'
+import { expandEvent, startConsumer, type Amqp, type Consumer, type EventOrigins } from '@clinic/platform'
 import type { FastifyInstance } from 'fastify'
 import { toAuditDraft } from '../domain/audit-event'
 import type { AuditTrail } from '../domain/audit-event-store'
@@ -18,10 +17,10 @@ export interface AuditConsumerOptions {
   bindings?: string[]
   prefetch?: number
   /**
-   * Each source's key (EVENT_VERIFY_KEYS), or one key for all (EVENT_SIGNING_SECRET): unsigned or
-   * badly signed events are dead-lettered, never recorded.
+   * Who may publish what (eventOrigins): an event not published by its source's broker user, of a
+   * type that source emits, under its type as routing key, is dead-lettered, never recorded.
    */
-  signingSecret: EventKeys
+  origins: EventOrigins
   /** Where events are appended (sealed with AUDIT_CHAIN_KEY, the key kept outside the database). */
   trail: AuditTrail<Knex.Transaction>
   /** The service's metrics (`app.metrics`): refused events are counted there. */
@@ -33,9 +32,10 @@ export interface AuditConsumerOptions {
  * events, which come in batches (`http.batch`: one message and one signature per group commit of
  * the gateway, each of its events a row of the trail). The platform consumer records the event id in processed_events in the same
  * transaction as the append, so a redelivery is stored once, and acks after the commit. Several
- * instances may share the queue; the chain head lock orders appends per company. Only events signed
- * with the services' key are recorded: anyone else who can publish to the vhost cannot write a
- * company's trail (the forgeries land in the dead-letter queue, counted in events_refused_total).
+ * instances may share the queue; the chain head lock orders appends per company. Only events the
+ * broker says their source published are recorded (event-origin.ts): a service's credentials write
+ * the trail only as that service, of the types it emits (forgeries land in the dead-letter queue,
+ * counted in events_refused_total).
  */
 export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
   const prefetch = o.prefetch ?? 32
@@ -46,7 +46,7 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     queue: o.queue ?? AUDIT_QUEUE,
     bindings: o.bindings ?? ['#'],
     prefetch,
-    signingSecret: o.signingSecret,
+    origins: o.origins,
     metrics: o.metrics,
     // One message at a time (a batch that failed): an event, or the access events of an http.batch.
     handle: async (event, trx) => {

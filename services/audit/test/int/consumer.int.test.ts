@@ -1,20 +1,12 @@
 import type { Knex } from 'knex'
-import {
-  accessBatch,
-  eventKeysBySource,
-  signEvent,
-  uuidv7,
-  type Amqp,
-  type CloudEvent,
-  type Consumer,
-  type EventKeys,
-} from '@clinic/platform'
+import { accessBatch, uuidv7, type Amqp, type CloudEvent, type Consumer } from '@clinic/platform'
 import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
 import { auditTrailRepository, chainReader } from '../../src/db/repositories/audit-events-repository'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import {
+  brokerUsersOfFile,
   buildTestApp,
   chainKey,
   connectAmqp,
@@ -22,7 +14,6 @@ import {
   eventsOf,
   log,
   migrateAudit,
-  signingSecret,
   writerDb,
 } from './setup'
 
@@ -31,18 +22,23 @@ jest.setTimeout(60_000)
 
 let knex: Knex
 let amqp: Amqp
+const users = brokerUsersOfFile()
+/** Each event as its source's broker user publishes it. */
+const publish = (events: CloudEvent[]) => users.publish(events)
 const stops: Array<() => Promise<unknown>> = []
 const queueName = () => `audit.events.test.${uuidv7()}`
 
 beforeAll(async () => {
   await migrateAudit()
   knex = writerDb()
+  await users.create()
   amqp = await connectAmqp()
 })
 afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop()
 })
 afterAll(async () => {
+  await users.remove()
   await amqp.close()
   await knex.destroy()
 })
@@ -60,7 +56,6 @@ async function consumer(o: {
   amqp?: Amqp
   knex?: Knex
   metrics?: App['metrics']
-  keys?: EventKeys
   bindings?: string[]
 }): Promise<Consumer> {
   const c = await startAuditConsumer({
@@ -70,7 +65,7 @@ async function consumer(o: {
     queue: o.queue,
     bindings: o.bindings,
     prefetch: o.prefetch,
-    signingSecret: o.keys ?? signingSecret(),
+    origins: users.origins,
     trail: auditTrailRepository(chainKey()),
     metrics: o.metrics ?? (await testApp()).metrics,
   })
@@ -84,7 +79,7 @@ describe('audit consumer', () => {
     const principal = testPrincipal({ username: 'alice' })
     const data = { ...patientData(), changes: ['phone'] }
     const event = domainEvent('patient.updated', data, { principal })
-    await amqp.publish([event])
+    await publish([event])
     await waitFor(() => countEvents(knex, principal.companyId), {
       timeoutMs: 30_000,
       what: 'the event on the trail',
@@ -130,7 +125,7 @@ describe('audit consumer', () => {
     const events = [403, 404, 500].map((status) =>
       httpEvent(principal, { status, path: '/api/patients/x', method: 'PATCH' }),
     )
-    await amqp.publish(events)
+    await publish(events)
     await waitFor(async () => (await countEvents(knex, principal.companyId, { outcome: 'failure' })) === 3, {
       timeoutMs: 30_000,
     })
@@ -147,8 +142,8 @@ describe('audit consumer', () => {
       httpEvent(a, { status: 201, method: 'POST' }),
     ]
     const batch = accessBatch(inner)
-    await amqp.publish([batch])
-    await amqp.publish([batch]) // as after a relay that crashed before deleting its row
+    await publish([batch])
+    await publish([batch]) // as after a relay that crashed before deleting its row
     await waitFor(
       async () => (await countEvents(knex, a.companyId)) === 2 && countEvents(knex, b.companyId),
       {
@@ -174,10 +169,9 @@ describe('audit consumer', () => {
 
   it('records nothing of a batch that holds anything but access events of the gateway', async () => {
     const queue = queueName()
-    // Unbound: messages go straight to the queue, as anyone with publish rights on the vhost could.
-    await consumer({ queue, bindings: [] })
+    await consumer({ queue, bindings: ['http.batch'] })
     const principal = testPrincipal()
-    // Signed with the services' key, but one entry claims to be a patients event.
+    // Published by the gateway's user, but one entry claims to be a patients event.
     const smuggled = accessBatch([
       httpEvent(principal),
       domainEvent('patient.created', patientData(), { principal }) as never,
@@ -186,10 +180,7 @@ describe('audit consumer', () => {
     miscounted.data.count = 2
     const sentinelOwner = testPrincipal()
     const sentinel = accessBatch([httpEvent(sentinelOwner)])
-    for (const e of [smuggled, miscounted, sentinel])
-      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(signEvent(e, signingSecret()))), {
-        messageId: e.id,
-      })
+    await publish([smuggled, miscounted, sentinel])
     await waitFor(() => countEvents(knex, sentinelOwner.companyId), {
       timeoutMs: 30_000,
       what: 'the sentinel',
@@ -204,9 +195,9 @@ describe('audit consumer', () => {
     const principal = testPrincipal()
     const event = domainEvent('patient.created', patientData(), { principal })
     const sentinel = domainEvent('patient.created', patientData(), { principal })
-    await amqp.publish([event])
-    await amqp.publish([event])
-    await amqp.publish([sentinel])
+    await publish([event])
+    await publish([event])
+    await publish([sentinel])
     await waitFor(() => countEvents(knex, principal.companyId, { id: sentinel.id }), {
       timeoutMs: 30_000,
       what: 'the sentinel',
@@ -239,7 +230,7 @@ describe('audit consumer', () => {
     // Every event twice, as after a redelivery, interleaved.
     for (let i = 0; i < events.length; i += 20) {
       const batch = events.slice(i, i + 20)
-      await amqp.publish([...batch, ...batch.reverse()])
+      await publish([...batch, ...batch.reverse()])
     }
 
     for (const p of companies)
@@ -258,82 +249,52 @@ describe('audit consumer', () => {
     }
   })
 
-  it('refuses unsigned and badly signed events into the dead-letter queue, and counts them', async () => {
+  it("refuses events not published by their source's broker user into the dead-letter queue, and counts them", async () => {
     const queue = queueName()
     const { metrics } = await testApp()
-    // Unbound: the run's vhost carries other suites' events, which this queue would refuse too.
-    await consumer({ queue, metrics, bindings: [] })
+    await consumer({ queue, metrics, bindings: ['patient.created', 'http.batch'] })
     const principal = testPrincipal()
-    const signed = domainEvent('patient.created', patientData(), { principal })
-    const unsigned = domainEvent('patient.created', patientData(), { principal })
-    const forged = signEvent(domainEvent('patient.created', patientData(), { principal }), 'x'.repeat(32))
-    const tampered = {
-      ...signEvent(domainEvent('patient.created', patientData(), { principal }), signingSecret()),
+    const own = domainEvent('patient.created', patientData(), { principal })
+    // The harness's own user (as anyone else on the vhost), and the gateway posing as patients under
+    // a key of its own, and claiming as itself a type it does not emit.
+    const asGuest = domainEvent('patient.created', patientData(), { principal })
+    const posing = domainEvent('patient.created', patientData(), { principal })
+    const notEmitted = {
+      ...domainEvent('patient.created', patientData(), { principal }),
+      source: 'clinic/gateway',
     }
-    tampered.idempresa = principal.companyId + 1
-    // Straight to the queue, as anyone with publish rights on the vhost could.
-    for (const e of [unsigned, forged, tampered, signEvent(signed, signingSecret())])
-      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(e)), { messageId: e.id })
-    await waitFor(() => countEvents(knex, principal.companyId), {
-      timeoutMs: 30_000,
-      what: 'the signed event',
-    })
+    const gateway = await users.as('gateway')
+    await amqp.publish([asGuest])
+    for (const e of [posing, notEmitted])
+      await gateway.publishRaw([{ id: e.id, type: 'http.batch', body: Buffer.from(JSON.stringify(e)) }])
+    await publish([own])
+    await waitFor(() => countEvents(knex, principal.companyId), { timeoutMs: 30_000, what: 'the own event' })
 
+    const forged = [asGuest.id, posing.id, notEmitted.id].sort()
     const dead = await amqp.withChannel(async (ch) => {
-      await waitFor(async () => (await ch.checkQueue(`${queue}.dlq`)).messageCount === 3, {
-        timeoutMs: 30_000,
-        what: 'three dead letters',
-      })
       const ids: string[] = []
-      for (
-        let m = await ch.get(`${queue}.dlq`, { noAck: true });
-        m;
-        m = await ch.get(`${queue}.dlq`, { noAck: true })
+      await waitFor(
+        async () => {
+          for (
+            let m = await ch.get(`${queue}.dlq`, { noAck: true });
+            m;
+            m = await ch.get(`${queue}.dlq`, { noAck: true })
+          )
+            ids.push((JSON.parse(m.content.toString('utf8')) as { id: string }).id)
+          return forged.every((id) => ids.includes(id))
+        },
+        { timeoutMs: 30_000, what: 'three dead letters' },
       )
-        ids.push((JSON.parse(m.content.toString('utf8')) as { id: string }).id)
       await ch.deleteQueue(`${queue}.dlq`)
       return ids
     })
-    expect(dead.sort()).toEqual([unsigned.id, forged.id, tampered.id].sort())
+    expect(dead.filter((id) => forged.includes(id)).sort()).toEqual(forged)
     const rows = (await eventsOf(knex, principal.companyId, (q) => q.select('id'))).map((r) => r.id)
-    expect(rows).toEqual([signed.id])
-    expect(await countEvents(knex, principal.companyId + 1)).toBe(0)
+    expect(rows).toEqual([own.id])
     const counted = await metrics.getSingleMetricAsString('events_refused_total')
-    expect(counted).toContain(`events_refused_total{queue="${queue}",reason="unsigned",service="audit"} 1`)
+    expect(counted).toContain(`events_refused_total{queue="${queue}",reason="wrong_user",service="audit"} 2`)
     expect(counted).toContain(
-      `events_refused_total{queue="${queue}",reason="bad_signature",service="audit"} 2`,
-    )
-  })
-
-  it("with a key per source, a service's key cannot sign another service's events", async () => {
-    const patientsKey = 'p'.repeat(40)
-    const gatewayKey = 'g'.repeat(40)
-    const queue = queueName()
-    const { metrics } = await testApp()
-    await consumer({
-      queue,
-      metrics,
-      bindings: [],
-      keys: eventKeysBySource([`patients=${patientsKey}`, `gateway=${gatewayKey}`]),
-    })
-    const principal = testPrincipal()
-    const own = signEvent(domainEvent('patient.created', patientData(), { principal }), patientsKey)
-    // The gateway's key on a patients event: a compromised gateway posing as patients.
-    const posing = signEvent(domainEvent('patient.created', patientData(), { principal }), gatewayKey)
-    for (const e of [posing, own])
-      await amqp.sendToQueue(queue, Buffer.from(JSON.stringify(e)), { messageId: e.id })
-    await waitFor(() => countEvents(knex, principal.companyId), { timeoutMs: 30_000, what: 'the own event' })
-    await amqp.withChannel((ch) =>
-      waitFor(async () => (await ch.checkQueue(`${queue}.dlq`)).messageCount === 1, {
-        timeoutMs: 30_000,
-        what: 'one dead letter',
-      }),
-    )
-    expect((await eventsOf(knex, principal.companyId, (q) => q.select('id'))).map((r) => r.id)).toEqual([
-      own.id,
-    ])
-    expect(await metrics.getSingleMetricAsString('events_refused_total')).toContain(
-      `events_refused_total{queue="${queue}",reason="bad_signature",service="audit"} 1`,
+      `events_refused_total{queue="${queue}",reason="type_not_emitted",service="audit"} 1`,
     )
   })
 })

@@ -1,14 +1,13 @@
 import type { Knex } from 'knex'
 import pino from 'pino'
 import { testAssertionKeys } from '@clinic/platform/testing'
+import { Amqp, companyTransaction, createDb, eventOrigins, migrate, type CloudEvent } from '@clinic/platform'
 import {
-  Amqp,
-  companyTransaction,
-  createDb,
-  migrate,
-  useEventSigningKey,
-  type CloudEvent,
-} from '@clinic/platform'
+  createBrokerUsers,
+  newBrokerPrefix,
+  removeBrokerUsers,
+  stackAmqpUrl,
+} from '@clinic/platform/broker-users'
 import { buildApp } from '../../src/app'
 import { SCHEMA, WRITER_ROLE, migrations } from '../../src/db/migrations'
 import { appendEvent } from '../../src/db/repositories/audit-events-repository'
@@ -17,10 +16,7 @@ import { toAuditDraft, type AuditEvent } from '../../src/domain/audit-event'
 export const log = pino({ level: process.env.LOG_LEVEL ?? 'silent' })
 export const databaseUrl = () => process.env.DATABASE_URL!
 export const amqpUrl = () => process.env.AMQP_URL!
-export const signingSecret = () => process.env.EVENT_SIGNING_SECRET!
 export const chainKey = () => process.env.AUDIT_CHAIN_KEY!
-// What this process publishes is signed, as connectService arranges in a service.
-useEventSigningKey(signingSecret())
 
 export const migrateAudit = () => migrate(databaseUrl(), SCHEMA, migrations)
 
@@ -30,10 +26,42 @@ export const writerDb = (poolMax = 5) =>
 /** A knex as the schema owner (migrations, retention, a tamperer with owner rights). */
 export const ownerDb = () => createDb(databaseUrl(), { schema: SCHEMA, poolMax: 2 })
 
-export async function connectAmqp(name = 'audit-test'): Promise<Amqp> {
-  const amqp = new Amqp({ url: amqpUrl(), log, name })
+export async function connectAmqp(name = 'audit-test', url = amqpUrl()): Promise<Amqp> {
+  const amqp = new Amqp({ url, log, name })
   await amqp.start()
   return amqp
+}
+
+/**
+ * Broker users of this test file (deploy's permissions, a prefix of its own): each source's events
+ * are published as its user, which is what the consumer believes (`origins`).
+ */
+export function brokerUsersOfFile() {
+  const prefix = newBrokerPrefix()
+  const rootSecret = `audit-test-${prefix}-0123456789abcdef`
+  const connections = new Map<string, Promise<Amqp>>()
+  const as = (service: string) => {
+    if (!connections.has(service))
+      connections.set(
+        service,
+        connectAmqp(`audit-test-${service}`, stackAmqpUrl(amqpUrl(), service, { prefix, rootSecret })),
+      )
+    return connections.get(service)!
+  }
+  return {
+    origins: eventOrigins(prefix),
+    create: () => createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret }),
+    /** The connection of `service` (`patients`, `gateway`...), made on first use. */
+    as,
+    /** Publishes each event as the user of its source (`clinic/<service>`). */
+    async publish(events: CloudEvent[]) {
+      for (const e of events) await (await as(e.source.replace(/^clinic\//, ''))).publish([e])
+    },
+    async remove() {
+      for (const c of connections.values()) await (await c).close()
+      await removeBrokerUsers({ prefix })
+    },
+  }
 }
 
 export const buildTestApp = (knex: Knex, amqp: Amqp) =>

@@ -1,4 +1,4 @@
-import { startConsumer, type Amqp, type CloudEvent, type Consumer, type EventKeys } from '@clinic/platform'
+import { startConsumer, type Amqp, type CloudEvent, type Consumer, type EventOrigins } from '@clinic/platform'
 import { setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
@@ -64,7 +64,7 @@ export function startReminderConsumer(o: {
   amqp: Amqp
   knex: Knex
   log: Logger
-  signingSecret: EventKeys
+  origins: EventOrigins
   store: Pick<ReminderStore, 'reconcile'>
   appointments: AppointmentDirectory
   metrics?: Parameters<typeof startConsumer>[0]['metrics']
@@ -75,7 +75,7 @@ export function startReminderConsumer(o: {
     log: o.log,
     queue: REMINDERS_QUEUE,
     bindings: REMINDERS_BINDINGS,
-    signingSecret: o.signingSecret,
+    origins: o.origins,
     metrics: o.metrics,
     prefetch: 16,
     handle: (event, trx) => applyAppointmentEvent(o, event, trx),

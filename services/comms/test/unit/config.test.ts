@@ -6,7 +6,7 @@ import { FileSmsProvider, TwilioProvider } from '../../src/providers/twilio-prov
 
 const secrets = {
   GATEWAY_VERIFY_KEY: process.env.GATEWAY_VERIFY_KEY!,
-  EVENT_SIGNING_SECRET: 'y'.repeat(40),
+  AMQP_URL: 'amqp://clinic-comms:test@127.0.0.1:5672',
   COMMS_LINK_SECRET: 'z'.repeat(32),
 }
 /** Development delivery: no provider needed. */

@@ -1,13 +1,11 @@
 import { userInfo } from 'node:os'
 import {
   CENTER_CODE,
-  ConfigError,
   UsageError,
   isUniqueViolation,
   parseCommand,
   required,
   runCli,
-  useEventSigningKey,
   uuidv7,
   withAdminDb,
 } from '@clinic/platform'
@@ -252,20 +250,10 @@ function osUser(): string {
   }
 }
 
-/** Commands that write audit events (signed with the gateway's key, as its access events). */
-const AUDITED = ['token:create', 'token:revoke']
-
 async function main(): Promise<number> {
   const argv = process.argv.slice(2)
   if (!argv.length) throw new UsageError('') // the whole usage, no database needed
   const config = loadAdminConfig()
-  if (AUDITED.includes(argv[0]!)) {
-    if (!config.EVENT_SIGNING_SECRET)
-      throw new ConfigError(
-        `EVENT_SIGNING_SECRET (the gateway's) is required for ${argv[0]}: its audit event is signed with it`,
-      )
-    useEventSigningKey(config.EVENT_SIGNING_SECRET)
-  }
   const settings = { maxExpiryDays: config.TOKEN_MAX_EXPIRY_DAYS, osUser: osUser() }
   await withAdminDb(config.DATABASE_URL, { schema: SCHEMA, applicationName: 'identity-admin' }, (knex) =>
     runAdmin(argv, identityRepository(knex), process.stdout, process.stderr, settings),

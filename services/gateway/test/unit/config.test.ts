@@ -4,7 +4,7 @@ import list from '@clinic/platform/services.json'
 import { loadAdminConfig, loadGatewayConfig, trustProxyOf } from '../../src/config'
 import { RESOURCE_TYPES, ROUTED, upstreamEnv } from '../../src/families'
 
-const env = { GATEWAY_SIGNING_KEY: process.env.GATEWAY_SIGNING_KEY, EVENT_SIGNING_SECRET: 'y'.repeat(32) }
+const env = { GATEWAY_SIGNING_KEY: process.env.GATEWAY_SIGNING_KEY }
 
 describe('the services table', () => {
   it('routes every service of services.json, in its order', () => {
@@ -119,11 +119,9 @@ describe('AUTH_FAILURES_PER_ADDRESS_PER_MINUTE', () => {
 })
 
 describe('the admin configuration', () => {
-  it('takes TOKEN_MAX_EXPIRY_DAYS (365 by default) and the event signing key when given', () => {
+  it('takes TOKEN_MAX_EXPIRY_DAYS (365 by default)', () => {
     expect(loadAdminConfig({})).toMatchObject({ TOKEN_MAX_EXPIRY_DAYS: 365 })
-    expect(loadAdminConfig({}).EVENT_SIGNING_SECRET).toBeUndefined()
     expect(loadAdminConfig({ TOKEN_MAX_EXPIRY_DAYS: '90' }).TOKEN_MAX_EXPIRY_DAYS).toBe(90)
     expect(() => loadAdminConfig({ TOKEN_MAX_EXPIRY_DAYS: '0' })).toThrow(/TOKEN_MAX_EXPIRY_DAYS/)
-    expect(() => loadAdminConfig({ EVENT_SIGNING_SECRET: 'short' })).toThrow(/EVENT_SIGNING_SECRET/)
   })
 })

@@ -1,4 +1,4 @@
-import { startConsumer, type Amqp, type Consumer, type EventKeys } from '@clinic/platform'
+import { startConsumer, type Amqp, type Consumer, type EventOrigins } from '@clinic/platform'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { FeedWriter } from '../domain/feed'
@@ -17,7 +17,7 @@ export function startEventsConsumer(o: {
   knex: Knex
   feed: FeedWriter<Knex.Transaction>
   log: Logger
-  signingSecret: EventKeys
+  origins: EventOrigins
   metrics?: Parameters<typeof startConsumer>[0]['metrics']
   clock: () => Date
 }): Promise<Consumer> {
@@ -27,7 +27,7 @@ export function startEventsConsumer(o: {
     log: o.log,
     queue: EVENTS_QUEUE,
     bindings: EVENTS_BINDINGS,
-    signingSecret: o.signingSecret,
+    origins: o.origins,
     metrics: o.metrics,
     prefetch: 200,
     handle: (event, trx) => o.feed.store(trx, [event], o.clock()),

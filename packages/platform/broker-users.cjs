@@ -1,0 +1,104 @@
+'use strict'
+// Local stacks (npm start, the e2e stack, the faults harness, the benches, service tests that run
+// consumers) run each service as its own broker user with the permissions deploy/rabbitmq/
+// definitions.json gives it, as deploy does, so the broker's checks (user_id, write and topic
+// permissions) are tested where they run. Broker users are machine-wide, so a stack's users carry
+// a prefix of its own (`<prefix>clinic-<name>`; consumers expect their sources' users after the
+// same prefix, event-origin.ts) and are removed with the stack. Each password is derived from a
+// root secret of the stack, so the service env (scripts/service-env.cjs) and the import agree
+// without passing passwords around. CommonJS, beside naming.cjs, for the scripts (ESM), the e2e
+// stack and @clinic/platform/testing alike. rabbitmqctl (as root, or as the broker's user).
+const { execFile } = require('node:child_process')
+const { createHash, createHmac, randomBytes } = require('node:crypto')
+const { chmod, mkdtemp, readFile, rm, writeFile } = require('node:fs/promises')
+const { tmpdir } = require('node:os')
+const path = require('node:path')
+const { promisify } = require('node:util')
+const { apps, namesOf } = require('./naming.cjs')
+
+const exec = promisify(execFile)
+const DEFINITIONS = path.resolve(__dirname, '../../deploy/rabbitmq/definitions.json')
+
+/** A user's password: HMAC of its name under the stack's root secret. */
+const brokerPassword = (rootSecret, user) =>
+  createHmac('sha256', rootSecret).update(`clinic-broker:${user}`).digest('base64url')
+
+/** The stack's user of `service` (naming.cjs' broker user after the stack's prefix). */
+const stackBrokerUser = (service, prefix = '') => `${prefix}${namesOf(service).brokerUser}`
+
+/** `baseUrl` (host, port, vhost) logged in as the service's user of this stack. */
+function stackAmqpUrl(baseUrl, service, { prefix = '', rootSecret }) {
+  const u = new URL(baseUrl)
+  u.username = encodeURIComponent(stackBrokerUser(service, prefix))
+  u.password = encodeURIComponent(brokerPassword(rootSecret, stackBrokerUser(service, prefix)))
+  return u.toString()
+}
+
+/** RabbitMQ's rabbit_password_hashing_sha256: base64(salt ++ sha256(salt ++ password)). */
+function passwordHash(password) {
+  const salt = randomBytes(4)
+  const hash = createHash('sha256')
+    .update(Buffer.concat([salt, Buffer.from(password, 'utf8')]))
+    .digest()
+  return Buffer.concat([salt, hash]).toString('base64')
+}
+
+/** The vhost of an AMQP URL (`/` when it names none). */
+const vhostOf = (amqpUrl) => decodeURIComponent(new URL(amqpUrl).pathname.slice(1)) || '/'
+
+/**
+ * Creates (or updates) the stack's users on the vhost of `amqpUrl`: deploy's definitions, the vhost
+ * `clinic` read as the stack's, each user `clinic-<name>` as `<prefix>clinic-<name>` with its
+ * derived password. One `rabbitmqctl import_definitions`.
+ */
+async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions = DEFINITIONS }) {
+  if (!rootSecret) throw new Error('createBrokerUsers: a root secret is needed for the passwords')
+  const vhost = vhostOf(amqpUrl)
+  const rename = (user) => (user.startsWith('clinic-') ? `${prefix}${user}` : user)
+  const defs = JSON.parse(await readFile(definitions, 'utf8'))
+  delete defs.$comment
+  defs.vhosts = [{ name: vhost }]
+  defs.users = defs.users.map((u) => {
+    const name = rename(u.name)
+    return { ...u, name, password_hash: passwordHash(brokerPassword(rootSecret, name)) }
+  })
+  for (const key of ['permissions', 'topic_permissions'])
+    defs[key] = defs[key].map((p) => ({ ...p, user: rename(p.user), vhost }))
+  defs.exchanges = (defs.exchanges ?? []).map((e) => ({ ...e, vhost }))
+  // A file the broker's user can read (rabbitmqctl may run as it); it holds hashes, no password.
+  const dir = await mkdtemp(path.join(tmpdir(), 'clinic-broker-users-'))
+  try {
+    await chmod(dir, 0o755)
+    const file = path.join(dir, 'definitions.json')
+    await writeFile(file, JSON.stringify(defs), { mode: 0o644 })
+    await exec('rabbitmqctl', ['-q', 'import_definitions', file])
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+  return defs.users.map((u) => u.name)
+}
+
+/** Removes the stack's users (one `rabbitmqctl eval`; a user already gone is no error). */
+async function removeBrokerUsers({ prefix }) {
+  if (!prefix) throw new Error('removeBrokerUsers: only a prefixed stack removes its users')
+  const users = apps.map((s) => stackBrokerUser(s.name, prefix))
+  if (users.some((u) => !/^[a-z0-9_-]+$/.test(u))) throw new Error('removeBrokerUsers: unexpected user name')
+  const list = users.map((u) => `<<"${u}">>`).join(',')
+  await exec('rabbitmqctl', [
+    '-q',
+    'eval',
+    `[catch rabbit_auth_backend_internal:delete_user(U, <<"clinic-tests">>) || U <- [${list}]].`,
+  ])
+}
+
+/** A fresh prefix for a test stack's users: `t<hex>-`. */
+const newBrokerPrefix = () => `t${randomBytes(4).toString('hex')}-`
+
+module.exports = {
+  brokerPassword,
+  stackBrokerUser,
+  stackAmqpUrl,
+  createBrokerUsers,
+  removeBrokerUsers,
+  newBrokerPrefix,
+}
