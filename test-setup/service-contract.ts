@@ -69,7 +69,15 @@ export function describeServiceContract(o: {
       const res = await app.inject({
         method: 'GET',
         url,
-        headers: await gatewayHeaders(testPrincipal(), 'GET', url, undefined, undefined, undefined, o.service),
+        headers: await gatewayHeaders(
+          testPrincipal(),
+          'GET',
+          url,
+          undefined,
+          undefined,
+          undefined,
+          o.service,
+        ),
       })
       expect(res.statusCode).toBe(404)
       expect(res.json().code).toBe('not_found')
