@@ -171,6 +171,8 @@ export async function startStack(
     WEBHOOKS_ALLOW_INSECURE: 'true',
     // Production's level, so the suites see what production would log (the fuzz reads the files).
     LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
+    // Several stacks (and CI's other suites) share one PostgreSQL's 100 connections.
+    DB_POOL_MAX: '4',
     E2E_LOG_DIR: logDir,
     ...Object.fromEntries(Object.entries(ports).map(([s, port]) => [envName(s, 'PORT'), String(port)])),
     ...Object.fromEntries(Object.entries(serviceUrls).map(([s, url]) => [envName(s, 'URL'), url])),

@@ -56,6 +56,11 @@ export const sharedConfig = {
    * monitoring namespace may reach). Unset: metrics on the API port only (internal networks).
    */
   METRICS_PORT: v.port({ optional: true }),
+  /**
+   * The most database connections this process opens, whatever its own default (10; 20 for the
+   * gateway and webhooks). Test stacks set it low so several fit under one server's max_connections.
+   */
+  DB_POOL_MAX: v.int({ optional: true, min: 1 }),
 }
 export type SharedConfig = Config<typeof sharedConfig>
 
@@ -98,7 +103,7 @@ export async function connectService(o: {
   const knex = createDb(config.DATABASE_URL, {
     schema: o.schema,
     role: o.role,
-    poolMax: o.poolMax,
+    poolMax: Math.min(o.poolMax ?? 10, config.DB_POOL_MAX ?? Infinity),
     log: logger,
     refusePrivileged: true,
   })
