@@ -75,6 +75,24 @@ async function deadLettered(): Promise<string[]> {
   }
 }
 
+/**
+ * Publishes an event the broker lets through (a routing key comms may use) and waits until audit's
+ * consumer has dead-lettered it.
+ */
+async function acceptedThenDeadLettered(
+  routingKey: string,
+  event: CloudEvent,
+  options: Options.Publish,
+  what: string,
+) {
+  expect(await publish(EXCHANGE, routingKey, event, options)).toBe('confirmed')
+  await waitFor(async () => (await deadLettered()).includes(event.id), {
+    timeoutMs: SETTLE_MS,
+    intervalMs: 200,
+    what: `${what} in audit.events.dlq`,
+  })
+}
+
 const patientUpdated = (subject: string) =>
   makeEvent({
     type: 'patient.updated',
@@ -123,14 +141,12 @@ describe('event origin is the broker word (comms credentials, another company)',
     } as Parameters<typeof makeEvent>[0])
     const batch = accessBatch([access])
     // comms may publish comms.message.sent, and as itself: the broker lets it through.
-    expect(await publish(EXCHANGE, 'comms.message.sent', batch, { userId: brokerUserOf('comms') })).toBe(
-      'confirmed',
+    await acceptedThenDeadLettered(
+      'comms.message.sent',
+      batch,
+      { userId: brokerUserOf('comms') },
+      'the forged batch',
     )
-    await waitFor(async () => (await deadLettered()).includes(batch.id), {
-      timeoutMs: SETTLE_MS,
-      intervalMs: 200,
-      what: 'the forged batch in audit.events.dlq',
-    })
     await trailUntouched([resource])
   })
 
@@ -156,12 +172,12 @@ describe('event origin is the broker word (comms credentials, another company)',
     // Without a user_id (or with its own), under a key comms may use: the consumer knows it is not
     // patients' and dead-letters it.
     const unsigned = patientUpdated(resource)
-    expect(await publish(EXCHANGE, 'comms.message.sent', unsigned)).toBe('confirmed')
-    await waitFor(async () => (await deadLettered()).includes(unsigned.id), {
-      timeoutMs: SETTLE_MS,
-      intervalMs: 200,
-      what: 'the patients-looking event without user_id in audit.events.dlq',
-    })
+    await acceptedThenDeadLettered(
+      'comms.message.sent',
+      unsigned,
+      {},
+      'the patients-looking event without user_id',
+    )
     await trailUntouched([resource])
   })
 
@@ -173,14 +189,12 @@ describe('event origin is the broker word (comms credentials, another company)',
     )
     // Claimed by comms itself, as comms: but comms emits no patient.updated.
     const asComms = { ...patientUpdated(randomUUID()), source: 'clinic/comms', subject: resource }
-    expect(await publish(EXCHANGE, 'comms.message.sent', asComms, { userId: brokerUserOf('comms') })).toBe(
-      'confirmed',
+    await acceptedThenDeadLettered(
+      'comms.message.sent',
+      asComms,
+      { userId: brokerUserOf('comms') },
+      'the comms-sourced patient.updated',
     )
-    await waitFor(async () => (await deadLettered()).includes(asComms.id), {
-      timeoutMs: SETTLE_MS,
-      intervalMs: 200,
-      what: 'the comms-sourced patient.updated in audit.events.dlq',
-    })
     await trailUntouched([resource])
   })
 

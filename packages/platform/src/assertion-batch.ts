@@ -105,10 +105,32 @@ function decodeProof(text: string): { size: number; index: number; path: Buffer[
 export type Checked = { json: string; issuer: string } | { reason: string }
 
 /** Why jose refused a JWS, in the reasons of verifyAssertion. */
-export function joseReason(err: unknown): string {
+function joseReason(err: unknown): string {
   if (err instanceof errors.JWSSignatureVerificationFailed) return 'signature'
   if (err instanceof errors.JOSEAlgNotAllowed || err instanceof errors.JOSENotSupported) return 'algorithm'
   return 'malformed'
+}
+
+/**
+ * The payload (JSON text) of a compact JWS of this `typ`, signed with EdDSA by the key of the issuer
+ * its header names; otherwise why not. jose checks the serialization, the algorithm and the signature.
+ */
+export async function verifiedJws(jws: string, typ: string, keys: AssertionKeys): Promise<Checked> {
+  let header: ReturnType<typeof decodeProtectedHeader>
+  try {
+    header = decodeProtectedHeader(jws)
+  } catch {
+    return { reason: 'malformed' }
+  }
+  if (header.typ !== typ || typeof header.kid !== 'string') return { reason: 'malformed' }
+  const key = keys.get(header.kid)
+  if (!key) return { reason: 'issuer' }
+  try {
+    const { payload } = await compactVerify(jws, key, { algorithms: ['EdDSA'] })
+    return { json: Buffer.from(payload).toString('utf8'), issuer: header.kid }
+  } catch (err) {
+    return { reason: joseReason(err) }
+  }
 }
 
 /** The assertion of each of these claims (base64url JSON), under one batch JWS. */
@@ -134,36 +156,35 @@ interface CheckedBatch {
 }
 /** Longer than an assertion lives (10 s, and 5 s of clock skew): its batch's other assertions come within it. */
 const REMEMBER_MS = 20_000
-/** Batch JWSs a service has checked, per key set, until the assertions they prove expire. */
-const checkedBatches = new WeakMap<AssertionKeys, Map<string, CheckedBatch>>()
+/**
+ * Batch JWSs a service has checked, per key set, until the assertions they prove expire; and those
+ * being checked, so that the assertions of one batch arriving together wait for one check (jose
+ * checks asynchronously) instead of each checking the same signature.
+ */
+const batchChecks = new WeakMap<
+  AssertionKeys,
+  { checked: Map<string, CheckedBatch>; checking: Map<string, Promise<CheckedBatch | { reason: string }>> }
+>()
 const MAX_CHECKED = 10_000
 
 /** The batch JWS's signature and payload checked with jose, once: then remembered. */
 async function checkedBatch(jws: string, keys: AssertionKeys): Promise<CheckedBatch | { reason: string }> {
-  let header: ReturnType<typeof decodeProtectedHeader>
-  try {
-    header = decodeProtectedHeader(jws)
-  } catch {
-    return { reason: 'malformed' }
-  }
-  if (header.typ !== BATCH_TYPE || typeof header.kid !== 'string') return { reason: 'malformed' }
-  const key = keys.get(header.kid)
-  if (!key) return { reason: 'issuer' }
-  let payload: Uint8Array
-  try {
-    ;({ payload } = await compactVerify(jws, key, { algorithms: ['EdDSA'] }))
-  } catch (err) {
-    return { reason: joseReason(err) }
-  }
+  const verified = await verifiedJws(jws, BATCH_TYPE, keys)
+  if ('reason' in verified) return verified
   let batch: { iss?: unknown; root?: unknown; size?: unknown }
   try {
-    batch = JSON.parse(Buffer.from(payload).toString('utf8')) as typeof batch
+    batch = JSON.parse(verified.json) as typeof batch
   } catch {
     return { reason: 'malformed' }
   }
-  if (!batch || batch.iss !== header.kid || typeof batch.root !== 'string' || typeof batch.size !== 'number')
+  if (
+    !batch ||
+    batch.iss !== verified.issuer ||
+    typeof batch.root !== 'string' ||
+    typeof batch.size !== 'number'
+  )
     return { reason: 'malformed' }
-  return { issuer: batch.iss, root: batch.root, size: batch.size, until: 0 }
+  return { issuer: verified.issuer, root: batch.root, size: batch.size, until: 0 }
 }
 
 /**
@@ -178,8 +199,9 @@ export function provenByBatch(token: string, keys: AssertionKeys, now: number): 
   if (!proof) return { reason: 'malformed' }
   const root = rootOf(leafHash(claims), proof.index, proof.size, proof.path)
   if (!root) return { reason: 'signature' }
-  let checked = checkedBatches.get(keys)
-  if (!checked) checkedBatches.set(keys, (checked = new Map()))
+  let checks = batchChecks.get(keys)
+  if (!checks) batchChecks.set(keys, (checks = { checked: new Map(), checking: new Map() }))
+  const { checked, checking } = checks
   const proven = (batch: CheckedBatch): Checked =>
     batch.size !== proof.size || batch.root !== root.toString('base64url')
       ? { reason: 'signature' }
@@ -187,14 +209,20 @@ export function provenByBatch(token: string, keys: AssertionKeys, now: number): 
   // Another assertion of a batch already checked: answered at once, without a promise.
   const known = checked.get(jws)
   if (known && known.until > now) return proven(known)
-  return checkedBatch(jws, keys).then((batch) => {
-    if ('reason' in batch) return batch
-    if (checked.size >= MAX_CHECKED)
-      for (const [k, b] of checked) if (b.until <= now || checked.size >= MAX_CHECKED) checked.delete(k)
-    batch.until = now + REMEMBER_MS
-    checked.set(jws, batch)
-    return proven(batch)
-  })
+  let check = checking.get(jws)
+  if (!check) {
+    check = checkedBatch(jws, keys).then((batch) => {
+      checking.delete(jws)
+      if ('reason' in batch) return batch
+      if (checked.size >= MAX_CHECKED)
+        for (const [k, b] of checked) if (b.until <= now || checked.size >= MAX_CHECKED) checked.delete(k)
+      batch.until = now + REMEMBER_MS
+      checked.set(jws, batch)
+      return batch
+    })
+    checking.set(jws, check)
+  }
+  return check.then((batch) => ('reason' in batch ? batch : proven(batch)))
 }
 
 /**

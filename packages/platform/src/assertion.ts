@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { CompactSign, compactVerify, decodeProtectedHeader } from 'jose'
+import { CompactSign } from 'jose'
 import {
   BATCH_SEPARATOR,
-  joseReason,
   provenByBatch,
+  verifiedJws,
   type AssertionBatcher,
   type Checked,
 } from './assertion-batch'
@@ -110,28 +110,6 @@ function readClaims(json: string): (VerifiedClaims & { iat: number }) | null {
 }
 
 /**
- * The payload of one request's JWS if it is one, signed with EdDSA by the key of the issuer its
- * header names; otherwise why not. jose checks the serialization, the algorithm and the signature.
- */
-async function verifiedAlone(token: string, keys: AssertionKeys): Promise<Checked> {
-  let header: ReturnType<typeof decodeProtectedHeader>
-  try {
-    header = decodeProtectedHeader(token)
-  } catch {
-    return { reason: 'malformed' }
-  }
-  if (header.typ !== ASSERTION_TYPE || typeof header.kid !== 'string') return { reason: 'malformed' }
-  const key = keys.get(header.kid)
-  if (!key) return { reason: 'issuer' }
-  try {
-    const { payload } = await compactVerify(token, key, { algorithms: ['EdDSA'] })
-    return { json: Buffer.from(payload).toString('utf8'), issuer: header.kid }
-  } catch (err) {
-    return { reason: joseReason(err) }
-  }
-}
-
-/**
  * The claims of an assertion for this request, or why it is refused. A promise only when a
  * signature has to be checked (jose checks asynchronously): an assertion of a batch whose JWS was
  * already checked is answered at once.
@@ -148,7 +126,7 @@ export function verifyAssertion(
   // A batch's assertion carries its claims and proof beside the batch's JWS; one alone is a JWS.
   const checked = token.includes(BATCH_SEPARATOR)
     ? provenByBatch(token, keys, now)
-    : verifiedAlone(token, keys)
+    : verifiedJws(token, ASSERTION_TYPE, keys)
   return checked instanceof Promise
     ? checked.then((c) => judged(c, expect, now))
     : judged(checked, expect, now)

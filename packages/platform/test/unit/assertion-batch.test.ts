@@ -102,6 +102,20 @@ describe("assertions signed in batches: a JWS over the root, each request's clai
     expect(keys.lookups).toBe(1)
   })
 
+  it('checks it once when the assertions of a batch arrive together, before any check has finished', async () => {
+    const tokens = await batchOf(8)
+    const keys = freshKeys()
+    const results = await Promise.all(tokens.map((t, i) => verifyAssertion(t, keys, expectFor(i))))
+    expect(results.map((r) => r.ok)).toEqual(tokens.map(() => true))
+    expect(keys.lookups).toBe(1)
+    // A forged batch arriving together is refused for each of them, and not remembered.
+    const forged = (await batchOf(4, new AssertionBatcher({ issuer: 'gateway', key: other.privateKey }))).map(
+      (t, i) => verifyAssertion(t, keys, expectFor(i)),
+    )
+    expect((await Promise.all(forged)).map((r) => r.ok)).toEqual([false, false, false, false])
+    expect(keys.lookups).toBe(2)
+  })
+
   it('refuses claims swapped between assertions, altered proofs, another key, alg none and a lone JWS as a batch', async () => {
     const tokens = await batchOf(4)
     const keys = freshKeys()
