@@ -201,6 +201,20 @@ for (const c of cases) {
   }
 }
 const rssLoaded = Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, rssMiB(p.pid)]))
+// What the RSS after the load is made of, from each process's own metrics (prom-client's defaults):
+// V8's heap (reserved and used) and what lives outside it (buffers, native allocations).
+const memory = {}
+for (const [n, url] of Object.entries(metricsUrl)) {
+  const text = await (await fetch(url)).text()
+  const metric = (name, label = '') =>
+    new RegExp(`^${name}(\\{[^}]*${label}[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(text)?.[2] / 2 ** 20
+  memory[n] = {
+    heapTotal: metric('nodejs_heap_size_total_bytes'),
+    heapUsed: metric('nodejs_heap_size_used_bytes'),
+    external: metric('nodejs_external_memory_bytes'),
+    newSpace: metric('nodejs_heap_space_size_total_bytes', 'space="new"'),
+  }
+}
 
 record(
   'stack',
@@ -240,6 +254,13 @@ ${profiles.map((p) => `- ${p}`).join('\n')}
 RSS MiB idle / after the load: ${Object.keys(procs)
     .map((n) => `${n} ${rssIdle[n].toFixed(0)} / ${rssLoaded[n].toFixed(0)}`)
     .join(', ')}.
+
+After the load, MiB: ${Object.entries(memory)
+    .map(
+      ([n, m]) =>
+        `${n} V8 heap ${m.heapTotal.toFixed(0)} reserved (${m.heapUsed.toFixed(0)} used, new space ${m.newSpace.toFixed(0)}), outside it ${m.external.toFixed(0)}`,
+    )
+    .join('; ')}.
 `,
 )
 
