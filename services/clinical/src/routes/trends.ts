@@ -1,0 +1,24 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ExamStore } from '../domain/exam-store'
+import { patientMeasurements } from '../domain/trends'
+import { PatientParams, TrendList, TrendQuery } from '../schemas/exam'
+
+export const trendRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore }> = async (app, { store }) => {
+  app.get(
+    '/clinical/patients/:patient_id/measurements',
+    {
+      schema: {
+        tags: ['clinical'],
+        operationId: 'listClinicalMeasurements',
+        summary: 'A patient’s measurements over time (trends)',
+        description:
+          'Every live (not superseded) measurement of `type` (`iop` or `visual_acuity`) across the patient’s signed exams, oldest first, with the finding’s own fields plus `exam_id` and `performed_at`. `eye` filters one eye; `kind` is the acuity kind or the IOP method; `from`/`to` bound the time measured (IOP `measured_at`, acuity the exam’s `performed_at`). At most `limit` (default 500); `meta.total` is exact.',
+        params: PatientParams,
+        querystring: TrendQuery,
+        response: { 200: TrendList },
+      },
+    },
+    async (req) =>
+      patientMeasurements(req.ctx, store, { patientId: req.params.patient_id, query: req.query }),
+  )
+}
