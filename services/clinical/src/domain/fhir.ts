@@ -132,7 +132,8 @@ function condition(exam: Exam, d: Diagnosis): Resource {
         { system: CODE_SYSTEMS[d.system], code: d.code, ...(d.display ? { display: d.display } : {}) },
       ],
     },
-    ...bodySite(d.eye),
+    // A Condition may sit on several sites: a list, where an Observation has one.
+    ...(BODY_SITES[d.eye] ? { bodySite: [bodySite(d.eye).bodySite] } : {}),
     subject: { reference: `Patient/${exam.patient_id}` },
     encounter: { reference: `urn:uuid:${exam.id}` },
     ...(d.onset ? { onsetDateTime: d.onset } : {}),

@@ -1,6 +1,8 @@
 import { Amqp, createDb, createLogger, migrate } from '@clinic/platform'
-import { testAssertionKeys } from '@clinic/platform/testing'
+import { testAssertionKeys, testSigner } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
+import { AppointmentsClient } from '../../src/clients/appointments-client'
+import { PatientsClient } from '../../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 
 // The run's database and vhost (jest global setup); the schema migrates on first use.
@@ -18,6 +20,17 @@ it('migrates, and answers /health/live and /health/ready as the service role', a
     version: '261122.01',
     assertionKeys: testAssertionKeys([]),
     serviceSigner: null,
+    // Health asks neither service: clients to an address where nothing listens.
+    patients: new PatientsClient({
+      baseUrl: 'http://127.0.0.1:9',
+      signer: testSigner('clinical'),
+      timeoutMs: 100,
+    }),
+    appointments: new AppointmentsClient({
+      baseUrl: 'http://127.0.0.1:9',
+      signer: testSigner('clinical'),
+      timeoutMs: 100,
+    }),
   })
   try {
     expect((await app.inject({ url: '/health/live' })).statusCode).toBe(200)
