@@ -6181,7 +6181,7 @@ export interface operations {
         };
         responses: {
             /** @description The exam */
-            201: {
+            200: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
                     "X-Request-Id": components["headers"]["RequestId"];

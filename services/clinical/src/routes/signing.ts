@@ -68,7 +68,7 @@ export const signingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore; clock:
         params: IdParams,
         querystring: CenterQuery,
         body: AmendmentBody,
-        response: { 201: { ...Exam, headers: ETagHeader } },
+        response: { 200: { ...Exam, headers: ETagHeader } },
       },
     },
     async (req, reply) => {
@@ -77,7 +77,7 @@ export const signingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore; clock:
         body: req.body,
         queryCenter: req.query.codalmacen,
       })
-      return sendResource(reply, { body: exam }, { status: 201 })
+      return sendResource(reply, { body: exam })
     },
   )
 

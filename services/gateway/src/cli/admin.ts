@@ -27,7 +27,7 @@ const USAGE = `usage: admin <command> [options]
   user:create    --company <n> --username <name>
   token:create   --username <name> [--centers A,B] [--scopes a:b,c:d] [--expires 90d|12h|<date>]
                  [--name <label>] [--actor <who>]
-                 (scopes: ${SCOPES.join(',')}; all but ${NAMED_ONLY.join(',')} when not given;
+                 (scopes: ${SCOPES.join(',')}, or all; all but ${NAMED_ONLY.join(',')} when not given;
                  expires: at most TOKEN_MAX_EXPIRY_DAYS, 365 by default, which is also the default)
   token:list     --username <name>      (id, name, centers, scopes, created, expires, revoked, last used)
   token:revoke   --id <token id> [--actor <who>]
@@ -120,6 +120,8 @@ const DEFAULT_LIST = `all but ${NAMED_ONLY.join(',')}`
 /** `--scopes a,b`: known scopes (scopes.ts), each once; null (every scope but NAMED_ONLY) when not given. */
 function scopesOption(given: string | undefined): string[] | null {
   if (given === undefined) return null
+  // Every scope, the named-only ones included, without spelling them out.
+  if (given.trim() === 'all') return [...SCOPES]
   const scopes = [...new Set(given.split(',').map((s) => s.trim()))].filter(Boolean)
   const unknown = scopes.filter((s) => !isScope(s))
   if (!scopes.length || unknown.length)

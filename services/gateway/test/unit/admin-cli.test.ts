@@ -272,6 +272,13 @@ describe('token scopes (DESIGN.md section 13)', () => {
     expect(rows.map((r) => r.split('\t')[3])).toEqual([SCOPES.join(','), 'patients:read,appointments:read'])
   })
 
+  it('gives every scope, clinical:sign included, to --scopes all', async () => {
+    const repo = await seeded()
+    await admin(repo, 'token:create', '--username', 'alice', '--scopes', 'all')
+    expect(repo.tokens[0]!.scopes).toEqual([...SCOPES])
+    expect(repo.tokens[0]!.scopes).toContain('clinical:sign')
+  })
+
   it.each([
     ['patients:read,patients:delete', 'patients:delete'],
     ['admin', 'admin'],
