@@ -136,11 +136,13 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     channel: 'email',
     opted_out: true,
     // Clinical findings: an acuity as entered in the first notation (Snellen, metres), a diagnosis
-    // code of the first system (ICD-10), and the instants of an exam and a pressure reading.
+    // code of the first system (ICD-10), the instants of an exam and a pressure reading, and a
+    // prescription valid until a date to come.
     value: '6/9',
     code: 'H40.11',
     performed_at: `${DAY}T09:00:00Z`,
     measured_at: `${DAY}T09:15:00Z`,
+    valid_until: NEXT_DAY,
   }
   return values[name]
 }

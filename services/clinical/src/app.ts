@@ -34,6 +34,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await app.register(findingRoutes, { store })
   await app.register(signingRoutes, { store, clock })
   await app.register(prescriptionRoutes, { store, clock })
-  await app.register(trendRoutes, { store })
+  await app.register(trendRoutes, { store, patients: deps.patients })
   return app
 }

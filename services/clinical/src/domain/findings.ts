@@ -1,11 +1,12 @@
-import { uuidv7, visibleCenters, type Ctx } from '@clinic/platform/core'
+import { uuidv7, visibleCenters, visibleRow, type Ctx } from '@clinic/platform/core'
 import { NotFound } from '@clinic/platform/core'
 import { examUpdated } from '../events/exam-events'
 import type { Finding } from '../schemas/findings'
 import type { ExamStore } from './exam-store'
 import { findingValues, type FindingKind } from './finding-rules'
 import { actorOf, lockDraft } from './exams'
-import { findingOf } from './read-exam'
+import { ExamSigned } from './errors'
+import { NOT_FOUND, findingOf } from './read-exam'
 
 /**
  * Adds a finding to a draft exam (409 exam_signed once signed): stored as entered plus what the
@@ -50,16 +51,21 @@ export async function removeFinding(
   input: { examId: string; kind: FindingKind; findingId: string; queryCenter: string | undefined },
 ): Promise<void> {
   const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const findingId = input.findingId.toLowerCase()
   await store.transaction(ctx.auth.companyId, async (tx) => {
-    const exam = await lockDraft(ctx, tx, input.examId, visible)
-    if (!(await tx.deleteFinding(exam.id, input.kind, input.findingId.toLowerCase())))
+    // An unknown finding is 404 whatever the exam's state; a known one of a signed exam is 409.
+    const exam = visibleRow(visible, await tx.findById(input.examId, { forUpdate: true }), NOT_FOUND)
+    const findings = await tx.findings(exam.id)
+    if (!findings.some((f) => f.id === findingId && f.kind === input.kind))
       throw new NotFound('No such finding in this exam')
+    if (exam.status === 'signed') throw new ExamSigned()
+    await tx.deleteFinding(exam.id, input.kind, findingId)
     const touched = await tx.touch(exam.id)
     await tx.record(exam.id, {
       version: touched.version,
       action: 'finding_removed',
       fields: [input.kind],
-      superseded: [input.findingId.toLowerCase()],
+      superseded: [findingId],
       ...actorOf(ctx),
     })
     await tx.publish([examUpdated(ctx, touched, [input.kind])])

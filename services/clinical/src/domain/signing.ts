@@ -67,10 +67,6 @@ export async function amendExam(
     })),
   )
   const remove = [...new Set((input.body.remove ?? []).map((id) => id.toLowerCase()))]
-  if (!additions.length && !remove.length)
-    throw new ValidationFailed([
-      { path: '/add', message: 'an amendment adds or removes at least one finding' },
-    ])
 
   const row = await store.transaction(ctx.auth.companyId, async (tx) => {
     const exam = visibleRow(visible, await tx.findById(input.id, { forUpdate: true }), NOT_FOUND)
@@ -79,6 +75,10 @@ export async function amendExam(
         [{ path: '', message: 'the exam is a draft: change it directly, amendments are for signed exams' }],
         'Only a signed exam is amended',
       )
+    if (!additions.length && !remove.length)
+      throw new ValidationFailed([
+        { path: '/add', message: 'an amendment adds or removes at least one finding' },
+      ])
     const findings = await tx.findings(exam.id)
     const errors: FieldError[] = []
     remove.forEach((id, i) => {

@@ -215,7 +215,7 @@ export const History = Type.Object({ data: Type.Array(HistoryEntry) }, { title: 
 
 export const TrendQuery = Type.Object(
   {
-    type: enumOf(TREND_TYPES),
+    type: Type.Optional(enumOf(TREND_TYPES, 'default iop')),
     eye: Type.Optional(enumOf(['right', 'left', 'both'] as const)),
     kind: Type.Optional(
       Type.String({

@@ -224,10 +224,12 @@ describe('trends', () => {
       `/clinical/patients/${patient}/measurements?type=iop&eye=left&from=2023-01-01T00:00:00Z`,
     )
     expect(since.json().data.map((m: Json) => m.mmhg)).toEqual([10])
+    // Another company's patient is no patient; one without signed exams has an empty trend.
     const other = companyOf(h)
-    expect(
-      (await other.send('GET', `/clinical/patients/${patient}/measurements?type=iop`)).json().meta.total,
-    ).toBe(0)
+    const foreign = await other.send('GET', `/clinical/patients/${patient}/measurements`)
+    expect([foreign.statusCode, foreign.json().code]).toEqual([404, 'not_found'])
+    const none = await other.send('GET', `/clinical/patients/${other.newPatient()}/measurements`)
+    expect(none.json()).toEqual({ data: [], meta: { total: 0, limit: 500 } })
   })
 })
 
