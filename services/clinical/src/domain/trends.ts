@@ -1,4 +1,4 @@
-import { NotFound, visibleCenters, type Ctx } from '@clinic/platform/core'
+import { NotFound, centerVisible, visibleCenters, type Ctx } from '@clinic/platform/core'
 import type { Measurement, TrendInput } from '../schemas/exam'
 import type { PatientDirectory } from './directory'
 import type { ExamStore } from './exam-store'
@@ -32,6 +32,7 @@ export async function patientMeasurements(
     deps.patients.find(ctx, patientId),
     deps.store.trend(ctx.auth.companyId, filter),
   ])
-  if (!patient) throw new NotFound('No such patient')
+  // As GET /patients/{id} sees it: a patient of a center the caller may not see is none.
+  if (!patient || !centerVisible(filter.centers, patient.codalmacen)) throw new NotFound('No such patient')
   return { data: rows, meta: { total, limit } }
 }

@@ -228,6 +228,8 @@ describe('trends', () => {
     const other = companyOf(h)
     const foreign = await other.send('GET', `/clinical/patients/${patient}/measurements`)
     expect([foreign.statusCode, foreign.json().code]).toEqual([404, 'not_found'])
+    const hidden = companyOf(h, { companyId: c.principal.companyId, allowedCenters: ['ALM2'] })
+    expect((await hidden.send('GET', `/clinical/patients/${patient}/measurements`)).statusCode).toBe(404)
     const none = await other.send('GET', `/clinical/patients/${other.newPatient()}/measurements`)
     expect(none.json()).toEqual({ data: [], meta: { total: 0, limit: 500 } })
   })
