@@ -9,7 +9,7 @@ export const EVENTS_BINDINGS = [
   'appointment.*',
   'practitioner.*',
   'comms.message.*',
-  'clinical.*',
+  'clinical.#',
 ]
 
 /**
