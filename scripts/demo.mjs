@@ -1,7 +1,8 @@
 // `npm run demo`: a demo company on the running stack (`npm start`) and a new API token, in one
 // command. stdout is only the lines to paste (`eval "$(npm run -s demo)"`); messages go to stderr.
 // Run again, it keeps what is there: company, centers and user; patients by their national id,
-// appointments by their slot. Each run makes a new token (a token is shown only once).
+// appointments by their slot, Pablo's signed eye exam. Each run makes a new token (a token is shown
+// only once), with every scope: signing a clinical record needs a token that names it.
 // Settings: GATEWAY_URL (else http://127.0.0.1:$GATEWAY_PORT), DEMO_COMPANY_ID (9001), DEMO_USERNAME.
 import { spawnSync } from 'node:child_process'
 import path from 'node:path'
@@ -60,7 +61,7 @@ const centerExists = /center \S+ already exists/
 admin(['center:create', '--company', company, '--code', 'ALM1', '--name', 'Centro Norte'], centerExists)
 admin(['center:create', '--company', company, '--code', 'ALM2', '--name', 'Centro Sur'], centerExists)
 admin(['user:create', '--company', company, '--username', username], /username \S+ is taken/)
-const created = admin(['token:create', '--username', username, '--name', 'demo'])
+const created = admin(['token:create', '--username', username, '--name', 'demo', '--scopes', 'all'])
 // Usernames are global: one taken in another company would give a token of that company.
 if (!created.message.includes(`(company ${company}`))
   fail(`${username} is not a user of company ${company}: set DEMO_USERNAME`)
@@ -135,6 +136,50 @@ for (const [patient, codalmacen, practitioner, from, to, reason] of appointments
     const same = found.body?.data?.some((a) => Date.parse(a.starts_at) === Date.parse(starts_at))
     say(same ? `${name} already booked` : `${name}: the slot is taken (${made.body.detail}); skipped`)
   }
+}
+
+// An eye exam of Pablo's, signed, with a finding of each kind (once: a later run finds it).
+const pablo = patients[0]
+const signed = await call('GET', `/clinical/exams?patient_id=${pablo.id}&status=signed&limit=1`)
+if (signed.status !== 200) refused('GET /clinical/exams', signed)
+if (signed.body.meta.total > 0) say(`a signed eye exam of ${pablo.first_name} already there`)
+else {
+  const exam = await call(
+    'POST',
+    '/clinical/exams',
+    {
+      patient_id: pablo.id,
+      practitioner: 'dra-lopez',
+      kind: 'follow_up',
+      chief_complaint: 'control de glaucoma',
+    },
+    `demo-exam-${pablo.national_id}`,
+  )
+  if (exam.status !== 201) refused('POST /clinical/exams', exam)
+  const measuredAt = new Date().toISOString()
+  const findings = [
+    ['visual-acuity', { eye: 'right', kind: 'best_corrected', value: '6/9', notation: 'snellen_m' }],
+    ['visual-acuity', { eye: 'left', kind: 'best_corrected', value: '20/25', notation: 'snellen_ft' }],
+    ['iop', { eye: 'right', mmhg: 23, method: 'goldmann', measured_at: measuredAt }],
+    ['iop', { eye: 'left', mmhg: 18.5, method: 'goldmann', measured_at: measuredAt }],
+    ['refraction', { eye: 'right', kind: 'manifest', sphere: -1.75, cylinder: -0.5, axis: 90 }],
+    [
+      'diagnoses',
+      { code: 'H40.11', system: 'icd10', eye: 'right', status: 'suspected', display: 'glaucoma' },
+    ],
+  ]
+  for (const [i, [kind, finding]] of findings.entries()) {
+    const made = await call(
+      'POST',
+      `/clinical/exams/${exam.body.id}/${kind}`,
+      finding,
+      `demo-finding-${exam.body.id}-${i}`,
+    )
+    if (made.status !== 201) refused(`POST /clinical/exams/{id}/${kind}`, made)
+  }
+  const sign = await call('POST', `/clinical/exams/${exam.body.id}/sign`)
+  if (sign.status !== 200) refused('POST /clinical/exams/{id}/sign', sign)
+  say(`eye exam ${exam.body.id} of ${pablo.first_name} signed, with ${findings.length} findings`)
 }
 
 say(`a NEW token for ${username} (company ${company}): shown only this once; each run makes another`)

@@ -94,13 +94,16 @@ export async function makeTenant(
       `Center ${code}`,
     )
   await admin(info, 'user:create', '--company', String(companyId), '--username', username)
-  const token = await admin(info, 'token:create', '--username', username)
+  // Every scope, signing clinical records included (a token made without a list lacks it), so
+  // the suites reach every operation; the scopes suite makes its own limited tokens.
+  const token = await admin(info, 'token:create', '--username', username, '--scopes', 'all')
   return { companyId, centers, username, token }
 }
 
 /** Another token of the tenant's user, e.g. limited to centers or expiring. */
 export async function tokenFor(t: Tenant, ...options: string[]): Promise<string> {
-  return admin(stack(), 'token:create', '--username', t.username, ...options)
+  const scopes = options.includes('--scopes') ? [] : ['--scopes', 'all']
+  return admin(stack(), 'token:create', '--username', t.username, ...scopes, ...options)
 }
 
 /** An extra gateway on the same services with other settings (low rate limit, dead upstream...). */

@@ -63,6 +63,19 @@ const REFERENCES: Record<string, { collection: string; unknown?: string }> = {
   hold_id: { collection: '/appointments/holds' },
   practitioner: { collection: '/practitioners' },
 }
+/**
+ * Creates that need a step on what they refer to first, once the creates listed in `after` are
+ * made: a prescription is issued from a signed exam, and a signed exam takes no more findings.
+ */
+const FINDINGS_OF_EXAM = ['visual-acuity', 'iop', 'refraction', 'diagnoses'].map(
+  (k) => `/clinical/exams/{id}/${k}`,
+)
+const PREPARE: Record<string, { after: string[]; first: (w: World) => Promise<unknown> }> = {
+  '/clinical/exams/{id}/prescriptions': {
+    after: FINDINGS_OF_EXAM,
+    first: (w) => send('post', `/clinical/exams/${w.ids['/clinical/exams']}/sign`, w.token),
+  },
+}
 /** Properties whose value is a center: bodies "at ALM1" set these. */
 const CENTERED = ['codalmacen', 'working_hours']
 
@@ -122,6 +135,14 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     address: w.address,
     channel: 'email',
     opted_out: true,
+    // Clinical findings: an acuity as entered in the first notation (Snellen, metres), a diagnosis
+    // code of the first system (ICD-10), the instants of an exam and a pressure reading, and a
+    // prescription valid until a date to come.
+    value: '6/9',
+    code: 'H40.11',
+    performed_at: `${DAY}T09:00:00Z`,
+    measured_at: `${DAY}T09:15:00Z`,
+    valid_until: NEXT_DAY,
   }
   return values[name]
 }
@@ -303,6 +324,7 @@ async function populate(company: Tenant, center: string, offsets: string[]): Pro
       ...Object.keys(REFERENCES)
         .filter((n) => o.body && deref(o.body, doc).required?.includes(n))
         .map((n) => REFERENCES[n]!.collection),
+      ...(PREPARE[o.path]?.after ?? []),
     ]
     const ready = pending.filter((o) => needs(o).every((c) => w.ids[c]))
     if (!ready.length)
@@ -325,6 +347,7 @@ async function populate(company: Tenant, center: string, offsets: string[]): Pro
           return { o, body: o.body ? (fill(o.body, w, { slot }) as Record<string, unknown>) : undefined }
         })
         .map(async ({ o, body }) => {
+          await PREPARE[o.path]?.first(w)
           const res = await send(o.method, urlOf(o.path, w)!, w.token, body)
           if (res.status >= 300)
             throw new Error(`setup ${o.method} ${o.path}: ${res.status} ${JSON.stringify(res.body)}`)

@@ -180,21 +180,21 @@ describe('new-service on a bare copy of what it reads and writes', () => {
 
   it('gives a planned area to the service named after it, with its resource type, off the 501 list', () => {
     const before = JSON.parse(readFileSync(path.join(copy, 'packages/platform/services.json'), 'utf8'))
-    const planned = before.planned.find((p: { family: string }) => p.family === 'clinical')
+    const planned = before.planned.find((p: { family: string }) => p.family === 'documents')
     expect(planned).toBeDefined()
-    expect(run('clinical')).toMatchObject({ status: 0 })
+    expect(run('documents')).toMatchObject({ status: 0 })
     const after = JSON.parse(readFileSync(path.join(copy, 'packages/platform/services.json'), 'utf8'))
     const ports = [before.gateway, ...before.services].map((s: { port: number }) => s.port)
     expect(after.services.at(-1)).toEqual({
-      name: 'clinical',
+      name: 'documents',
       port: Math.max(...ports) + 1,
-      families: { clinical: planned.resource_type },
+      families: { documents: planned.resource_type },
       replicas: { min: 2, max: 4 },
-      list_path: '/clinical',
+      list_path: '/documents',
     })
-    expect(after.planned.map((p: { family: string }) => p.family)).not.toContain('clinical')
-    expect(readFileSync(path.join(copy, 'services/clinical/src/config.ts'), 'utf8')).toContain(
-      "CLINICAL_PORT: v.servicePort('clinical')",
+    expect(after.planned.map((p: { family: string }) => p.family)).not.toContain('documents')
+    expect(readFileSync(path.join(copy, 'services/documents/src/config.ts'), 'utf8')).toContain(
+      "DOCUMENTS_PORT: v.servicePort('documents')",
     )
   })
 

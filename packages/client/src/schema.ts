@@ -701,6 +701,370 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/clinical/exams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List exams
+         * @description Newest first (`performed_at`). Filters `patient_id`, `practitioner`, `status`, `from`/`to` on `performed_at` (from inclusive, to exclusive). Each exam with its findings and prescriptions inline. `meta.total` is exact; `meta.next` a cursor for `?after=`. A token limited to centers sees only its centers’ exams.
+         *
+         *     Needs the token scope `clinical:read` (else 403 insufficient_scope).
+         */
+        get: operations["listClinicalExams"];
+        put?: never;
+        /**
+         * Open an exam (a draft)
+         * @description Always `draft`. The center is `codalmacen` of the body, else of the query string, else the patient’s home center. `patient_id` must be a patient of the company (422 unknown_patient); `appointment_id` an appointment of that patient (422 unknown_appointment). If the patients or appointments service cannot answer: 503 with Retry-After, nothing written. Send `Idempotency-Key` to make retries safe.
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["createClinicalExam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one exam (JSON, or a FHIR R4 Bundle)
+         * @description `ETag` is the version. With `Accept: application/fhir+json` the answer is a FHIR R4 `Bundle` (type collection): an Encounter, an Observation per live measurement (acuity SNOMED, IOP LOINC 56844-4 in mm[Hg], refraction SNOMED 251794006 with its components), a Condition per live diagnosis and a VisionPrescription per prescription. An exam outside `codalmacen` or the token’s centers is 404.
+         *
+         *     Needs the token scope `clinical:read` (else 403 insufficient_scope).
+         */
+        get: operations["getClinicalExam"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a draft exam
+         * @description Only the fields sent change. A signed exam never changes: 409 exam_signed (amend it). `If-Match` with a stale version is 412. A new `appointment_id` must be an appointment of the exam’s patient (422 unknown_appointment).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        patch: operations["updateClinicalExam"];
+        trace?: never;
+    };
+    "/clinical/exams/{id}/visual-acuity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a visual acuity to a draft exam
+         * @description `value` exactly as entered in its `notation`; the answer adds `logmar` (Snellen -log10(num/den), decimal -log10(d), letters (85 - L) × 0.02, CF 1.98, HM 2.28, LP/NLP null, rounded to 0.01). A value that does not read in its notation is 400 naming `/value`. A signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["addClinicalVisualAcuity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/visual-acuity/{finding_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a visual acuity from a draft exam
+         * @description Only while the exam is a draft: a signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        delete: operations["removeClinicalVisualAcuity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/iop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an intraocular pressure to a draft exam
+         * @description `mmhg` 0-80 with one decimal at most, the `method` and when it was measured (`measured_at`). A signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["addClinicalIop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/iop/{finding_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an intraocular pressure from a draft exam
+         * @description Only while the exam is a draft: a signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        delete: operations["removeClinicalIop"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/refraction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a refraction to a draft exam
+         * @description Dioptres in steps of 0.25; `axis` required exactly when `cylinder` is not 0. Stored and answered in minus-cylinder form (a plus cylinder is transposed: sphere + cyl, -cyl, axis ± 90). A signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["addClinicalRefraction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/refraction/{finding_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a refraction from a draft exam
+         * @description Only while the exam is a draft: a signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        delete: operations["removeClinicalRefraction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/diagnoses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a diagnosis to a draft exam
+         * @description `code` in the format of its `system`: ICD-10 `H40.11`, SNOMED CT a concept id. A signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["addClinicalDiagnosis"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/diagnoses/{finding_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a diagnosis from a draft exam
+         * @description Only while the exam is a draft: a signed exam is 409 exam_signed (amend it).
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        delete: operations["removeClinicalDiagnosis"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/sign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign an exam (final from then on)
+         * @description Needs the scope `clinical:sign`, which no token has unless created naming it. The exam becomes `signed` (`signed_at`, `signed_by`); it and its findings never change again: PATCH, a finding’s POST or DELETE answer 409 exam_signed, and corrections are amendments. Signing a signed exam is 409 exam_signed. No body needed.
+         *
+         *     Needs the token scope `clinical:sign` (else 403 insufficient_scope).
+         */
+        post: operations["signClinicalExam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/amendments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Amend a signed exam
+         * @description Needs `clinical:sign`. One new version with its `reason`: `add` findings by kind (`visual_acuity`, `iop`, `refraction`, `diagnoses`, each checked as its POST) and `remove` live findings by id (they stay readable as `superseded`). Concurrent amendments each make their own version. A draft is 400 (change it directly).
+         *
+         *     Needs the token scope `clinical:sign` (else 403 insufficient_scope).
+         */
+        post: operations["amendClinicalExam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every version of an exam
+         * @description Oldest first: each version with who (`by`), when (`at`), why (`reason`, for amendments) and what changed (field names, findings added and superseded; never values).
+         *
+         *     Needs the token scope `clinical:read` (else 403 insufficient_scope).
+         */
+        get: operations["getClinicalExamHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/exams/{id}/prescriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a prescription from a signed exam
+         * @description Signed exams only (409 exam_not_signed). `lenses`: one per eye, the refraction fields (minus-cylinder form, transposed when given in plus), plus for contact lenses `base_curve_mm`, `diameter_mm`, `brand`. `valid_until` defaults to 2 years for spectacles, 1 for contact lenses. Never edited: a new one replaces it.
+         *
+         *     Needs the token scope `clinical:write` (else 403 insufficient_scope).
+         */
+        post: operations["issueClinicalPrescription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/prescriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one prescription
+         * @description Under the same center rules as its exam: outside `codalmacen` or the token’s centers it is 404.
+         *
+         *     Needs the token scope `clinical:read` (else 403 insufficient_scope).
+         */
+        get: operations["getClinicalPrescription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clinical/patients/{patient_id}/measurements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A patient’s measurements over time (trends)
+         * @description Every live (not superseded) measurement of `type` (`iop`, the default, or `visual_acuity`) across the patient’s signed exams, oldest first, with the finding’s own fields plus `exam_id` and `performed_at`. `eye` filters one eye; `kind` is the acuity kind or the IOP method; `from`/`to` bound the time measured (IOP `measured_at`, acuity the exam’s `performed_at`). At most `limit` (default 500); `meta.total` is exact. A patient the caller may not see (another company’s, a hidden center’s) is 404; the patients service unavailable, 503.
+         *
+         *     Needs the token scope `clinical:read` (else 403 insufficient_scope).
+         */
+        get: operations["listClinicalMeasurements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/documents": {
         parameters: {
             query?: never;
@@ -741,26 +1105,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/clinical": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Clinical (ophthalmology) (announced): 501 not_implemented
-         * @description Every operation under /clinical answers 501 until the area ships (after authentication).
-         */
-        get: operations["clinicalNotImplemented"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/health": {
         parameters: {
             query?: never;
@@ -782,6 +1126,19 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AmendmentCreate */
+        AmendmentCreate: {
+            /** @description why it changes */
+            reason: string;
+            add?: {
+                visual_acuity?: components["schemas"]["VisualAcuityCreate"][];
+                iop?: components["schemas"]["IopCreate"][];
+                refraction?: components["schemas"]["RefractionCreate"][];
+                diagnoses?: components["schemas"]["DiagnosisCreate"][];
+            };
+            /** @description ids of live findings to supersede */
+            remove?: string[];
+        };
         /**
          * Appointment
          * @example {
@@ -977,6 +1334,189 @@ export interface components {
             data: components["schemas"]["AuditEvent"][];
             meta: components["schemas"]["ListMeta"];
         };
+        /** Diagnosis */
+        Diagnosis: {
+            /** @description UUIDv7 */
+            id: string;
+            /**
+             * @description superseded: removed by an amendment, still readable
+             * @enum {string}
+             */
+            state: "live" | "superseded";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            recorded_at: string;
+            /** @description username of who recorded it */
+            recorded_by: string;
+            code: string;
+            /** @enum {string} */
+            system: "icd10" | "snomed";
+            display: string | null;
+            /** @enum {string} */
+            eye: "right" | "left" | "both" | "not_applicable";
+            /** @enum {string} */
+            status: "active" | "suspected" | "resolved";
+            /**
+             * Format: date
+             * @description YYYY-MM-DD
+             */
+            onset: string | null;
+        };
+        /** DiagnosisCreate */
+        DiagnosisCreate: {
+            /** @description ICD-10 (H40.11) or SNOMED CT id */
+            code: string;
+            /** @enum {string} */
+            system: "icd10" | "snomed";
+            /** @description the diagnosis in words */
+            display?: string | null;
+            /**
+             * @description default not_applicable
+             * @enum {string}
+             */
+            eye?: "right" | "left" | "both" | "not_applicable";
+            /**
+             * @description default active
+             * @enum {string}
+             */
+            status?: "active" | "suspected" | "resolved";
+            /**
+             * Format: date
+             * @description YYYY-MM-DD
+             */
+            onset?: string | null;
+        };
+        /** Exam */
+        Exam: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            codalmacen: string;
+            practitioner: string;
+            /** @description UUIDv7 */
+            appointment_id: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            performed_at: string;
+            /** @enum {string} */
+            kind: "comprehensive" | "follow_up" | "post_op" | "screening" | "contact_lens";
+            chief_complaint: string | null;
+            notes: string | null;
+            /** @enum {string} */
+            status: "draft" | "signed";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            signed_at: string | null;
+            signed_by: string | null;
+            /** @description how many amendments since signing */
+            amendments: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            version: number;
+            visual_acuity: components["schemas"]["VisualAcuity"][];
+            iop: components["schemas"]["Iop"][];
+            refraction: components["schemas"]["Refraction"][];
+            diagnoses: components["schemas"]["Diagnosis"][];
+            prescriptions: components["schemas"]["Prescription"][];
+        };
+        /** ExamCreate */
+        ExamCreate: {
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @description the center; default ?codalmacen=, else the patient’s home center */
+            codalmacen?: string;
+            /**
+             * @description who examined the patient
+             * @example dra-lopez
+             */
+            practitioner: string;
+            /** @description UUIDv7 */
+            appointment_id?: string | null;
+            /**
+             * Format: date-time
+             * @description default now
+             */
+            performed_at?: string;
+            /**
+             * @description default comprehensive
+             * @enum {string}
+             */
+            kind?: "comprehensive" | "follow_up" | "post_op" | "screening" | "contact_lens";
+            /** @description why the patient came */
+            chief_complaint?: string | null;
+            /** @description free text; never in events */
+            notes?: string | null;
+        };
+        /** ExamHistory */
+        ExamHistory: {
+            data: components["schemas"]["ExamHistoryEntry"][];
+        };
+        /** ExamHistoryEntry */
+        ExamHistoryEntry: {
+            /** @description the exam’s version after this change */
+            version: number;
+            /** @enum {string} */
+            action: "created" | "updated" | "finding_added" | "finding_removed" | "signed" | "amended";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            at: string;
+            by: {
+                user_id: string;
+                username: string;
+            };
+            reason: string | null;
+            changes: {
+                /** @description names of changed fields, never their values */
+                fields: string[];
+                /** @description findings added */
+                added: string[];
+                /** @description findings removed (draft) or superseded (amendment) */
+                superseded: string[];
+            };
+        };
+        /** ExamList */
+        ExamList: {
+            data: components["schemas"]["Exam"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ExamPatch */
+        ExamPatch: {
+            /**
+             * @description who examined the patient
+             * @example dra-lopez
+             */
+            practitioner?: string;
+            /** @description UUIDv7 */
+            appointment_id?: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, any offset
+             */
+            performed_at?: string;
+            /** @enum {string} */
+            kind?: "comprehensive" | "follow_up" | "post_op" | "screening" | "contact_lens";
+            /** @description why the patient came */
+            chief_complaint?: string | null;
+            /** @description free text; never in events */
+            notes?: string | null;
+        };
         /** FeedEvent */
         FeedEvent: {
             /** @description UUIDv7 */
@@ -1067,6 +1607,50 @@ export interface components {
             /** @description UUIDv7 */
             patient_id?: string | null;
         };
+        /** Iop */
+        Iop: {
+            /** @description UUIDv7 */
+            id: string;
+            /**
+             * @description superseded: removed by an amendment, still readable
+             * @enum {string}
+             */
+            state: "live" | "superseded";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            recorded_at: string;
+            /** @description username of who recorded it */
+            recorded_by: string;
+            /** @enum {string} */
+            eye: "right" | "left";
+            mmhg: number;
+            /** @enum {string} */
+            method: "goldmann" | "icare" | "non_contact" | "tonopen" | "perkins" | "palpation";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            measured_at: string;
+            cct_um: number | null;
+        };
+        /** IopCreate */
+        IopCreate: {
+            /** @enum {string} */
+            eye: "right" | "left";
+            /** @description one decimal at most */
+            mmhg: number;
+            /** @enum {string} */
+            method: "goldmann" | "icare" | "non_contact" | "tonopen" | "perkins" | "palpation";
+            /**
+             * Format: date-time
+             * @description when it was taken (pressure varies through the day)
+             */
+            measured_at: string;
+            /** @description central corneal thickness, µm */
+            cct_um?: number | null;
+        };
         /** ListMeta */
         ListMeta: {
             /** @description exact number of matching records */
@@ -1075,6 +1659,40 @@ export interface components {
             limit: number;
             /** @description cursor for ?after= to get the next page */
             next: string | null;
+        };
+        /** Measurement */
+        Measurement: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            exam_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            performed_at: string;
+            eye: string;
+            mmhg?: number;
+            method?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            measured_at?: string;
+            cct_um?: number | null;
+            value?: string;
+            notation?: string;
+            logmar?: number | null;
+            kind?: string;
+            distance_m?: number;
+        };
+        /** MeasurementList */
+        MeasurementList: {
+            data: components["schemas"]["Measurement"][];
+            meta: {
+                total: number;
+                limit: number;
+            };
         };
         /** Message */
         Message: {
@@ -1409,6 +2027,82 @@ export interface components {
             /** @description true to change a preference the person set themselves (source sms_keyword or email_unsubscribe); the audit trail shows it. Without it such a change is 409 preference_set_by_person */
             override?: boolean;
         };
+        /** Prescription */
+        Prescription: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            exam_id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            codalmacen: string;
+            /** @enum {string} */
+            type: "spectacles" | "contact_lenses";
+            lenses: {
+                /** @enum {string} */
+                eye: "right" | "left";
+                sphere: number;
+                /** @description minus-cylinder form (0: none) */
+                cylinder: number;
+                axis: number | null;
+                add: number | null;
+                prism: {
+                    amount: number;
+                    /** @enum {string} */
+                    base: "in" | "out" | "up" | "down";
+                } | null;
+                base_curve_mm: number | null;
+                diameter_mm: number | null;
+                brand: string | null;
+            }[];
+            /**
+             * Format: date
+             * @description YYYY-MM-DD
+             */
+            valid_until: string;
+            notes: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            issued_at: string;
+            issued_by: string;
+            version: number;
+        };
+        /** PrescriptionCreate */
+        PrescriptionCreate: {
+            /** @enum {string} */
+            type: "spectacles" | "contact_lenses";
+            /** @description one per eye */
+            lenses: {
+                /** @enum {string} */
+                eye: "right" | "left";
+                /** @description dioptres, steps of 0.25 */
+                sphere: number;
+                /** @description dioptres, steps of 0.25; a plus cylinder is transposed to minus form */
+                cylinder?: number;
+                /** @description required exactly when cylinder is not 0 */
+                axis?: number | null;
+                /** @description near addition */
+                add?: number | null;
+                prism?: {
+                    /** @description prism dioptres */
+                    amount: number;
+                    /** @enum {string} */
+                    base: "in" | "out" | "up" | "down";
+                } | null;
+                base_curve_mm?: number | null;
+                diameter_mm?: number | null;
+                brand?: string | null;
+            }[];
+            /**
+             * Format: date
+             * @description YYYY-MM-DD
+             */
+            valid_until?: string;
+            /** @description free text; never in events */
+            notes?: string | null;
+        };
         /** @description An error (RFC 9457). `code` is stable; `request_id` finds it in the logs. */
         Problem: {
             /** @description https://clinic.example/problems/<code> */
@@ -1419,6 +2113,58 @@ export interface components {
             code: string;
             detail?: string;
             request_id: string;
+        };
+        /** Refraction */
+        Refraction: {
+            /** @description UUIDv7 */
+            id: string;
+            /**
+             * @description superseded: removed by an amendment, still readable
+             * @enum {string}
+             */
+            state: "live" | "superseded";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            recorded_at: string;
+            /** @description username of who recorded it */
+            recorded_by: string;
+            /** @enum {string} */
+            eye: "right" | "left";
+            /** @enum {string} */
+            kind: "manifest" | "autorefraction" | "cycloplegic" | "current_glasses" | "contact_lens";
+            sphere: number;
+            /** @description minus-cylinder form (0: none) */
+            cylinder: number;
+            axis: number | null;
+            add: number | null;
+            prism: {
+                amount: number;
+                /** @enum {string} */
+                base: "in" | "out" | "up" | "down";
+            } | null;
+        };
+        /** RefractionCreate */
+        RefractionCreate: {
+            /** @enum {string} */
+            eye: "right" | "left";
+            /** @enum {string} */
+            kind: "manifest" | "autorefraction" | "cycloplegic" | "current_glasses" | "contact_lens";
+            /** @description dioptres, steps of 0.25 */
+            sphere: number;
+            /** @description dioptres, steps of 0.25; a plus cylinder is transposed to minus form */
+            cylinder?: number;
+            /** @description required exactly when cylinder is not 0 */
+            axis?: number | null;
+            /** @description near addition */
+            add?: number | null;
+            prism?: {
+                /** @description prism dioptres */
+                amount: number;
+                /** @enum {string} */
+                base: "in" | "out" | "up" | "down";
+            } | null;
         };
         /** Reminder */
         Reminder: {
@@ -1627,6 +2373,58 @@ export interface components {
             request_id: string;
             errors?: components["schemas"]["FieldError"][];
         };
+        /** VisualAcuity */
+        VisualAcuity: {
+            /** @description UUIDv7 */
+            id: string;
+            /**
+             * @description superseded: removed by an amendment, still readable
+             * @enum {string}
+             */
+            state: "live" | "superseded";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            recorded_at: string;
+            /** @description username of who recorded it */
+            recorded_by: string;
+            /** @enum {string} */
+            eye: "right" | "left" | "both";
+            /** @enum {string} */
+            kind: "uncorrected" | "habitual" | "best_corrected" | "pinhole" | "near";
+            value: string;
+            /** @enum {string} */
+            notation: "snellen_m" | "snellen_ft" | "decimal" | "logmar" | "etdrs_letters" | "qualitative";
+            /** @description computed; null for LP and NLP */
+            logmar: number | null;
+            distance_m: number;
+            chart: string | null;
+        };
+        /** VisualAcuityCreate */
+        VisualAcuityCreate: {
+            /**
+             * @description `both`: binocular
+             * @enum {string}
+             */
+            eye: "right" | "left" | "both";
+            /**
+             * @description `habitual`: with the patient’s own correction
+             * @enum {string}
+             */
+            kind: "uncorrected" | "habitual" | "best_corrected" | "pinhole" | "near";
+            /**
+             * @description exactly as entered: 6/9, 20/30, 0.67, 0.18, 76, CF, HM, LP, NLP
+             * @example 6/9
+             */
+            value: string;
+            /** @enum {string} */
+            notation: "snellen_m" | "snellen_ft" | "decimal" | "logmar" | "etdrs_letters" | "qualitative";
+            /** @description default 6 (near: 0.4) */
+            distance_m?: number;
+            /** @description the chart used, e.g. ETDRS */
+            chart?: string | null;
+        };
         /**
          * WebhookAccepted
          * @description Queued: the delivery log shows each attempt
@@ -1710,7 +2508,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "*")[];
+            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -1734,7 +2532,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "*")[];
+            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -4579,6 +5377,1024 @@ export interface operations {
             503: components["responses"]["UpstreamUnavailable"];
         };
     };
+    listClinicalExams: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+                /**
+                 * @description who examined the patient
+                 * @example dra-lopez
+                 */
+                practitioner?: string;
+                status?: "draft" | "signed";
+                /** @description performed_at from (inclusive) */
+                from?: string;
+                /** @description performed_at to (exclusive) */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exam list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExamList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createClinicalExam: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                 *       "codalmacen": "ALM1",
+                 *       "practitioner": "dra-lopez",
+                 *       "kind": "follow_up",
+                 *       "chief_complaint": "control de glaucoma"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ExamCreate"];
+            };
+        };
+        responses: {
+            /** @description The exam */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Exam"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_patient or unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getClinicalExam: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exam */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Exam"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    updateClinicalExam: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExamPatch"];
+            };
+        };
+        responses: {
+            /** @description The exam */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Exam"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    addClinicalVisualAcuity: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VisualAcuityCreate"];
+            };
+        };
+        responses: {
+            /** @description The visual acuity */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisualAcuity"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    removeClinicalVisualAcuity: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+                /** @description UUIDv7 */
+                finding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    addClinicalIop: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IopCreate"];
+            };
+        };
+        responses: {
+            /** @description The iop */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Iop"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    removeClinicalIop: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+                /** @description UUIDv7 */
+                finding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    addClinicalRefraction: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefractionCreate"];
+            };
+        };
+        responses: {
+            /** @description The refraction */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refraction"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    removeClinicalRefraction: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+                /** @description UUIDv7 */
+                finding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    addClinicalDiagnosis: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DiagnosisCreate"];
+            };
+        };
+        responses: {
+            /** @description The diagnosis */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Diagnosis"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    removeClinicalDiagnosis: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+                /** @description UUIDv7 */
+                finding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    signClinicalExam: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exam */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Exam"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_signed */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    amendClinicalExam: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AmendmentCreate"];
+            };
+        };
+        responses: {
+            /** @description The exam */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Exam"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getClinicalExamHistory: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exam history */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExamHistory"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    issueClinicalPrescription: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PrescriptionCreate"];
+            };
+        };
+        responses: {
+            /** @description The prescription */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Prescription"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description exam_not_signed or idempotency_conflict */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getClinicalPrescription: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prescription */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Prescription"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listClinicalMeasurements: {
+        parameters: {
+            query?: {
+                /** @description default iop */
+                type?: "iop" | "visual_acuity";
+                eye?: "right" | "left" | "both";
+                /** @description acuity kind or IOP method */
+                kind?: string;
+                /** @description from (inclusive) */
+                from?: string;
+                /** @description to (exclusive) */
+                to?: string;
+                limit?: number;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                patient_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The measurement list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeasurementList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
     documentsNotImplemented: {
         parameters: {
             query?: never;
@@ -4622,35 +6438,6 @@ export interface operations {
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
             /** @description 501 not_implemented: consents is planned */
-            default: {
-                headers: {
-                    "X-service-Version": components["headers"]["ServiceVersion"];
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    clinicalNotImplemented: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            401: components["responses"]["Unauthenticated"];
-            429: components["responses"]["RateLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["UpstreamUnavailable"];
-            /** @description 501 not_implemented: clinical (ophthalmology) is planned */
             default: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];

@@ -1,7 +1,10 @@
 import { BASES } from './bases'
 import { ROUTED } from './families'
 
-/** The token scopes of DESIGN.md section 13, in its order. A token without a list has them all. */
+/**
+ * The token scopes of DESIGN.md section 13, in its order. A token without a list has them all but
+ * those of NAMED_ONLY (DEFAULT_SCOPES).
+ */
 export const SCOPES = [
   'patients:read',
   'patients:write',
@@ -12,8 +15,20 @@ export const SCOPES = [
   'audit:read',
   'webhooks:manage',
   'events:read',
+  'clinical:read',
+  'clinical:write',
+  'clinical:sign',
 ] as const
 export type Scope = (typeof SCOPES)[number]
+
+/**
+ * Scopes a token has only when its list names them. Signing a clinical record makes it final and
+ * puts the signer's name on it: no token gets that by having been made without a list (tokens made
+ * before the clinical scopes existed included).
+ */
+export const NAMED_ONLY: readonly Scope[] = ['clinical:sign']
+/** What a token made without a list has: every scope but NAMED_ONLY. */
+export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter((s) => !NAMED_ONLY.includes(s))
 
 export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s)
 
@@ -69,6 +84,25 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
   'POST /webhooks/deliveries/{id}/retry': 'webhooks:manage',
 
   'GET /events': 'events:read',
+
+  'GET /clinical/exams': 'clinical:read',
+  'POST /clinical/exams': 'clinical:write',
+  'GET /clinical/exams/{id}': 'clinical:read',
+  'PATCH /clinical/exams/{id}': 'clinical:write',
+  'POST /clinical/exams/{id}/visual-acuity': 'clinical:write',
+  'DELETE /clinical/exams/{id}/visual-acuity/{finding_id}': 'clinical:write',
+  'POST /clinical/exams/{id}/iop': 'clinical:write',
+  'DELETE /clinical/exams/{id}/iop/{finding_id}': 'clinical:write',
+  'POST /clinical/exams/{id}/refraction': 'clinical:write',
+  'DELETE /clinical/exams/{id}/refraction/{finding_id}': 'clinical:write',
+  'POST /clinical/exams/{id}/diagnoses': 'clinical:write',
+  'DELETE /clinical/exams/{id}/diagnoses/{finding_id}': 'clinical:write',
+  'POST /clinical/exams/{id}/sign': 'clinical:sign',
+  'POST /clinical/exams/{id}/amendments': 'clinical:sign',
+  'GET /clinical/exams/{id}/history': 'clinical:read',
+  'POST /clinical/exams/{id}/prescriptions': 'clinical:write',
+  'GET /clinical/prescriptions/{id}': 'clinical:read',
+  'GET /clinical/patients/{patient_id}/measurements': 'clinical:read',
 }
 
 /**

@@ -13,9 +13,9 @@ const PatientResponse = Type.Object(
 
 /**
  * For other services (comms resolves an appointment_id for a reminder, and passes on a patient's
- * answer to one), never routed by the gateway: called with comms' own assertion for its caller, so
- * the caller's company and centers apply exactly as on `GET /appointments/:id`. The answer is a
- * summary (no reason, no notes).
+ * answer to one; clinical checks an exam's appointment), never routed by the gateway: called with
+ * the calling service's own assertion for its caller, so the caller's company and centers apply
+ * exactly as on `GET /appointments/:id`. The answer is a summary (no reason, no notes).
  */
 export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore }> = async (
   app,
@@ -24,7 +24,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore
   app.get(
     '/internal/appointments/:id',
     {
-      config: { callers: ['comms'] },
+      config: { callers: ['comms', 'clinical'] },
       schema: {
         hide: true,
         tags: ['internal'],

@@ -1,10 +1,10 @@
 import type { Principal } from '@clinic/platform'
-import { SCOPES, isScope, type Scope } from '../scopes'
+import { DEFAULT_SCOPES, isScope, type Scope } from '../scopes'
 import type { TokenRecord, TokenStore } from './token-store'
 import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup, type Credentials } from './tokens'
 
 export type AuthResult =
-  /** `scopes`: the token's, every scope for a token made without a list (DESIGN.md section 13). */
+  /** `scopes`: the token's; for a token made without a list, every scope but the named-only ones (DESIGN.md section 13). */
   | { ok: true; principal: Principal; scopes: readonly Scope[] }
   /** `companyId` is known when the token was found (revoked, expired, wrong username): for the audit trail. */
   | { ok: false; reason: string; companyId?: number }
@@ -74,7 +74,7 @@ export class Authenticator {
           ? record.centers.filter((c) => record.company_centers.includes(c))
           : null,
       },
-      scopes: record.scopes ? record.scopes.filter(isScope) : SCOPES,
+      scopes: record.scopes ? record.scopes.filter(isScope) : DEFAULT_SCOPES,
     }
     return { ok: true, ...entry.granted }
   }

@@ -13,7 +13,7 @@ import { loadAdminConfig } from '../config'
 import { identityRepository, type IdentityRepository } from '../db/identity-repository'
 import { SCHEMA } from '../db/migrations'
 import { newToken, parseExpiry } from '../auth/tokens'
-import { SCOPES, isScope } from '../scopes'
+import { NAMED_ONLY, SCOPES, isScope } from '../scopes'
 import { tokenEvent } from './token-events'
 
 /**
@@ -27,7 +27,7 @@ const USAGE = `usage: admin <command> [options]
   user:create    --company <n> --username <name>
   token:create   --username <name> [--centers A,B] [--scopes a:b,c:d] [--expires 90d|12h|<date>]
                  [--name <label>] [--actor <who>]
-                 (scopes: ${SCOPES.join(',')}; all when not given;
+                 (scopes: ${SCOPES.join(',')}, or all; all but ${NAMED_ONLY.join(',')} when not given;
                  expires: at most TOKEN_MAX_EXPIRY_DAYS, 365 by default, which is also the default)
   token:list     --username <name>      (id, name, centers, scopes, created, expires, revoked, last used)
   token:revoke   --id <token id> [--actor <who>]
@@ -114,9 +114,14 @@ async function centersOption(repo: IdentityRepository, companyId: number, given:
   return centers
 }
 
-/** `--scopes a,b`: known scopes (scopes.ts), each once; null (every scope) when not given. */
+/** How a token made without a list shows its scopes. */
+const DEFAULT_LIST = `all but ${NAMED_ONLY.join(',')}`
+
+/** `--scopes a,b`: known scopes (scopes.ts), each once; null (every scope but NAMED_ONLY) when not given. */
 function scopesOption(given: string | undefined): string[] | null {
   if (given === undefined) return null
+  // Every scope, the named-only ones included, without spelling them out.
+  if (given.trim() === 'all') return [...SCOPES]
   const scopes = [...new Set(given.split(',').map((s) => s.trim()))].filter(Boolean)
   const unknown = scopes.filter((s) => !isScope(s))
   if (!scopes.length || unknown.length)
@@ -178,7 +183,7 @@ async function createToken(values: Values, { repo, out, err, settings }: Io) {
   const limits = [
     `company ${user.idempresa}`,
     ...(centers ? [`centers ${centers.join(',')}`] : []),
-    `scopes ${scopes ? scopes.join(',') : 'all'}`,
+    `scopes ${scopes ? scopes.join(',') : DEFAULT_LIST}`,
     `expires ${expiresAt.toISOString()}`,
   ]
   err.write(`token ${t.id} for ${user.username} (${limits.join(', ')}); it is shown only once\n`)
@@ -190,7 +195,7 @@ async function listTokens(values: Values, { repo, out }: Io) {
   out.write('id\tname\tcenters\tscopes\tcreated\texpires\trevoked\tlast_used\n')
   for (const t of await repo.tokensOfUser(user.id))
     out.write(
-      `${[t.id, t.name ?? '-', t.centers?.join(',') ?? 'all', t.scopes?.join(',') ?? 'all', iso(t.created_at), iso(t.expires_at), iso(t.revoked_at), iso(t.last_used_at)].join('\t')}\n`,
+      `${[t.id, t.name ?? '-', t.centers?.join(',') ?? 'all', t.scopes?.join(',') ?? DEFAULT_LIST, iso(t.created_at), iso(t.expires_at), iso(t.revoked_at), iso(t.last_used_at)].join('\t')}\n`,
     )
 }
 

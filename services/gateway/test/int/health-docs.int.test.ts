@@ -11,7 +11,7 @@ const upstreamsOf = (u: Record<string, FakeUpstream>) =>
   Object.fromEntries(Object.entries(u).map(([name, f]) => [name, f.url])) as Record<keyof typeof u, string>
 
 let env: Awaited<ReturnType<typeof infra>>
-let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks', FakeUpstream>
+let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks' | 'clinical', FakeUpstream>
 let gw: Awaited<ReturnType<typeof gateway>>
 /** The services answer /openapi.json as to a caller outside their internal networks. */
 const outside = { openapiFromOutside: true }
@@ -59,6 +59,11 @@ beforeAll(async () => {
       ),
       outside,
     ).start(),
+    clinical: await new FakeUpstream(
+      'clinical',
+      doc({ '/clinical/exams': { get: { operationId: 'listClinicalExams' } } }, { Exam: { type: 'object' } }),
+      outside,
+    ).start(),
   }
   gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams: upstreamsOf(up) })
 })
@@ -87,6 +92,7 @@ describe('/api/health', () => {
           comms: 'ok',
           audit: 'ok',
           webhooks: 'ok',
+          clinical: 'ok',
         },
         down: [],
       })
@@ -109,6 +115,7 @@ describe('/api/health', () => {
         comms: 'down',
         audit: 'ok',
         webhooks: 'ok',
+        clinical: 'ok',
       },
       down: ['comms.database'],
     })
@@ -156,7 +163,7 @@ describe('/api/openapi.json', () => {
       expect(Object.keys(merged.paths).sort()).toEqual([
         '/appointments',
         '/audit/events',
-        '/clinical',
+        '/clinical/exams',
         '/comms/messages',
         '/consents',
         '/documents',
@@ -191,7 +198,7 @@ describe('/api/openapi.json', () => {
     expect(Object.keys((res.json() as { paths: object }).paths).sort()).toEqual([
       '/appointments',
       '/audit/events',
-      '/clinical',
+      '/clinical/exams',
       '/comms/messages',
       '/consents',
       '/documents',

@@ -486,7 +486,6 @@ describe('planned areas', () => {
     ['/api/3/documents/abc', 'documents'],
     ['/api/consents', 'consents'],
     ['/api/3/consents/x/y', 'consents'],
-    ['/api/clinical/exams', 'clinical (ophthalmology)'],
   ])('%s is 401 without a token and 501 naming %s with one', async (url, area) => {
     const t = await tenant(knex)
     const anon = await inject({ method: 'GET', url })

@@ -74,7 +74,6 @@ describe('mergeOpenApi', () => {
   it("keeps the services' public paths, leaves /internal out, and adds /health and the announced areas", () => {
     expect(Object.keys(merged().paths!).sort()).toEqual([
       '/appointments',
-      '/clinical',
       '/consents',
       '/documents',
       '/health',

@@ -99,7 +99,9 @@ describe('runAdmin', () => {
     const days = (stored.expires_at!.getTime() - Date.now()) / 86_400_000
     expect(days).toBeGreaterThan(89.9)
     expect(days).toBeLessThanOrEqual(90)
-    expect(err).toContain(`token ${stored.id} for alice (company 7, centers ALM2,ALM1, scopes all, expires `)
+    expect(err).toContain(
+      `token ${stored.id} for alice (company 7, centers ALM2,ALM1, scopes all but clinical:sign, expires `,
+    )
     expect(err).not.toContain(token)
   })
 
@@ -221,9 +223,19 @@ describe('runAdmin', () => {
     const [header, newest, oldest, ...rest] = out.trim().split('\n')
     expect(rest).toEqual([])
     expect(header).toBe('id\tname\tcenters\tscopes\tcreated\texpires\trevoked\tlast_used')
-    expect(newest!.split('\t').slice(0, 4)).toEqual([repo.tokens[1]!.id, '-', 'ALM1', 'all'])
+    expect(newest!.split('\t').slice(0, 4)).toEqual([
+      repo.tokens[1]!.id,
+      '-',
+      'ALM1',
+      'all but clinical:sign',
+    ])
     expect(newest!.split('\t')[6]).toBe('-')
-    expect(oldest!.split('\t').slice(0, 4)).toEqual([repo.tokens[0]!.id, 'portal', 'all', 'all'])
+    expect(oldest!.split('\t').slice(0, 4)).toEqual([
+      repo.tokens[0]!.id,
+      'portal',
+      'all',
+      'all but clinical:sign',
+    ])
     expect(oldest!.split('\t')[6]).not.toBe('-') // revoked
     expect(out).not.toContain(first.trim())
     expect(await usageError(repo, 'token:list', '--username', 'ghost')).toBe('no user ghost')
@@ -258,6 +270,13 @@ describe('token scopes (DESIGN.md section 13)', () => {
     const { out } = await admin(repo, 'token:list', '--username', 'alice')
     const rows = out.trim().split('\n').slice(1)
     expect(rows.map((r) => r.split('\t')[3])).toEqual([SCOPES.join(','), 'patients:read,appointments:read'])
+  })
+
+  it('gives every scope, clinical:sign included, to --scopes all', async () => {
+    const repo = await seeded()
+    await admin(repo, 'token:create', '--username', 'alice', '--scopes', 'all')
+    expect(repo.tokens[0]!.scopes).toEqual([...SCOPES])
+    expect(repo.tokens[0]!.scopes).toContain('clinical:sign')
   })
 
   it.each([

@@ -1,7 +1,7 @@
 import { waitFor } from '@clinic/platform/testing'
 import { Authenticator } from '../../src/auth/authenticator'
 import { newToken } from '../../src/auth/tokens'
-import { SCOPES } from '../../src/scopes'
+import { DEFAULT_SCOPES } from '../../src/scopes'
 import { FakeIdentityRepository } from './fake-identity-repository'
 
 const T0 = Date.UTC(2026, 10, 22, 9, 30)
@@ -56,11 +56,11 @@ describe('Authenticator', () => {
         companyCenters: ['ALM1', 'ALM2'],
         allowedCenters: ['ALM2'],
       },
-      scopes: SCOPES,
+      scopes: DEFAULT_SCOPES,
     })
   })
 
-  it("carries the token's scopes beside the principal: all of them for a token made without a list", async () => {
+  it("carries the token's scopes beside the principal: all but clinical:sign for a token made without a list", async () => {
     const { auth, issue } = await setup()
     const limited = await issue({ scopes: ['patients:read', 'comms:send', 'retired:scope'] })
     const r = await auth.authenticate({ 'x-service-token': limited.token }, T0)
@@ -69,7 +69,8 @@ describe('Authenticator', () => {
     expect(r.ok && r.principal).not.toHaveProperty('scopes')
     const all = await issue()
     const r2 = await auth.authenticate({ 'x-service-token': all.token }, T0)
-    expect(r2.ok && r2.scopes).toEqual([...SCOPES])
+    expect(r2.ok && r2.scopes).toEqual([...DEFAULT_SCOPES])
+    expect(r2.ok && r2.scopes).not.toContain('clinical:sign')
   })
 
   it('gives allowedCenters null for a token that may use every center', async () => {

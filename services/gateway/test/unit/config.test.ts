@@ -20,6 +20,7 @@ describe('the services table', () => {
       appointments: 'http://127.0.0.1:8082',
       comms: 'http://comms:9000',
       audit: 'http://127.0.0.1:8084',
+      clinical: 'http://127.0.0.1:8086',
       webhooks: 'http://127.0.0.1:8085',
     })
     expect(upstreamEnv('patients')).toBe('PATIENTS_URL')

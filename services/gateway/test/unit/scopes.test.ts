@@ -53,6 +53,12 @@ describe('the route table (scopes.ts)', () => {
         audit: 'audit:read',
         webhooks: 'webhooks:manage',
         events: 'events:read',
+        // Signing and amending a clinical record is clinical:sign (DESIGN.md section 14).
+        clinical: /\/(sign|amendments)$/.test(p)
+          ? 'clinical:sign'
+          : read
+            ? 'clinical:read'
+            : 'clinical:write',
       }[family]
       expect([op, scope]).toEqual([op, expected])
     }

@@ -89,4 +89,20 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // The clinical scopes (DESIGN.md sections 13 and 14). Written out as of this migration, as 0003.
+    name: '0004_clinical_scopes',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scopes;
+        ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scopes CHECK (
+          scopes IS NULL OR (
+            cardinality(scopes) > 0 AND scopes <@ ARRAY['patients:read', 'patients:write',
+              'appointments:read', 'appointments:write', 'comms:send', 'comms:read', 'audit:read',
+              'webhooks:manage', 'events:read', 'clinical:read', 'clinical:write', 'clinical:sign']::text[]
+          )
+        );
+      `)
+    },
+  },
 ]

@@ -1,0 +1,39 @@
+import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { ExamsRepository } from './db/repositories/exams-repository'
+import type { AppointmentDirectory, PatientDirectory } from './domain/directory'
+import { examRoutes } from './routes/exams'
+import { findingRoutes } from './routes/findings'
+import { prescriptionRoutes } from './routes/prescriptions'
+import { signingRoutes } from './routes/signing'
+import { trendRoutes } from './routes/trends'
+
+/** knex: connected as the service role (row-level security applies), search_path = clinical. */
+export interface Deps extends ServiceDeps {
+  /** Does a patient exist in the caller's company, and its home center (the patients service). */
+  patients: PatientDirectory
+  /** An appointment of the caller's company and its patient (the appointments service). */
+  appointments: AppointmentDirectory
+  /** What time it is (default performed_at, signed_at, a prescription's validity); tests move it. */
+  clock?: () => Date
+}
+/** What server.ts serves and tests inject into: the platform's Fastify app with its routes. */
+export type App = Awaited<ReturnType<typeof serviceApp>>
+
+/** The clinical service: ophthalmic exams per eye, signed and amended, prescriptions, trends, FHIR. */
+export async function buildApp(deps: Deps): Promise<App> {
+  const app = await serviceApp(deps, {
+    service: 'clinical',
+    description:
+      'The ophthalmic clinical record: exams with findings per eye (visual acuity, IOP, refraction, diagnoses), signed and then only amended, prescriptions, trends per eye, and FHIR R4 out.',
+  })
+  const clock = deps.clock ?? (() => new Date())
+  const store = new ExamsRepository(deps.knex)
+  await app.register(examRoutes, {
+    deps: { store, patients: deps.patients, appointments: deps.appointments, clock },
+  })
+  await app.register(findingRoutes, { store })
+  await app.register(signingRoutes, { store, clock })
+  await app.register(prescriptionRoutes, { store, clock })
+  await app.register(trendRoutes, { store, patients: deps.patients })
+  return app
+}

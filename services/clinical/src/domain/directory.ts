@@ -1,0 +1,16 @@
+import type { Ctx } from '@clinic/platform/core'
+
+/**
+ * The patients and appointments services, as the clinical domain sees them (over signed internal
+ * HTTP: clients/). Each answers for the caller's company only (another company's id is unknown);
+ * when a service cannot answer it throws UpstreamUnavailable (503) and nothing is written.
+ */
+export interface PatientDirectory {
+  /** The patient's home center (null: none), or undefined when there is no such patient. */
+  find(ctx: Ctx, patientId: string): Promise<{ codalmacen: string | null } | undefined>
+}
+
+export interface AppointmentDirectory {
+  /** The appointment's patient, or undefined when there is no such appointment. */
+  find(ctx: Ctx, appointmentId: string): Promise<{ patient_id: string } | undefined>
+}

@@ -1,0 +1,37 @@
+import { AppError } from '@clinic/platform/core'
+
+/** The clinical codes of DESIGN.md sections 3 and 14; the platform's handler renders them. */
+
+export class ExamSigned extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'exam_signed',
+      title: 'The exam is signed',
+      detail: 'A signed exam never changes: amend it (POST /clinical/exams/{id}/amendments)',
+    })
+  }
+}
+
+/** A prescription is issued from a signed exam only: what it prescribes must be final. */
+export class ExamNotSigned extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'exam_not_signed',
+      title: 'The exam is not signed',
+      detail: 'Sign the exam before issuing a prescription from it',
+    })
+  }
+}
+
+export class UnknownAppointment extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'unknown_appointment',
+      title: 'Unknown appointment',
+      detail: 'appointment_id is not an appointment of this patient in this company',
+    })
+  }
+}

@@ -1,0 +1,73 @@
+import { uuidv7, visibleCenters, visibleRow, type Ctx } from '@clinic/platform/core'
+import { NotFound } from '@clinic/platform/core'
+import { examUpdated } from '../events/exam-events'
+import type { Finding } from '../schemas/findings'
+import type { ExamStore } from './exam-store'
+import { findingValues, type FindingKind } from './finding-rules'
+import { actorOf, lockDraft } from './exams'
+import { ExamSigned } from './errors'
+import { NOT_FOUND, findingOf } from './read-exam'
+
+/**
+ * Adds a finding to a draft exam (409 exam_signed once signed): stored as entered plus what the
+ * service computes (findingValues), with who recorded it; the exam's version moves on.
+ */
+export async function addFinding(
+  ctx: Ctx,
+  store: ExamStore,
+  input: {
+    examId: string
+    kind: FindingKind
+    body: Record<string, unknown>
+    queryCenter: string | undefined
+  },
+): Promise<Finding> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const values = findingValues(input.kind, input.body)
+  return store.transaction(ctx.auth.companyId, async (tx) => {
+    const exam = await lockDraft(ctx, tx, input.examId, visible)
+    const touched = await tx.touch(exam.id)
+    const finding = await tx.insertFinding(
+      exam,
+      { id: uuidv7(), kind: input.kind, eye: values.eye, data: values.data, addedIn: touched.version },
+      ctx.auth.username,
+    )
+    await tx.record(exam.id, {
+      version: touched.version,
+      action: 'finding_added',
+      fields: [input.kind],
+      added: [finding.id],
+      ...actorOf(ctx),
+    })
+    await tx.publish([examUpdated(ctx, touched, [input.kind])])
+    return findingOf(finding)
+  })
+}
+
+/** Removes a finding of a draft exam (a draft is not yet a record); signed: 409 exam_signed. */
+export async function removeFinding(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { examId: string; kind: FindingKind; findingId: string; queryCenter: string | undefined },
+): Promise<void> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const findingId = input.findingId.toLowerCase()
+  await store.transaction(ctx.auth.companyId, async (tx) => {
+    // An unknown finding is 404 whatever the exam's state; a known one of a signed exam is 409.
+    const exam = visibleRow(visible, await tx.findById(input.examId, { forUpdate: true }), NOT_FOUND)
+    const findings = await tx.findings(exam.id)
+    if (!findings.some((f) => f.id === findingId && f.kind === input.kind))
+      throw new NotFound('No such finding in this exam')
+    if (exam.status === 'signed') throw new ExamSigned()
+    await tx.deleteFinding(exam.id, input.kind, findingId)
+    const touched = await tx.touch(exam.id)
+    await tx.record(exam.id, {
+      version: touched.version,
+      action: 'finding_removed',
+      fields: [input.kind],
+      superseded: [findingId],
+      ...actorOf(ctx),
+    })
+    await tx.publish([examUpdated(ctx, touched, [input.kind])])
+  })
+}

@@ -1,0 +1,55 @@
+import { findVisible, type Ctx } from '@clinic/platform/core'
+import type { Exam, ExamRow, Prescription } from '../schemas/exam'
+import type { Finding } from '../schemas/findings'
+import type { ExamStore, FindingRecord } from './exam-store'
+import { FINDING_KINDS, type FindingKind } from './finding-rules'
+
+export const NOT_FOUND = 'No such exam'
+
+/** A finding as the API shows it: its common fields and its kind's own. */
+export const findingOf = (f: FindingRecord): Finding =>
+  ({
+    ...f.data,
+    id: f.id,
+    eye: f.eye,
+    state: f.state,
+    recorded_at: f.recorded_at,
+    recorded_by: f.recorded_by,
+  }) as Finding
+
+/** The exam with its findings by kind and its prescriptions inline. */
+export function assemble(row: ExamRow, findings: FindingRecord[], prescriptions: Prescription[]): Exam {
+  const byKind = Object.fromEntries(FINDING_KINDS.map((k) => [k, [] as Finding[]])) as Record<
+    FindingKind,
+    Finding[]
+  >
+  for (const f of findings) if (f.exam_id === row.id) byKind[f.kind].push(findingOf(f))
+  return {
+    ...row,
+    ...(byKind as unknown as Pick<Exam, FindingKind>),
+    prescriptions: prescriptions.filter((p) => p.exam_id === row.id),
+  }
+}
+
+/** Exams as the API shows them, their findings and prescriptions read in one go. */
+export async function withContents(ctx: Ctx, store: ExamStore, rows: ExamRow[]): Promise<Exam[]> {
+  const { findings, prescriptions } = await store.contents(
+    ctx.auth.companyId,
+    rows.map((r) => r.id),
+  )
+  return rows.map((r) => assemble(r, findings, prescriptions))
+}
+
+/**
+ * An exam of the caller's company visible under `?codalmacen=` and the token's centers, else 404
+ * (another company's id, an unknown id and a hidden center look alike).
+ */
+export async function getExam(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { id: string; queryCenter: string | undefined },
+): Promise<Exam> {
+  const row = await findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: NOT_FOUND })
+  const [exam] = await withContents(ctx, store, [row])
+  return exam!
+}

@@ -1,0 +1,133 @@
+import {
+  NotFound,
+  ValidationFailed,
+  uuidv7,
+  visibleCenters,
+  visibleRow,
+  type Ctx,
+  type FieldError,
+} from '@clinic/platform/core'
+import { examAmended, examSigned } from '../events/exam-events'
+import type { Exam, HistoryEntry } from '../schemas/exam'
+import type { AmendmentInput } from '../schemas/findings'
+import type { ExamStore } from './exam-store'
+import { FINDING_KINDS, findingValues, type FindingKind } from './finding-rules'
+import { actorOf, lockDraft } from './exams'
+import { NOT_FOUND, withContents } from './read-exam'
+
+/**
+ * Signs a draft: from now on the exam and its findings never change (PATCH, a finding's POST or
+ * DELETE answer 409 exam_signed); corrections are amendments. Signing a signed exam is 409 too.
+ * The findings get the columns the trends read (the exam's time, center and patient are final now).
+ */
+export async function signExam(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { id: string; queryCenter: string | undefined; now: Date },
+): Promise<Exam> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const row = await store.transaction(ctx.auth.companyId, async (tx) => {
+    const exam = await lockDraft(ctx, tx, input.id, visible)
+    const signed = await tx.update(exam.id, {
+      status: 'signed',
+      signed_at: input.now.toISOString(),
+      signed_by: ctx.auth.username,
+    })
+    await tx.markSigned(signed)
+    await tx.record(exam.id, {
+      version: signed.version,
+      action: 'signed',
+      fields: ['status', 'signed_at', 'signed_by'],
+      ...actorOf(ctx),
+    })
+    await tx.publish([examSigned(ctx, signed)])
+    return signed
+  })
+  ctx.log.info({ exam_id: row.id }, 'exam signed')
+  const [exam] = await withContents(ctx, store, [row])
+  return exam!
+}
+
+/**
+ * An amendment of a signed exam: one new version with its reason, adding findings and superseding
+ * live ones (they stay readable). Amendments queue on the exam's row lock, so two racing ones
+ * leave two versions, each applied to what the other left (a finding one superseded cannot be
+ * superseded again by the other: 400 naming it).
+ */
+export async function amendExam(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { id: string; body: AmendmentInput; queryCenter: string | undefined },
+): Promise<Exam> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const additions = FINDING_KINDS.flatMap((kind) =>
+    (input.body.add?.[kind] ?? []).map((body) => ({
+      kind,
+      values: findingValues(kind, body as Record<string, unknown>),
+    })),
+  )
+  const remove = [...new Set((input.body.remove ?? []).map((id) => id.toLowerCase()))]
+
+  const row = await store.transaction(ctx.auth.companyId, async (tx) => {
+    const exam = visibleRow(visible, await tx.findById(input.id, { forUpdate: true }), NOT_FOUND)
+    if (exam.status !== 'signed')
+      throw new ValidationFailed(
+        [{ path: '', message: 'the exam is a draft: change it directly, amendments are for signed exams' }],
+        'Only a signed exam is amended',
+      )
+    if (!additions.length && !remove.length)
+      throw new ValidationFailed([
+        { path: '/add', message: 'an amendment adds or removes at least one finding' },
+      ])
+    const findings = await tx.findings(exam.id)
+    const errors: FieldError[] = []
+    remove.forEach((id, i) => {
+      const f = findings.find((x) => x.id === id)
+      if (!f) errors.push({ path: `/remove/${i}`, message: 'is not a finding of this exam' })
+      else if (f.state !== 'live') errors.push({ path: `/remove/${i}`, message: 'is already superseded' })
+    })
+    if (errors.length) throw new ValidationFailed(errors)
+
+    const amended = await tx.touch(exam.id, { amendments: exam.amendments + 1 })
+    const superseded = await tx.supersede(exam.id, remove, amended.version)
+    const added: string[] = []
+    for (const a of additions) {
+      const f = await tx.insertFinding(
+        amended,
+        { id: uuidv7(), kind: a.kind, eye: a.values.eye, data: a.values.data, addedIn: amended.version },
+        ctx.auth.username,
+      )
+      added.push(f.id)
+    }
+    await tx.markSigned(amended)
+    const kinds = new Set<FindingKind>(additions.map((a) => a.kind))
+    for (const f of findings) if (superseded.includes(f.id)) kinds.add(f.kind)
+    await tx.record(exam.id, {
+      version: amended.version,
+      action: 'amended',
+      reason: input.body.reason,
+      fields: [...kinds],
+      added,
+      superseded,
+      ...actorOf(ctx),
+    })
+    await tx.publish([examAmended(ctx, amended, [...kinds])])
+    return amended
+  })
+  ctx.log.info({ exam_id: row.id, amendments: row.amendments }, 'exam amended')
+  const [exam] = await withContents(ctx, store, [row])
+  return exam!
+}
+
+/** Every version of the exam, oldest first: who, when, why (amendments) and what changed. */
+export async function examHistory(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { id: string; queryCenter: string | undefined },
+): Promise<{ data: HistoryEntry[] }> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  const exam = await store.findById(ctx.auth.companyId, input.id)
+  if (!exam) throw new NotFound(NOT_FOUND)
+  visibleRow(visible, exam, NOT_FOUND)
+  return { data: await store.history(ctx.auth.companyId, exam.id) }
+}
