@@ -12,6 +12,10 @@ export const SCOPES = [
   'audit:read',
   'webhooks:manage',
   'events:read',
+  'documents:read',
+  'documents:write',
+  'consents:read',
+  'consents:write',
 ] as const
 export type Scope = (typeof SCOPES)[number]
 
@@ -69,6 +73,22 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
   'POST /webhooks/deliveries/{id}/retry': 'webhooks:manage',
 
   'GET /events': 'events:read',
+
+  'GET /documents': 'documents:read',
+  'POST /documents': 'documents:write',
+  'GET /documents/{id}': 'documents:read',
+  'PATCH /documents/{id}': 'documents:write',
+  'DELETE /documents/{id}': 'documents:write',
+  'GET /documents/{id}/content': 'documents:read',
+
+  'GET /consents/templates': 'consents:read',
+  'POST /consents/templates': 'consents:write',
+  'GET /consents/templates/{id}': 'consents:read',
+  'GET /consents': 'consents:read',
+  'POST /consents': 'consents:write',
+  'GET /consents/{id}': 'consents:read',
+  'POST /consents/{id}/grant': 'consents:write',
+  'POST /consents/{id}/withdraw': 'consents:write',
 }
 
 /**

@@ -5,9 +5,17 @@ import patients from './patients'
 import appointments from './appointments'
 import comms from './comms'
 import webhooks from './webhooks'
+import documents from './documents'
 
 /** Each app's event contracts, by its name in services.json. */
-export const contractsByService = { gateway, patients, appointments, comms, webhooks }
+export const contractsByService = { gateway, patients, appointments, comms, webhooks, documents }
 
 /** Every event type on clinic.events and its contract. */
-export const eventContracts = { ...gateway, ...patients, ...appointments, ...comms, ...webhooks }
+export const eventContracts = {
+  ...gateway,
+  ...patients,
+  ...appointments,
+  ...comms,
+  ...webhooks,
+  ...documents,
+}
