@@ -13,7 +13,7 @@ import path from 'node:path'
  * command line.
  */
 const ROOT = path.resolve(__dirname, '../..')
-const SERVICES = ['gateway', 'patients', 'appointments', 'comms', 'audit', 'webhooks']
+const SERVICES = ['gateway', 'patients', 'appointments', 'comms', 'audit', 'webhooks', 'documents']
 
 function copyOfRepo(): string {
   const copy = mkdtempSync(path.join(tmpdir(), 'clinic-deploy-checks-'))

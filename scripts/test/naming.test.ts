@@ -45,6 +45,7 @@ describe('naming.cjs', () => {
       ['comms', 'clinic_comms', 'clinic-comms'],
       ['audit', 'clinic_audit', 'clinic-audit'],
       ['webhooks', 'clinic_webhooks', 'clinic-webhooks'],
+      ['documents', 'clinic_documents', 'clinic-documents'],
     ])
   })
 
@@ -110,8 +111,10 @@ describe('naming.cjs', () => {
     )
     expect(of.appointments!.SERVICE_SIGNING_KEY).toBeDefined()
     expect(of.patients!.SERVICE_SIGNING_KEY).toBeUndefined()
-    expect(of.patients!.SERVICE_VERIFY_KEYS).toBe(`appointments=${pub('appointments')},comms=${pub('comms')}`)
-    expect(of.appointments!.SERVICE_VERIFY_KEYS).toBe(`comms=${pub('comms')}`)
+    expect(of.patients!.SERVICE_VERIFY_KEYS).toBe(
+      `appointments=${pub('appointments')},comms=${pub('comms')},documents=${pub('documents')}`,
+    )
+    expect(of.appointments!.SERVICE_VERIFY_KEYS).toBe(`comms=${pub('comms')},documents=${pub('documents')}`)
     expect(of.audit!.SERVICE_VERIFY_KEYS).toBeUndefined()
     expect(
       new Set(apps.map((s) => assertionKeyPair(env.ASSERTION_ROOT_SECRET, s.name).privateKey)).size,
@@ -308,7 +311,7 @@ describe('generated files', () => {
       'image: clinic/a-b:',
       '"user": "clinic-a-b"',
       '"write": "^thing\\\\.created$"',
-      'name: patients-from-gateway-appointments-comms-a-b',
+      'name: patients-from-gateway-appointments-comms-documents-a-b',
     ])
       expect(all).toContain(want)
     for (const wrong of [/clinic_a-b/, /clinic-a_b/, /A-B/, /a_b-/]) expect(all).not.toMatch(wrong)

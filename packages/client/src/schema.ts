@@ -709,19 +709,27 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Documents (announced): 501 not_implemented
-         * @description Every operation under /documents answers 501 until the area ships (after authentication).
+         * List documents (a patient's: patient_id)
+         * @description Newest first. Deleted documents are listed only with `status=deleted`. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
          */
-        get: operations["documentsNotImplemented"];
+        get: operations["listDocuments"];
         put?: never;
-        post?: never;
+        /**
+         * Upload a document (multipart/form-data)
+         * @description A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        post: operations["uploadDocument"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/consents": {
+    "/documents/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -729,10 +737,46 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Consents (announced): 501 not_implemented
-         * @description Every operation under /consents answers 501 until the area ships (after authentication).
+         * Read one document's metadata
+         * @description Deleted documents too (`status: deleted`): their metadata stays for the trail.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
          */
-        get: operations["consentsNotImplemented"];
+        get: operations["getDocument"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a document
+         * @description The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail.
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        /**
+         * Change the title or category of a document
+         * @description Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        patch: operations["updateDocument"];
+        trace?: never;
+    };
+    "/documents/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a document's bytes
+         * @description The bytes as stored, `Content-Type` the detected type, as an attachment, `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getDocumentContent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -976,6 +1020,95 @@ export interface components {
         AuditEventList: {
             data: components["schemas"]["AuditEvent"][];
             meta: components["schemas"]["ListMeta"];
+        };
+        /**
+         * Document
+         * @example {
+         *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+         *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+         *       "category": "referral",
+         *       "title": "Volante de derivación",
+         *       "codalmacen": "ALM1",
+         *       "exam_id": null,
+         *       "appointment_id": null,
+         *       "filename": "volante.pdf",
+         *       "content_type": "application/pdf",
+         *       "size_bytes": 48213,
+         *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+         *       "uploaded_by": "alice",
+         *       "status": "available",
+         *       "created_at": "2026-11-22T17:05:12.345Z",
+         *       "updated_at": "2026-11-22T17:05:12.345Z",
+         *       "version": 1
+         *     }
+         */
+        Document: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @enum {string} */
+            category: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+            title: string | null;
+            codalmacen: string | null;
+            /** @description UUIDv7 */
+            exam_id: string | null;
+            /** @description UUIDv7 */
+            appointment_id: string | null;
+            /** @description the client's file name, without paths or control characters */
+            filename: string;
+            /** @description the type its bytes show (never the one the client sent) */
+            content_type: string;
+            size_bytes: number;
+            sha256: string;
+            /** @description the username that uploaded it */
+            uploaded_by: string;
+            /** @enum {string} */
+            status: "available" | "deleted";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            /** @description increments on every change; the ETag */
+            version: number;
+        };
+        /** DocumentList */
+        DocumentList: {
+            data: components["schemas"]["Document"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** DocumentPatch */
+        DocumentPatch: {
+            /** @description what it is, for people */
+            title?: string | null;
+            /** @enum {string} */
+            category?: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+        };
+        /** DocumentUpload */
+        DocumentUpload: {
+            /**
+             * Format: binary
+             * @description the bytes: PDF, JPEG, PNG, TIFF, WebP, HEIC or DICOM, decided from the bytes (else 415); at most DOCUMENTS_MAX_BYTES (25 MiB, else 413)
+             */
+            file: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @description referral, report, consent, imaging, prescription, identity, other */
+            category: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+            /** @description what it is, for people */
+            title?: string;
+            /** @description Code of a clinic center of the company (codalmacen) */
+            codalmacen?: string;
+            /** @description UUIDv7 */
+            exam_id?: string;
+            /** @description UUIDv7 */
+            appointment_id?: string;
         };
         /** FeedEvent */
         FeedEvent: {
@@ -1615,6 +1748,24 @@ export interface components {
         } & {
             [key: string]: string;
         };
+        /**
+         * UnsupportedTypeProblem
+         * @description unsupported_media_type: `found` names what the bytes are
+         */
+        UnsupportedTypeProblem: {
+            type: string;
+            title: string;
+            status: number;
+            code: string;
+            detail?: string;
+            request_id: string;
+            errors?: {
+                path: string;
+                message: string;
+            }[];
+            /** @description the type the bytes show (e.g. text/html), never the one sent */
+            found?: string;
+        };
         /** @description A 400 (RFC 9457): `errors` lists every bad field at once (`validation_failed`). */
         ValidationProblem: {
             /** @description https://clinic.example/problems/<code> */
@@ -1710,7 +1861,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "*")[];
+            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -1734,7 +1885,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "*")[];
+            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -4579,27 +4730,168 @@ export interface operations {
             503: components["responses"]["UpstreamUnavailable"];
         };
     };
-    documentsNotImplemented: {
+    listDocuments: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+                category?: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+                /** @description UUIDv7 */
+                exam_id?: string;
+                /** @description UUIDv7 */
+                appointment_id?: string;
+                /** @description default `available`: deleted documents are not listed unless asked for */
+                status?: "available" | "deleted";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            401: components["responses"]["Unauthenticated"];
-            429: components["responses"]["RateLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["UpstreamUnavailable"];
-            /** @description 501 not_implemented: documents is planned */
-            default: {
+            /** @description The document list */
+            200: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    uploadDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["DocumentUpload"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unsupported_media_type: `found` names what the bytes are */
+            415: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnsupportedTypeProblem"];
+                };
+            };
+            /** @description unknown_patient or unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4608,21 +4900,171 @@ export interface operations {
             };
         };
     };
-    consentsNotImplemented: {
+    getDocument: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
-            path?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
-            /** @description 501 not_implemented: consents is planned */
-            default: {
+        };
+    };
+    deleteDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    updateDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Informe OCT"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DocumentPatch"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description document_deleted */
+            410: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4635,6 +5077,110 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getDocumentContent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description one range: bytes=0-1023, bytes=1024-, bytes=-500 */
+                range?: string;
+                /** @description the ETag you hold: a range only if it still matches */
+                "if-range"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the bytes */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description the range asked for */
+            206: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description document_deleted */
+            410: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description range_not_satisfiable */
+            416: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
         };
     };
     clinicalNotImplemented: {

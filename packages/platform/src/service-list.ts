@@ -119,7 +119,11 @@ function checkService(s: Record<string, unknown>, who: string, problems: string[
     if (!under(p) || !Number.isInteger(limit) || (limit as number) < 1)
       problems.push(`body limit ${p} of ${who} must be a plain path under its families, and bytes`)
   for (const [p, limit] of Object.entries(isObject(s.uploads) ? s.uploads : {}))
-    if (!(under(p) || families.some(([f]) => p === `/${f}`)) || !Number.isInteger(limit) || (limit as number) < 1)
+    if (
+      !(under(p) || families.some(([f]) => p === `/${f}`)) ||
+      !Number.isInteger(limit) ||
+      (limit as number) < 1
+    )
       problems.push(`upload ${p} of ${who} must be a plain path of its families, and bytes`)
   for (const p of strings(s.pages) ? s.pages : [])
     if (!PAGE.test(p) || GATEWAY_PATHS.some((g) => p.startsWith(g)))

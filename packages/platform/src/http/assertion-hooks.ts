@@ -70,6 +70,10 @@ function replayGuard(app: FastifyInstance) {
   }
 }
 
+/** An upload the gateway streams on unread, to a route that reads and checks it itself. */
+const streamed = (req: FastifyRequest) =>
+  req.assertedBodyHash === STREAMED_BODY && req.routeOptions.config?.streamedBody === true
+
 /** A Transform that passes the body on and leaves its hash in `req.receivedBodyHash`. */
 function bodyHasher(req: FastifyRequest, payload: NodeJS.ReadableStream) {
   const hash = createHash('sha256')
@@ -164,8 +168,6 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     else done(admitting)
   })
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
-  const streamed = (req: FastifyRequest) =>
-    req.assertedBodyHash === STREAMED_BODY && req.routeOptions.config?.streamedBody === true
   app.addHook('preParsing', (req, _reply, payload, done) => {
     if (req.assertedBodyHash === undefined || streamed(req)) return done(null, payload)
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3): nothing to

@@ -24,7 +24,10 @@ export class AppointmentsClient implements AppointmentDirectory {
     })
     if (answer.status === 200) return true
     if (answer.status === 404) return false
-    ctx.log.warn({ upstream: 'appointments', status: answer.status }, 'unexpected answer to an appointment lookup')
+    ctx.log.warn(
+      { upstream: 'appointments', status: answer.status },
+      'unexpected answer to an appointment lookup',
+    )
     throw new UpstreamUnavailable('The appointments service is unavailable; retry shortly')
   }
 }

@@ -17,7 +17,8 @@ export async function updateDocument(
   const id = input.id.toLowerCase()
   return store.transaction(ctx.auth.companyId, async (tx) => {
     const current = visibleRow(visible, await tx.findById(id, { forUpdate: true }), 'No such document')
-    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version)) throw new VersionMismatch()
+    if (input.ifMatch !== undefined && !ifMatchAllows(input.ifMatch, current.version))
+      throw new VersionMismatch()
     if (current.status === 'deleted') throw new DocumentDeleted()
     const changes = (['title', 'category'] as const).filter(
       (k) => input.patch[k] !== undefined && input.patch[k] !== current[k],

@@ -17,7 +17,10 @@ export type NewDocument = Omit<Document, 'id' | 'status' | 'created_at' | 'updat
 export interface DocumentTx extends TenantTx<Document> {
   insert(id: string, fields: NewDocument): Promise<Document>
   /** Writes these fields, bumps version and updated_at. */
-  update(id: string, changes: { title?: string | null; category?: Category; status?: DocumentStatus }): Promise<Document>
+  update(
+    id: string,
+    changes: { title?: string | null; category?: Category; status?: DocumentStatus },
+  ): Promise<Document>
   /** The contents, in this same transaction. */
   content: ContentTx
 }

@@ -31,7 +31,13 @@ export class FileTooLarge extends AppError {
 /** A multipart body that cannot be read as one (no boundary, truncated, a part too big). */
 export class MalformedUpload extends AppError {
   constructor(detail: string) {
-    super({ status: 400, code: 'validation_failed', title: 'Request is not valid', detail, errors: [{ path: '', message: detail }] })
+    super({
+      status: 400,
+      code: 'validation_failed',
+      title: 'Request is not valid',
+      detail,
+      errors: [{ path: '', message: detail }],
+    })
   }
 }
 

@@ -8,5 +8,8 @@ export function getDocument(
   store: DocumentStore,
   input: { id: string; queryCenter?: string },
 ): Promise<Document> {
-  return findVisible(ctx, store, input.id.toLowerCase(), { queryCenter: input.queryCenter, notFound: 'No such document' })
+  return findVisible(ctx, store, input.id.toLowerCase(), {
+    queryCenter: input.queryCenter,
+    notFound: 'No such document',
+  })
 }

@@ -12,7 +12,11 @@ export const DOCUMENT_KEYSET = keyset({
   ],
 })
 
-export function listDocuments(ctx: Ctx, store: DocumentStore, input: ListDocumentsInput): Promise<Page<Document>> {
+export function listDocuments(
+  ctx: Ctx,
+  store: DocumentStore,
+  input: ListDocumentsInput,
+): Promise<Page<Document>> {
   return keysetPage(input, {
     keyset: DOCUMENT_KEYSET,
     filter: () => visibleCenters(ctx.auth, input.codalmacen),

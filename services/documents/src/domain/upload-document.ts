@@ -89,7 +89,13 @@ async function receiveFile(
     }
     if (!staged) await decide()
     await staged!.finish()
-    return { staged: staged!, filename: part.filename, sha256: hash.digest('hex'), size, contentType: contentType! }
+    return {
+      staged: staged!,
+      filename: part.filename,
+      sha256: hash.digest('hex'),
+      size,
+      contentType: contentType!,
+    }
   } catch (err) {
     await staged?.discard()
     throw err
@@ -124,7 +130,8 @@ export async function uploadDocument(
   try {
     for await (const part of input.parts) {
       if (part.kind === 'file') {
-        if (part.name !== 'file') throw new MalformedUpload(`the file goes in the part named "file", not "${part.name}"`)
+        if (part.name !== 'file')
+          throw new MalformedUpload(`the file goes in the part named "file", not "${part.name}"`)
         if (file) throw new MalformedUpload('one file per upload')
         file = await receiveFile(ctx, deps.content, part, input.maxBytes)
         continue
@@ -137,7 +144,9 @@ export async function uploadDocument(
     const body = { ...fields, filename: file.filename ?? null, file_sha256: file.sha256 }
     const idempotency = idempotencyOf(ctx, {
       idempotencyKey: input.idempotencyKey,
-      requestHash: createHash('sha256').update(`${input.method} ${input.path}\n${canonicalJson(body)}`).digest('hex'),
+      requestHash: createHash('sha256')
+        .update(`${input.method} ${input.path}\n${canonicalJson(body)}`)
+        .digest('hex'),
     })
     const prior = await deps.store.storedResponse<Document>(ctx.auth.companyId, idempotency)
     if (prior) {
@@ -148,7 +157,9 @@ export async function uploadDocument(
     const codalmacen = fields.codalmacen ?? input.queryCenter ?? null
     if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
     else if (ctx.auth.allowedCenters)
-      throw new ValidationFailed([{ path: '/codalmacen', message: 'is required for a token limited to centers' }])
+      throw new ValidationFailed([
+        { path: '/codalmacen', message: 'is required for a token limited to centers' },
+      ])
     const patient = await deps.patients.contact(ctx, fields.patient_id.toLowerCase())
     if (!patient) throw new UnknownPatient()
     if (fields.appointment_id && !(await deps.appointments.exists(ctx, fields.appointment_id.toLowerCase())))
@@ -176,7 +187,10 @@ export async function uploadDocument(
     // same key replayed instead: this upload's bytes were not adopted.
     if (result.replayed) await received.staged.discard()
     file = undefined
-    ctx.log.info({ document_id: result.body.id, size_bytes: received.size, replayed: !!result.replayed }, 'document stored')
+    ctx.log.info(
+      { document_id: result.body.id, size_bytes: received.size, replayed: !!result.replayed },
+      'document stored',
+    )
     return result
   } catch (err) {
     await file?.staged.discard()

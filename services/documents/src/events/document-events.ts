@@ -16,10 +16,20 @@ const dataOf = (d: Document) => ({
 })
 
 const event = <T extends 'document.created' | 'document.deleted'>(type: T, ctx: Ctx, d: Document) =>
-  makeEvent({ type, source: SOURCE, subject: d.id, companyId: ctx.auth.companyId, codalmacen: d.codalmacen, ctx, data: dataOf(d) })
+  makeEvent({
+    type,
+    source: SOURCE,
+    subject: d.id,
+    companyId: ctx.auth.companyId,
+    codalmacen: d.codalmacen,
+    ctx,
+    data: dataOf(d),
+  })
 
-export const documentCreated = (ctx: Ctx, d: Document): CloudEvent<'document.created'> => event('document.created', ctx, d)
-export const documentDeleted = (ctx: Ctx, d: Document): CloudEvent<'document.deleted'> => event('document.deleted', ctx, d)
+export const documentCreated = (ctx: Ctx, d: Document): CloudEvent<'document.created'> =>
+  event('document.created', ctx, d)
+export const documentDeleted = (ctx: Ctx, d: Document): CloudEvent<'document.deleted'> =>
+  event('document.deleted', ctx, d)
 
 /** `changes` names the changed fields, never their values. */
 export function documentUpdated(ctx: Ctx, d: Document, changes: string[]): CloudEvent<'document.updated'> {

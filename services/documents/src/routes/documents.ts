@@ -8,6 +8,7 @@ import {
   STREAMED_BODY_SCHEMA,
   listOf,
   problem,
+  problemSchema,
   sendResource,
   type RequestErrorOptions,
 } from '@clinic/platform'
@@ -21,10 +22,26 @@ import { getDocument } from '../domain/get-document'
 import { listDocuments } from '../domain/list-documents'
 import { readContent } from '../domain/read-content'
 import { uploadDocument } from '../domain/upload-document'
-import { Document, ListDocumentsQuery, READ_ONLY_FIELDS, UpdateDocumentBody, UploadBody } from '../schemas/document'
+import {
+  Document,
+  ListDocumentsQuery,
+  READ_ONLY_FIELDS,
+  UpdateDocumentBody,
+  UploadBody,
+} from '../schemas/document'
 import { multipartParts } from './multipart-parts'
 
 const tags = ['documents']
+/** A 415 of an upload: `found` names what the bytes are. */
+const UnsupportedTypeProblem = Type.Unsafe({
+  ...problemSchema,
+  title: 'UnsupportedTypeProblem',
+  description: 'unsupported_media_type: `found` names what the bytes are',
+  properties: {
+    ...problemSchema.properties,
+    found: Type.String({ description: 'the type the bytes show (e.g. text/html), never the one sent' }),
+  },
+})
 const PATCH_RULES: RequestErrorOptions = { readOnlyFields: READ_ONLY_FIELDS }
 
 /** Every header of a download (DESIGN.md section 15): it is data to keep, never a page to run. */
@@ -42,14 +59,14 @@ const uploadRoute = {
     operationId: 'uploadDocument',
     summary: 'Upload a document (multipart/form-data)',
     description:
-      'A `file` part and the fields. The type is decided from the bytes, never from the part\'s Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).',
+      "A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).",
     querystring: CenterQuery,
     headers: PostHeaders,
     body: { content: { 'multipart/form-data': { schema: { ...UploadBody, [STREAMED_BODY_SCHEMA]: true } } } },
     response: {
       201: { ...Document, headers: { ...ETagHeader, location: Type.String() } },
       413: problem('payload_too_large'),
-      415: problem('unsupported_media_type: `found` names what the bytes are'),
+      415: UnsupportedTypeProblem,
       422: problem('unknown_patient or unknown_appointment'),
       503: problem('upstream_unavailable (Retry-After)'),
     },
@@ -86,7 +103,8 @@ const updateRoute = {
     tags,
     operationId: 'updateDocument',
     summary: 'Change the title or category of a document',
-    description: 'Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.',
+    description:
+      'Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.',
     params: IdParams,
     querystring: CenterQuery,
     headers: PatchHeaders,
@@ -123,7 +141,9 @@ const contentRoute = {
     querystring: CenterQuery,
     headers: Type.Object({
       range: Type.Optional(Type.String({ description: 'one range: bytes=0-1023, bytes=1024-, bytes=-500' })),
-      'if-range': Type.Optional(Type.String({ description: 'the ETag you hold: a range only if it still matches' })),
+      'if-range': Type.Optional(
+        Type.String({ description: 'the ETag you hold: a range only if it still matches' }),
+      ),
     }),
     response: {
       200: {

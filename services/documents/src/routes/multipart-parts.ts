@@ -6,7 +6,15 @@ import { MalformedUpload } from '../domain/errors'
 import type { UploadPart } from '../domain/multipart'
 
 /** What an upload may carry besides its one file: a few short fields, in few parts. */
-const LIMITS = { fields: 10, fieldSize: 1024, fieldNameSize: 100, files: 1, parts: 12, headerPairs: 8, headerSize: 8 * 1024 }
+const LIMITS = {
+  fields: 10,
+  fieldSize: 1024,
+  fieldNameSize: 100,
+  files: 1,
+  parts: 12,
+  headerPairs: 8,
+  headerSize: 8 * 1024,
+}
 
 type Item = UploadPart | Error | null
 
@@ -24,7 +32,10 @@ export async function* multipartParts(
 ): AsyncGenerator<UploadPart> {
   let parser: BusboyInstance
   try {
-    parser = new Busboy({ headers: headers as BusboyHeaders, limits: { ...LIMITS, fileSize: maxFileBytes + 1 } })
+    parser = new Busboy({
+      headers: headers as BusboyHeaders,
+      limits: { ...LIMITS, fileSize: maxFileBytes + 1 },
+    })
   } catch (err) {
     body.resume()
     throw new MalformedUpload(`not a multipart body: ${(err as Error).message}`)
@@ -38,15 +49,19 @@ export async function* multipartParts(
   }
   let failure: Error | undefined
   const fail = (err: Error) => {
-    failure ??= err instanceof AppError ? err : new MalformedUpload(`the multipart body is malformed: ${err.message}`)
+    failure ??=
+      err instanceof AppError ? err : new MalformedUpload(`the multipart body is malformed: ${err.message}`)
     push(failure)
   }
   parser.on('field', (name: string, value: string, nameTruncated: boolean, valueTruncated: boolean) => {
-    if (nameTruncated || valueTruncated) fail(new MalformedUpload(`the field "${name.slice(0, 100)}" is too long`))
+    if (nameTruncated || valueTruncated)
+      fail(new MalformedUpload(`the field "${name.slice(0, 100)}" is too long`))
     else push({ kind: 'field', name, value })
   })
   parser.on('file', (name: string, stream: Readable, filename: string | undefined) => {
     parser.once('error', (err: Error) => stream.destroy(err))
+    // Its errors reach the reader through `failure` too, also once it has stopped reading.
+    stream.on('error', () => undefined)
     push({ kind: 'file', name, filename: filename || undefined, bytes: fileBytes(stream, () => failure) })
   })
   parser.on('finish', () => push(null))

@@ -69,7 +69,8 @@ export async function proxyRoutes(
         app.addHook('onRoute', (route) => {
           const limit = marked.get(route.url.length > 1 ? route.url.replace(/\/$/, '') : route.url)
           const methods = [route.method].flat()
-          if (limit !== undefined && methods.includes('POST')) route.config = { ...route.config, upload: limit }
+          if (limit !== undefined && methods.includes('POST'))
+            route.config = { ...route.config, upload: limit }
         })
       const options = proxyOptions(upstreams[service]!, { base, service, signer, batcher })
       for (const family of families)
@@ -222,7 +223,9 @@ function prepareForward(o: Forward) {
     }
     if (!(req.body instanceof Readable)) return sign()
     // A throw in sign goes to done too: never an unhandled rejection.
-    readBody(req, req.body).then(() => sign()).catch(done)
+    readBody(req, req.body)
+      .then(() => sign())
+      .catch(done)
   }
 }
 

@@ -11,7 +11,7 @@ const upstreamsOf = (u: Record<string, FakeUpstream>) =>
   Object.fromEntries(Object.entries(u).map(([name, f]) => [name, f.url])) as Record<keyof typeof u, string>
 
 let env: Awaited<ReturnType<typeof infra>>
-let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks', FakeUpstream>
+let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks' | 'documents', FakeUpstream>
 let gw: Awaited<ReturnType<typeof gateway>>
 /** The services answer /openapi.json as to a caller outside their internal networks. */
 const outside = { openapiFromOutside: true }
@@ -59,6 +59,14 @@ beforeAll(async () => {
       ),
       outside,
     ).start(),
+    documents: await new FakeUpstream(
+      'documents',
+      doc(
+        { '/documents': { get: { operationId: 'listDocuments' } }, '/consents': { get: {} } },
+        { Document: { type: 'object' } },
+      ),
+      outside,
+    ).start(),
   }
   gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams: upstreamsOf(up) })
 })
@@ -87,6 +95,7 @@ describe('/api/health', () => {
           comms: 'ok',
           audit: 'ok',
           webhooks: 'ok',
+          documents: 'ok',
         },
         down: [],
       })
@@ -109,6 +118,7 @@ describe('/api/health', () => {
         comms: 'down',
         audit: 'ok',
         webhooks: 'ok',
+        documents: 'ok',
       },
       down: ['comms.database'],
     })

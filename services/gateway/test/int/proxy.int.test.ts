@@ -458,7 +458,7 @@ describe('X-service-Version on every answer', () => {
     ],
     [
       '501 planned area',
-      () => ({ method: 'GET' as const, url: '/api/3/documents', headers: t.headers }),
+      () => ({ method: 'GET' as const, url: '/api/3/clinical', headers: t.headers }),
       501,
       'not_implemented',
     ],
@@ -482,10 +482,8 @@ describe('X-service-Version on every answer', () => {
 
 describe('planned areas', () => {
   it.each([
-    ['/api/documents', 'documents'],
-    ['/api/3/documents/abc', 'documents'],
-    ['/api/consents', 'consents'],
-    ['/api/3/consents/x/y', 'consents'],
+    ['/api/clinical', 'clinical (ophthalmology)'],
+    ['/api/3/clinical/x/y', 'clinical (ophthalmology)'],
     ['/api/clinical/exams', 'clinical (ophthalmology)'],
   ])('%s is 401 without a token and 501 naming %s with one', async (url, area) => {
     const t = await tenant(knex)
@@ -800,7 +798,7 @@ describe('answers are not cached or sniffed', () => {
       [{ method: 'GET', url: '/api/3/patients' }, 401],
       [{ method: 'GET', url: '/api/audit/events', headers: t.headers }, 403],
       [{ method: 'GET', url: '/api/3/nothing-here', headers: t.headers }, 404],
-      [{ method: 'GET', url: '/api/documents', headers: t.headers }, 501],
+      [{ method: 'GET', url: '/api/clinical/exams', headers: t.headers }, 501],
       [
         {
           method: 'POST',

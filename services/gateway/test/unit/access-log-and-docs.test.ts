@@ -75,8 +75,6 @@ describe('mergeOpenApi', () => {
     expect(Object.keys(merged().paths!).sort()).toEqual([
       '/appointments',
       '/clinical',
-      '/consents',
-      '/documents',
       '/health',
       '/patients',
       '/patients/{id}',

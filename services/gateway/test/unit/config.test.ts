@@ -21,6 +21,7 @@ describe('the services table', () => {
       comms: 'http://comms:9000',
       audit: 'http://127.0.0.1:8084',
       webhooks: 'http://127.0.0.1:8085',
+      documents: 'http://127.0.0.1:8087',
     })
     expect(upstreamEnv('patients')).toBe('PATIENTS_URL')
     expect(Object.isFrozen(config)).toBe(true)

@@ -34,7 +34,7 @@ describe('the route table (scopes.ts)', () => {
       )
       .map(([p, method]) => `${method.toUpperCase()} ${p}`)
     expect(open).toEqual(
-      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /documents']),
+      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /clinical']),
     )
     for (const op of open) expect(OPERATION_SCOPES).not.toHaveProperty(op)
   })
@@ -53,6 +53,8 @@ describe('the route table (scopes.ts)', () => {
         audit: 'audit:read',
         webhooks: 'webhooks:manage',
         events: 'events:read',
+        documents: read ? 'documents:read' : 'documents:write',
+        consents: read ? 'consents:read' : 'consents:write',
       }[family]
       expect([op, scope]).toEqual([op, expected])
     }
@@ -101,7 +103,7 @@ describe('scopesNeeded', () => {
     ['GET', '/api/health'],
     ['GET', '/api/openapi.json'],
     ['GET', '/api/docs/static/index.html'],
-    ['GET', '/api/documents/x'],
+    ['GET', '/api/clinical/x'],
     ['GET', '/api/3/nothing-here'],
     ['GET', '/p/a/token'],
     ['GET', '/patients'],
@@ -151,7 +153,7 @@ describe('the merged document', () => {
     const paths = doc().paths!
     expect(paths['/patients/{id}/secret']!.get).not.toHaveProperty('x-scope')
     expect(paths['/health']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/documents']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/documents']!.get!.responses).not.toHaveProperty('403')
+    expect(paths['/clinical']!.get).not.toHaveProperty('x-scope')
+    expect(paths['/clinical']!.get!.responses).not.toHaveProperty('403')
   })
 })

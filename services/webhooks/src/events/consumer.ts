@@ -4,7 +4,14 @@ import type { Logger } from 'pino'
 import type { FeedWriter } from '../domain/feed'
 
 export const EVENTS_QUEUE = 'webhooks.events'
-export const EVENTS_BINDINGS = ['patient.*', 'appointment.*', 'practitioner.*', 'comms.message.*']
+export const EVENTS_BINDINGS = [
+  'patient.*',
+  'appointment.*',
+  'practitioner.*',
+  'comms.message.*',
+  'document.*',
+  'consent.*',
+]
 
 /**
  * Takes the domain events from RabbitMQ (idempotent by event id: the platform consumer records

@@ -59,7 +59,11 @@ export class ContentRepository implements ContentStore {
     }
   }
 
-  async *read(companyId: number, sha256: string, range?: { start: number; end: number }): AsyncIterable<Buffer> {
+  async *read(
+    companyId: number,
+    sha256: string,
+    range?: { start: number; end: number },
+  ): AsyncIterable<Buffer> {
     const [blob] = await companyRead<{ upload_id: string; size_bytes: string }>(
       this.knex,
       companyId,
@@ -77,7 +81,9 @@ export class ContentRepository implements ContentStore {
       const [row] = await companyRead<{ data: Buffer }>(
         this.knex,
         companyId,
-        this.knex('blob_chunks').where({ idempresa: companyId, upload_id: blob.upload_id, seq }).select('data'),
+        this.knex('blob_chunks')
+          .where({ idempresa: companyId, upload_id: blob.upload_id, seq })
+          .select('data'),
       )
       if (!row) throw new Error(`chunk ${seq} of content ${sha256} is missing`)
       const from = seq === first ? start - seq * CHUNK_BYTES : 0

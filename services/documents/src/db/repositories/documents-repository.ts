@@ -61,7 +61,9 @@ export class DocumentsRepository extends TenantRepository<DocumentTx, Document> 
           .where({ idempresa: companyId, id })
           .update({
             ...changes,
-            ...(changes.status === 'deleted' ? { deleted_at: trx.raw(`date_trunc('milliseconds', now())`) } : {}),
+            ...(changes.status === 'deleted'
+              ? { deleted_at: trx.raw(`date_trunc('milliseconds', now())`) }
+              : {}),
             version: trx.raw('version + 1'),
             updated_at: trx.raw(`date_trunc('milliseconds', now())`),
           } as Record<string, unknown>)

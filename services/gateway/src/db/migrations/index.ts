@@ -89,4 +89,22 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // DESIGN.md section 13 as it stands: the documents and consents scopes, and the clinical ones
+    // (whichever of the two services' migrations runs last, every scope of the section is allowed).
+    name: '0005_documents_scopes',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scopes;
+        ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scopes CHECK (
+          scopes IS NULL OR (
+            cardinality(scopes) > 0 AND scopes <@ ARRAY['patients:read', 'patients:write',
+              'appointments:read', 'appointments:write', 'comms:send', 'comms:read', 'audit:read',
+              'webhooks:manage', 'events:read', 'clinical:read', 'clinical:write', 'clinical:sign',
+              'documents:read', 'documents:write', 'consents:read', 'consents:write']::text[]
+          )
+        );
+      `)
+    },
+  },
 ]
