@@ -785,6 +785,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/consents/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List consent templates (every version)
+         * @description Newest first; filter by `key` and `language`.
+         *
+         *     Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["listConsentTemplates"];
+        put?: never;
+        /**
+         * Write a consent template (a new version of its key and language)
+         * @description A POST with an existing key and language makes the next version; old versions stay readable. `text_sha256` is the SHA-256 of the body, which consents freeze.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["createConsentTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one version of a consent template
+         * @description Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getConsentTemplate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List consents
+         * @description Newest first. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["listConsents"];
+        put?: never;
+        /**
+         * Ask for a consent
+         * @description Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. 422 unknown_template, unknown_patient, unknown_appointment.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["requestConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one consent
+         * @description Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getConsent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}/grant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a consent granted in the clinic
+         * @description `method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. A consent that is not pending is 409 invalid_transition.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["grantConsentInPerson"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a granted consent
+         * @description Only a granted consent (else 409 invalid_transition); nothing is deleted.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["withdrawConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/clinical": {
         parameters: {
             query?: never;
@@ -1020,6 +1160,158 @@ export interface components {
         AuditEventList: {
             data: components["schemas"]["AuditEvent"][];
             meta: components["schemas"]["ListMeta"];
+        };
+        /** Consent */
+        Consent: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            template_key: string;
+            language: string;
+            template_version: number;
+            text_sha256: string;
+            /** @enum {string} */
+            signer_role: "patient" | "guardian";
+            /** @enum {string} */
+            status: "pending" | "granted" | "refused" | "withdrawn" | "expired";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            expires_at: string;
+            evidence: {
+                /** @enum {string} */
+                signer_role: "patient" | "guardian";
+                signer_name: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339, UTC
+                 */
+                signed_at: string;
+                /** @enum {string} */
+                method: "patient_link" | "in_person";
+                ip: string | null;
+                user_agent: string | null;
+                text_sha256: string;
+                witness?: string;
+                /** @enum {string} */
+                answer: "accept" | "decline";
+            } | null;
+            /** @description UUIDv7 */
+            document_id: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            withdrawn_at: string | null;
+            withdrawal_reason: string | null;
+            /** @description UUIDv7 */
+            appointment_id: string | null;
+            /** @description UUIDv7 */
+            exam_id: string | null;
+            codalmacen: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            version: number;
+        };
+        /** ConsentCreate */
+        ConsentCreate: {
+            /** @description UUIDv7 */
+            patient_id: string;
+            /**
+             * @description a slug naming the procedure, e.g. cataract-surgery
+             * @example cataract-surgery
+             */
+            template_key: string;
+            /**
+             * @description BCP 47, e.g. es or en
+             * @example es
+             */
+            language?: string;
+            /** @description UUIDv7 */
+            appointment_id?: string;
+            /** @description UUIDv7 */
+            exam_id?: string;
+            /**
+             * Format: date-time
+             * @description default: 7 days from now
+             */
+            expires_at?: string;
+            /** @description send the signer the link (default true) */
+            send?: boolean;
+            /**
+             * @description default: the patient's preferred
+             * @enum {string}
+             */
+            channel?: "email" | "sms";
+            codalmacen?: string;
+        };
+        /** ConsentGrant */
+        ConsentGrant: {
+            /** @enum {string} */
+            signer_role: "patient" | "guardian";
+            signer_name: string;
+            witness: string;
+            /** @description UUIDv7 */
+            document_id?: string;
+        };
+        /** ConsentList */
+        ConsentList: {
+            data: components["schemas"]["Consent"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ConsentTemplate */
+        ConsentTemplate: {
+            /** @description UUIDv7 */
+            id: string;
+            key: string;
+            language: string;
+            title: string;
+            body: string;
+            /** @description 1, 2, ... per key and language */
+            version: number;
+            /** @description SHA-256 (hex) of the body as UTF-8: what a consent freezes */
+            text_sha256: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+        };
+        /** ConsentTemplateCreate */
+        ConsentTemplateCreate: {
+            /**
+             * @description a slug naming the procedure, e.g. cataract-surgery
+             * @example cataract-surgery
+             */
+            key: string;
+            /**
+             * @description BCP 47, e.g. es or en
+             * @example es
+             */
+            language: string;
+            title: string;
+            /** @description plain text with paragraphs, shown exactly as written */
+            body: string;
+        };
+        /** ConsentTemplateList */
+        ConsentTemplateList: {
+            data: components["schemas"]["ConsentTemplate"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ConsentWithdraw */
+        ConsentWithdraw: {
+            reason: string;
+            signer_name: string;
         };
         /**
          * Document
@@ -5178,6 +5470,441 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listConsentTemplates: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /**
+                 * @description a slug naming the procedure, e.g. cataract-surgery
+                 * @example cataract-surgery
+                 */
+                key?: string;
+                /**
+                 * @description BCP 47, e.g. es or en
+                 * @example es
+                 */
+                language?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent template list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplateList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createConsentTemplate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "key": "cataract-surgery",
+                 *       "language": "es",
+                 *       "title": "Consentimiento informado: cirugía de cataratas",
+                 *       "body": "Se me ha explicado la intervención, sus riesgos y alternativas.\n\nAutorizo la cirugía."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConsentTemplateCreate"];
+            };
+        };
+        responses: {
+            /** @description The consent template */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplate"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getConsentTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent template */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplate"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listConsents: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+                /**
+                 * @description a slug naming the procedure, e.g. cataract-surgery
+                 * @example cataract-surgery
+                 */
+                template_key?: string;
+                status?: "pending" | "granted" | "refused" | "withdrawn" | "expired";
+                /** @description UUIDv7 */
+                appointment_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    requestConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                 *       "template_key": "cataract-surgery",
+                 *       "send": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConsentCreate"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_template, unknown_patient or unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    grantConsentInPerson: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentGrant"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    withdrawConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentWithdraw"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];

@@ -5,6 +5,7 @@ import {
   Amqp,
   ASSERTION_HEADER,
   assertionHeaders,
+  bodyHashOf,
   createDb,
   createLogger,
   migrate,
@@ -18,6 +19,8 @@ import { buildApp, type App } from '../src/app'
 import { AppointmentsClient } from '../src/clients/appointments-client'
 import { PatientsClient } from '../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
+import { CommsLinkSender } from '../src/clients/comms-client'
+import { ConsentsRepository } from '../src/db/repositories/consents-repository'
 
 /**
  * The far ends of documents' lookups: a local HTTP server speaking the patients and appointments
@@ -27,7 +30,13 @@ import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
   const patients = new Map<string, { requires_legal_guardian: boolean }>()
   const appointments = new Set<string>()
+  /** What documents asked comms to send, by company. */
+  const messages: Array<{ companyId: number; body: { patient_id: string; subject?: string; body: string } }> =
+    []
   const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const raw = Buffer.concat(chunks).toString('utf8')
     const path = (req.url ?? '').split('?')[0]!
     const check = await verifyAssertion(req.headers[ASSERTION_HEADER] as string | undefined, keys, {
       method: req.method!,
@@ -35,8 +44,15 @@ export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
     })
     const send = (status: number, body: object) =>
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
-    if (!check.ok) return send(401, { code: 'unauthenticated' })
+    if (!check.ok || check.claims.bodyHash !== bodyHashOf(raw)) return send(401, { code: 'unauthenticated' })
     const company = check.claims.companyId
+    if (req.method === 'POST' && path === '/internal/comms/send') {
+      const body = JSON.parse(raw) as { patient_id: string; body: string }
+      if (!patients.has(`${company}:${body.patient_id}`))
+        return send(422, { code: 'unknown_patient', detail: 'x' })
+      messages.push({ companyId: company, body })
+      return send(202, { id: uuidv7(), status: 'queued' })
+    }
     const patient = /^\/internal\/patients\/([^/]+)$/.exec(path)?.[1]
     const p = patient && patients.get(`${company}:${patient}`)
     if (p)
@@ -62,6 +78,14 @@ export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    messages,
+    /** The consent link in the last message to that patient (its path: /p/c/<token>). */
+    linkTo(patientId: string): string {
+      const m = messages.filter((x) => x.body.patient_id === patientId).at(-1)
+      const url = /https?:\/\/\S+\/p\/c\/\S+/.exec(m?.body.body ?? '')?.[0]
+      if (!url) throw new Error(`no consent link was sent to ${patientId}`)
+      return url.slice(PUBLIC_BASE_URL.length)
+    },
     /** A new patient of that company, known to the far end. */
     patient(companyId: number, o: { requiresGuardian?: boolean } = {}): string {
       const id = uuidv7()
@@ -91,7 +115,11 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startApp(o: { maxBytes?: number } = {}): Promise<Harness> {
+export const LINK_SECRET = 'documents-test-link-secret-0123456789abcdef'
+
+export const PUBLIC_BASE_URL = 'http://clinic.test'
+
+export async function startApp(o: { maxBytes?: number; clock?: () => Date } = {}): Promise<Harness> {
   const url = process.env.DATABASE_URL!
   await migrate(url, SCHEMA, migrations)
   const logger = createLogger({ service: 'documents', level: process.env.LOG_LEVEL ?? 'silent' })
@@ -102,6 +130,16 @@ export async function startApp(o: { maxBytes?: number } = {}): Promise<Harness> 
   const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'documents-test' })
   await amqp.start()
   const client = { baseUrl: far.url, signer: testSigner('documents'), timeoutMs: 2000 }
+  const consents = new ConsentsRepository(knex)
+  const links = new CommsLinkSender({
+    ...client,
+    secret: LINK_SECRET,
+    publicBaseUrl: PUBLIC_BASE_URL,
+    templateTitle: async (ctx, consentId) => {
+      const consent = await consents.findById(ctx.auth.companyId, consentId)
+      return consent ? (await consents.templateOf(ctx.auth.companyId, consent)).title : ''
+    },
+  })
   const app = await buildApp({
     logger,
     knex,
@@ -112,6 +150,9 @@ export async function startApp(o: { maxBytes?: number } = {}): Promise<Harness> 
     patients: new PatientsClient(client),
     appointments: new AppointmentsClient(client),
     maxBytes: o.maxBytes,
+    links,
+    linkSecret: LINK_SECRET,
+    clock: o.clock,
   })
   await app.ready()
   return {

@@ -80,6 +80,15 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
   'PATCH /documents/{id}': 'documents:write',
   'DELETE /documents/{id}': 'documents:write',
   'GET /documents/{id}/content': 'documents:read',
+
+  'GET /consents/templates': 'consents:read',
+  'POST /consents/templates': 'consents:write',
+  'GET /consents/templates/{id}': 'consents:read',
+  'GET /consents': 'consents:read',
+  'POST /consents': 'consents:write',
+  'GET /consents/{id}': 'consents:read',
+  'POST /consents/{id}/grant': 'consents:write',
+  'POST /consents/{id}/withdraw': 'consents:write',
 }
 
 /**

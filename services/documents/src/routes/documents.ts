@@ -174,6 +174,8 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
   // Uploads are read as they stream (multipartParts): the parser hands the body on unread.
   app.addContentTypeParser('multipart/form-data', (_req, payload, done) => done(null, payload))
 
+  app.get('/documents', listRoute, async (req) => listDocuments(req.ctx, o.store, req.query))
+
   app.post('/documents', uploadRoute, async (req, reply) => {
     const parts = multipartParts(req.headers, req.body as unknown as Readable, o.maxBytes)
     const result = await uploadDocument(req.ctx, o, {
@@ -186,8 +188,6 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
     })
     return sendResource(reply, result, { status: 201, location: `/documents/${result.body.id}` })
   })
-
-  app.get('/documents', listRoute, async (req) => listDocuments(req.ctx, o.store, req.query))
 
   app.get('/documents/:id', getRoute, async (req, reply) =>
     sendResource(reply, {

@@ -48,6 +48,11 @@ export class DocumentsRepository extends TenantRepository<DocumentTx, Document> 
   }
 
   protected tx(companyId: number, trx: Knex.Transaction): DocumentTx {
+    return this.txOf(companyId, trx)
+  }
+
+  /** What a use case may do with documents inside another store's transaction (a consent's PDF). */
+  txOf(companyId: number, trx: Knex.Transaction): DocumentTx {
     return {
       findById: (id, opts) => this.rowById(trx, id, opts),
       async insert(id, fields) {
