@@ -62,7 +62,16 @@ const REFERENCES: Record<string, { collection: string; unknown?: string }> = {
   // Another's hold is no hold: the booking goes ahead as if none was named.
   hold_id: { collection: '/appointments/holds' },
   practitioner: { collection: '/practitioners' },
+  // A consent names its template by key: the world's own template's (made first).
+  template_key: { collection: '/consents/templates', unknown: 'unknown_template' },
 }
+/** What a reference stands for when it is not the record's id: a template's key. */
+const REFERENCE_VALUES: Record<string, (w: World) => unknown> = {
+  template_key: (w) => w.sent['/consents/templates']?.key,
+}
+/** The value a body or filter names a world's record of `name` by. */
+const referenceTo = (name: string, w: World) =>
+  REFERENCE_VALUES[name] ? REFERENCE_VALUES[name](w) : w.ids[REFERENCES[name]!.collection]
 /** Properties whose value is a center: bodies "at ALM1" set these. */
 const CENTERED = ['codalmacen', 'working_hours']
 
@@ -104,7 +113,7 @@ const sweepSlot = () => {
 /** The values a schema cannot give, by property name; undefined: the schema's. */
 function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_at: string } }) {
   const ref = REFERENCES[name]
-  if (ref) return w.ids[ref.collection]
+  if (ref) return referenceTo(name, w)
   const values: Record<string, unknown> = {
     codalmacen: w.center,
     working_hours: hoursAt(w.center),
@@ -122,6 +131,10 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     address: w.address,
     channel: 'email',
     opted_out: true,
+    // A consent template's key, the world's own; a consent's expiry; no link sent (comms' part).
+    key: `${w.marker.toLowerCase()}-consent`,
+    expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    send: false,
   }
   return values[name]
 }
@@ -481,7 +494,7 @@ function probesOf(
           : p.name === 'q'
             ? [them.marker]
             : ref && them.ids[ref.collection]
-              ? [them.ids[ref.collection]!]
+              ? [String(referenceTo(p.name, them))]
               : []
       for (const v of values)
         probes.push({
@@ -501,7 +514,7 @@ function probesOf(
         method: op.method,
         url: op.path,
         // A slot of its own: a conflict with the plain request would hide the answer.
-        body: { ...bodyOf(op, me), [name]: them.ids[ref.collection] },
+        body: { ...bodyOf(op, me), [name]: referenceTo(name, them) },
         ...(o.refused.every
           ? { status: o.refused.status }
           : ref.unknown

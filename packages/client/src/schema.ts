@@ -5527,7 +5527,10 @@ export interface operations {
     };
     createConsentTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: {
                 /** @description the same key and body within 24 h replay the first answer */
                 "idempotency-key"?: string;
@@ -5577,7 +5580,10 @@ export interface operations {
     };
     getConsentTemplate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
             path: {
                 /** @description UUIDv7 */

@@ -48,7 +48,10 @@ export async function createTemplate(
   ctx: Ctx,
   store: ConsentStore,
   input: CreateTemplateInput,
+  queryCenter?: string,
 ): Promise<ConsentTemplate> {
+  // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
+  visibleCenters(ctx.auth, queryCenter)
   const template = await store.transaction(ctx.auth.companyId, (tx) =>
     tx.insertTemplate(uuidv7(), { ...input, text_sha256: textHash(input.body) }),
   )
@@ -66,13 +69,20 @@ export function listTemplates(
 ): Promise<Page<ConsentTemplate>> {
   return keysetPage(input, {
     keyset: TEMPLATE_KEYSET,
-    filter: () => null,
+    // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
+    filter: () => visibleCenters(ctx.auth, input.codalmacen),
     fetch: (_f, page) =>
       store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language }),
   })
 }
 
-export async function getTemplate(ctx: Ctx, store: ConsentStore, id: string): Promise<ConsentTemplate> {
+export async function getTemplate(
+  ctx: Ctx,
+  store: ConsentStore,
+  id: string,
+  queryCenter?: string,
+): Promise<ConsentTemplate> {
+  visibleCenters(ctx.auth, queryCenter)
   const t = await store.findTemplate(ctx.auth.companyId, id.toLowerCase())
   if (!t) throw new NotFound('No such consent template')
   return t

@@ -55,6 +55,7 @@ const createConsentTemplateRoute = {
   schema: {
     tags,
     operationId: 'createConsentTemplate',
+    querystring: CenterQuery,
     summary: 'Write a consent template (a new version of its key and language)',
     description:
       'A POST with an existing key and language makes the next version; old versions stay readable. `text_sha256` is the SHA-256 of the body, which consents freeze.',
@@ -68,6 +69,7 @@ const getConsentTemplateRoute = {
   schema: {
     tags,
     operationId: 'getConsentTemplate',
+    querystring: CenterQuery,
     summary: 'Read one version of a consent template',
     params: IdParams,
     response: { 200: ConsentTemplate },
@@ -149,12 +151,12 @@ export const consentRoutes: FastifyPluginAsyncTypebox<ConsentRoutesOptions> = as
   )
 
   app.post('/consents/templates', createConsentTemplateRoute, async (req, reply) => {
-    const template = await createTemplate(req.ctx, o.store, req.body)
+    const template = await createTemplate(req.ctx, o.store, req.body, req.query.codalmacen)
     return reply.code(201).header('location', `/consents/templates/${template.id}`).send(template)
   })
 
   app.get('/consents/templates/:id', getConsentTemplateRoute, async (req) =>
-    getTemplate(req.ctx, o.store, req.params.id),
+    getTemplate(req.ctx, o.store, req.params.id, req.query.codalmacen),
   )
 
   app.get('/consents', listConsentsRoute, async (req) => listConsents(req.ctx, o.store, req.query))
