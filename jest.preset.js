@@ -3,6 +3,16 @@
 const path = require('node:path')
 
 const root = __dirname
+/** ESM-only packages the tests load, as their folders under node_modules/.pnpm begin. */
+const ESM_ONLY = [
+  'cookie@2',
+  'file-type@',
+  'strtok3@',
+  'token-types@',
+  'uint8array-extras@',
+  '@tokenizer\\+inflate@',
+  '@borewit\\+text-codec@',
+].join('|')
 const swc = [
   '@swc/jest',
   {
@@ -17,10 +27,11 @@ module.exports = function project(dir, overrides = {}) {
     displayName: path.relative(root, dir),
     rootDir: dir,
     testEnvironment: 'node',
-    // light-my-request (app.inject) requires cookie@2, which is ESM only; Jest on Node < 24.9 cannot
-    // require ESM, so that one package goes through SWC too.
-    transform: { '^.+\\.ts$': swc, '/cookie@2[^/]*/.+\\.js$': swc },
-    transformIgnorePatterns: ['^(?!.*/\\.pnpm/cookie@2).*/node_modules/'],
+    // light-my-request (app.inject) requires cookie@2, and documents types uploads with file-type,
+    // which are ESM only; Jest on Node < 24.9 cannot require ESM, so those packages (and file-type's
+    // own ESM dependencies) go through SWC too.
+    transform: { '^.+\\.ts$': swc, [`/(${ESM_ONLY})[^/]*/.+\\.js$`]: swc },
+    transformIgnorePatterns: [`^(?!.*/\\.pnpm/(${ESM_ONLY})).*/node_modules/`],
     moduleNameMapper: {
       '^@clinic/platform$': path.join(root, 'packages/platform/src/index.ts'),
       '^@clinic/platform/testing$': path.join(root, 'packages/platform/src/testing/index.ts'),

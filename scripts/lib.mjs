@@ -129,6 +129,7 @@ const localSecretNames = [
   'AUDIT_CHAIN_KEY',
   'WEBHOOKS_SECRET_KEY',
   'COMMS_LINK_SECRET',
+  'DOCUMENTS_LINK_SECRET',
 ]
 
 /** Fills the secrets `env` lacks from var/local-secrets.env; with `create`, makes the missing ones. */

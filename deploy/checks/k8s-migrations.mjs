@@ -16,6 +16,7 @@ const ONLY = {
   AUDIT_CHAIN_KEY: ['audit'],
   WEBHOOKS_SECRET_KEY: ['webhooks'],
   COMMS_LINK_SECRET: ['comms'],
+  DOCUMENTS_LINK_SECRET: ['documents'],
   EVENT_SIGNING_SECRET: [],
   EVENT_VERIFY_KEYS: [],
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { randomInt } from 'node:crypto'
 import { connect } from 'node:net'
 import type { ChildProcess } from 'node:child_process'
+import serviceList from '@clinic/platform/services.json'
 import { waitFor } from '@clinic/platform/testing'
 import { admin, freePort, startProcess, waitHealthy, type StackInfo } from './stack'
 
@@ -41,6 +42,47 @@ export interface CallOptions {
   timeoutMs?: number
 }
 
+/** Upload paths (services.json `uploads`): their POST bodies are multipart/form-data, as documented. */
+const UPLOADS = new Set(
+  serviceList.services.flatMap((s) => Object.keys((s as { uploads?: object }).uploads ?? {})),
+)
+const isUpload = (path: string) => UPLOADS.has(path.split('?')[0]!)
+
+/** A PNG of one pixel: the file part of an upload whose body gives no bytes of its own. */
+export const SAMPLE_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+)
+
+/**
+ * An upload's body as a browser would send it: each field a part, `file` a file part (its bytes
+ * when given as a Buffer, else SAMPLE_PNG under the given text as its name).
+ */
+export function multipartOf(fields: Record<string, unknown>, boundary = `----e2e${randomInt(1e9, 9e9)}`) {
+  const parts: Buffer[] = []
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue
+    if (name === 'file') {
+      const bytes = Buffer.isBuffer(value) ? value : SAMPLE_PNG
+      const filename = typeof value === 'string' ? value : 'upload.png'
+      parts.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename.replace(/["\r\n]/g, '_')}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        ),
+        bytes,
+        Buffer.from('\r\n'),
+      )
+      continue
+    }
+    const text = typeof value === 'string' ? value : JSON.stringify(value)
+    parts.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${text}\r\n`),
+    )
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`))
+  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` }
+}
+
 /** One HTTP call through the gateway, as a client would make it. */
 export async function call<T = any>(method: string, path: string, o: CallOptions = {}): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...o.headers }
@@ -51,6 +93,10 @@ export async function call<T = any>(method: string, path: string, o: CallOptions
   if (o.raw !== undefined) {
     body = o.raw
     headers['content-type'] = o.contentType ?? 'application/json'
+  } else if (o.body !== undefined && method === 'POST' && isUpload(path)) {
+    const form = multipartOf(o.body as Record<string, unknown>)
+    body = form.body
+    headers['content-type'] = form.contentType
   } else if (o.body !== undefined) {
     body = JSON.stringify(o.body)
     headers['content-type'] = 'application/json'

@@ -89,7 +89,8 @@ export const deref = (s: Schema, doc: OpenApi): Schema =>
   s.$ref ? (doc.components?.schemas?.[s.$ref.split('/').pop()!] ?? {}) : s
 
 function operation(doc: OpenApi, path: string, method: string, o: DocOperation): Operation {
-  const json = o.requestBody?.content['application/json']
+  // An upload documents its fields as a multipart/form-data object (the client sends it so).
+  const json = o.requestBody?.content['application/json'] ?? o.requestBody?.content['multipart/form-data']
   return {
     method,
     path,

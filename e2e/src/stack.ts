@@ -167,6 +167,7 @@ export async function startStack(
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
     COMMS_LINK_SECRET: 'e2e-comms-link-secret-0123456789abcdef0123456',
+    DOCUMENTS_LINK_SECRET: 'e2e-documents-link-secret-0123456789abcdef01',
     // The suites' webhook receivers listen on 127.0.0.1 over plain http (development only).
     WEBHOOKS_ALLOW_INSECURE: 'true',
     // Production's level, so the suites see what production would log (the fuzz reads the files).

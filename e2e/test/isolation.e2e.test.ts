@@ -62,6 +62,8 @@ const REFERENCES: Record<string, { collection: string; unknown?: string }> = {
   // Another's hold is no hold: the booking goes ahead as if none was named.
   hold_id: { collection: '/appointments/holds' },
   practitioner: { collection: '/practitioners' },
+  // A consent names its template by key: the world's own template's (made first).
+  template_key: { collection: '/consents/templates', unknown: 'unknown_template' },
 }
 /**
  * Creates that need a step on what they refer to first, once the creates listed in `after` are
@@ -76,6 +78,13 @@ const PREPARE: Record<string, { after: string[]; first: (w: World) => Promise<un
     first: (w) => send('post', `/clinical/exams/${w.ids['/clinical/exams']}/sign`, w.token),
   },
 }
+/** What a reference stands for when it is not the record's id: a template's key. */
+const REFERENCE_VALUES: Record<string, (w: World) => unknown> = {
+  template_key: (w) => w.sent['/consents/templates']?.key,
+}
+/** The value a body or filter names a world's record of `name` by. */
+const referenceTo = (name: string, w: World) =>
+  REFERENCE_VALUES[name] ? REFERENCE_VALUES[name](w) : w.ids[REFERENCES[name]!.collection]
 /** Properties whose value is a center: bodies "at ALM1" set these. */
 const CENTERED = ['codalmacen', 'working_hours']
 
@@ -117,7 +126,7 @@ const sweepSlot = () => {
 /** The values a schema cannot give, by property name; undefined: the schema's. */
 function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_at: string } }) {
   const ref = REFERENCES[name]
-  if (ref) return w.ids[ref.collection]
+  if (ref) return referenceTo(name, w)
   const values: Record<string, unknown> = {
     codalmacen: w.center,
     working_hours: hoursAt(w.center),
@@ -143,6 +152,10 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     performed_at: `${DAY}T09:00:00Z`,
     measured_at: `${DAY}T09:15:00Z`,
     valid_until: NEXT_DAY,
+    // A consent template's key, the world's own; a consent's expiry; no link sent (comms' part).
+    key: `${w.marker.toLowerCase()}-consent`,
+    expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    send: false,
   }
   return values[name]
 }
@@ -504,7 +517,7 @@ function probesOf(
           : p.name === 'q'
             ? [them.marker]
             : ref && them.ids[ref.collection]
-              ? [them.ids[ref.collection]!]
+              ? [String(referenceTo(p.name, them))]
               : []
       for (const v of values)
         probes.push({
@@ -524,7 +537,7 @@ function probesOf(
         method: op.method,
         url: op.path,
         // A slot of its own: a conflict with the plain request would hide the answer.
-        body: { ...bodyOf(op, me), [name]: them.ids[ref.collection] },
+        body: { ...bodyOf(op, me), [name]: referenceTo(name, them) },
         ...(o.refused.every
           ? { status: o.refused.status }
           : ref.unknown

@@ -114,6 +114,14 @@ const extras = {
       `      PUBLIC_BASE_URL: ${required('PUBLIC_BASE_URL', " (the gateway's public address, https://...)")}`,
     ],
   },
+  documents: {
+    environment: [
+      '      # Signs consent links; only documents gets it. Keep it: rotating it voids the links out.',
+      `      DOCUMENTS_LINK_SECRET: ${required('DOCUMENTS_LINK_SECRET', ' (32+ characters)')}`,
+      '      # Where people open those links: the gateway as the public reaches it.',
+      `      PUBLIC_BASE_URL: ${required('PUBLIC_BASE_URL', " (the gateway's public address, https://...)")}`,
+    ],
+  },
   audit: {
     environment: [
       '      # The key of its hash chain: audit only. Keep it outside the database, and keep it.',

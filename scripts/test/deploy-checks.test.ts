@@ -13,7 +13,16 @@ import path from 'node:path'
  * command line.
  */
 const ROOT = path.resolve(__dirname, '../..')
-const SERVICES = ['gateway', 'patients', 'appointments', 'comms', 'audit', 'webhooks', 'clinical']
+const SERVICES = [
+  'gateway',
+  'patients',
+  'appointments',
+  'comms',
+  'audit',
+  'webhooks',
+  'clinical',
+  'documents',
+]
 
 function copyOfRepo(): string {
   const copy = mkdtempSync(path.join(tmpdir(), 'clinic-deploy-checks-'))

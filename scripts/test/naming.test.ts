@@ -46,6 +46,7 @@ describe('naming.cjs', () => {
       ['audit', 'clinic_audit', 'clinic-audit'],
       ['webhooks', 'clinic_webhooks', 'clinic-webhooks'],
       ['clinical', 'clinic_clinical', 'clinic-clinical'],
+      ['documents', 'clinic_documents', 'clinic-documents'],
     ])
   })
 
@@ -112,9 +113,11 @@ describe('naming.cjs', () => {
     expect(of.appointments!.SERVICE_SIGNING_KEY).toBeDefined()
     expect(of.patients!.SERVICE_SIGNING_KEY).toBeUndefined()
     expect(of.patients!.SERVICE_VERIFY_KEYS).toBe(
-      `appointments=${pub('appointments')},comms=${pub('comms')},clinical=${pub('clinical')}`,
+      `appointments=${pub('appointments')},comms=${pub('comms')},clinical=${pub('clinical')},documents=${pub('documents')}`,
     )
-    expect(of.appointments!.SERVICE_VERIFY_KEYS).toBe(`comms=${pub('comms')},clinical=${pub('clinical')}`)
+    expect(of.appointments!.SERVICE_VERIFY_KEYS).toBe(
+      `comms=${pub('comms')},clinical=${pub('clinical')},documents=${pub('documents')}`,
+    )
     expect(of.audit!.SERVICE_VERIFY_KEYS).toBeUndefined()
     expect(
       new Set(apps.map((s) => assertionKeyPair(env.ASSERTION_ROOT_SECRET, s.name).privateKey)).size,
@@ -311,7 +314,7 @@ describe('generated files', () => {
       'image: clinic/a-b:',
       '"user": "clinic-a-b"',
       '"write": "^thing\\\\.created$"',
-      'name: patients-from-gateway-appointments-comms-clinical-a-b',
+      'name: patients-from-gateway-appointments-comms-clinical-documents-a-b',
     ])
       expect(all).toContain(want)
     for (const wrong of [/clinic_a-b/, /clinic-a_b/, /A-B/, /a_b-/]) expect(all).not.toMatch(wrong)

@@ -1073,10 +1073,122 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Documents (announced): 501 not_implemented
-         * @description Every operation under /documents answers 501 until the area ships (after authentication).
+         * List documents (a patient's: patient_id)
+         * @description Newest first. Deleted documents are listed only with `status=deleted`. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
          */
-        get: operations["documentsNotImplemented"];
+        get: operations["listDocuments"];
+        put?: never;
+        /**
+         * Upload a document (multipart/form-data)
+         * @description A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        post: operations["uploadDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/documents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one document's metadata
+         * @description Deleted documents too (`status: deleted`): their metadata stays for the trail.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getDocument"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a document
+         * @description The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail.
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        /**
+         * Change the title or category of a document
+         * @description Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.
+         *
+         *     Needs the token scope `documents:write` (else 403 insufficient_scope).
+         */
+        patch: operations["updateDocument"];
+        trace?: never;
+    };
+    "/documents/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a document's bytes
+         * @description The bytes as stored, `Content-Type` the detected type, as an attachment, `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.
+         *
+         *     Needs the token scope `documents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getDocumentContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List consent templates (every version)
+         * @description Newest first; filter by `key` and `language`.
+         *
+         *     Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["listConsentTemplates"];
+        put?: never;
+        /**
+         * Write a consent template (a new version of its key and language)
+         * @description A POST with an existing key and language makes the next version; old versions stay readable. `text_sha256` is the SHA-256 of the body, which consents freeze.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["createConsentTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one version of a consent template
+         * @description Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getConsentTemplate"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1093,12 +1205,84 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Consents (announced): 501 not_implemented
-         * @description Every operation under /consents answers 501 until the area ships (after authentication).
+         * List consents
+         * @description Newest first. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `consents:read` (else 403 insufficient_scope).
          */
-        get: operations["consentsNotImplemented"];
+        get: operations["listConsents"];
+        put?: never;
+        /**
+         * Ask for a consent
+         * @description Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. 422 unknown_template, unknown_patient, unknown_appointment.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["requestConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one consent
+         * @description Needs the token scope `consents:read` (else 403 insufficient_scope).
+         */
+        get: operations["getConsent"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}/grant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a consent granted in the clinic
+         * @description `method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. A consent that is not pending is 409 invalid_transition.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["grantConsentInPerson"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/consents/{id}/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a granted consent
+         * @description Only a granted consent (else 409 invalid_transition); nothing is deleted.
+         *
+         *     Needs the token scope `consents:write` (else 403 insufficient_scope).
+         */
+        post: operations["withdrawConsent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1334,6 +1518,158 @@ export interface components {
             data: components["schemas"]["AuditEvent"][];
             meta: components["schemas"]["ListMeta"];
         };
+        /** Consent */
+        Consent: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            template_key: string;
+            language: string;
+            template_version: number;
+            text_sha256: string;
+            /** @enum {string} */
+            signer_role: "patient" | "guardian";
+            /** @enum {string} */
+            status: "pending" | "granted" | "refused" | "withdrawn" | "expired";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            expires_at: string;
+            evidence: {
+                /** @enum {string} */
+                signer_role: "patient" | "guardian";
+                signer_name: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339, UTC
+                 */
+                signed_at: string;
+                /** @enum {string} */
+                method: "patient_link" | "in_person";
+                ip: string | null;
+                user_agent: string | null;
+                text_sha256: string;
+                witness?: string;
+                /** @enum {string} */
+                answer: "accept" | "decline";
+            } | null;
+            /** @description UUIDv7 */
+            document_id: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            withdrawn_at: string | null;
+            withdrawal_reason: string | null;
+            /** @description UUIDv7 */
+            appointment_id: string | null;
+            /** @description UUIDv7 */
+            exam_id: string | null;
+            codalmacen: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            version: number;
+        };
+        /** ConsentCreate */
+        ConsentCreate: {
+            /** @description UUIDv7 */
+            patient_id: string;
+            /**
+             * @description a slug naming the procedure, e.g. cataract-surgery
+             * @example cataract-surgery
+             */
+            template_key: string;
+            /**
+             * @description BCP 47, e.g. es or en
+             * @example es
+             */
+            language?: string;
+            /** @description UUIDv7 */
+            appointment_id?: string;
+            /** @description UUIDv7 */
+            exam_id?: string;
+            /**
+             * Format: date-time
+             * @description default: 7 days from now
+             */
+            expires_at?: string;
+            /** @description send the signer the link (default true) */
+            send?: boolean;
+            /**
+             * @description default: the patient's preferred
+             * @enum {string}
+             */
+            channel?: "email" | "sms";
+            codalmacen?: string;
+        };
+        /** ConsentGrant */
+        ConsentGrant: {
+            /** @enum {string} */
+            signer_role: "patient" | "guardian";
+            signer_name: string;
+            witness: string;
+            /** @description UUIDv7 */
+            document_id?: string;
+        };
+        /** ConsentList */
+        ConsentList: {
+            data: components["schemas"]["Consent"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ConsentTemplate */
+        ConsentTemplate: {
+            /** @description UUIDv7 */
+            id: string;
+            key: string;
+            language: string;
+            title: string;
+            body: string;
+            /** @description 1, 2, ... per key and language */
+            version: number;
+            /** @description SHA-256 (hex) of the body as UTF-8: what a consent freezes */
+            text_sha256: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+        };
+        /** ConsentTemplateCreate */
+        ConsentTemplateCreate: {
+            /**
+             * @description a slug naming the procedure, e.g. cataract-surgery
+             * @example cataract-surgery
+             */
+            key: string;
+            /**
+             * @description BCP 47, e.g. es or en
+             * @example es
+             */
+            language: string;
+            title: string;
+            /** @description plain text with paragraphs, shown exactly as written */
+            body: string;
+        };
+        /** ConsentTemplateList */
+        ConsentTemplateList: {
+            data: components["schemas"]["ConsentTemplate"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** ConsentWithdraw */
+        ConsentWithdraw: {
+            reason: string;
+            signer_name: string;
+        };
         /** Diagnosis */
         Diagnosis: {
             /** @description UUIDv7 */
@@ -1387,6 +1723,95 @@ export interface components {
              * @description YYYY-MM-DD
              */
             onset?: string | null;
+        };
+        /**
+         * Document
+         * @example {
+         *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+         *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+         *       "category": "referral",
+         *       "title": "Volante de derivación",
+         *       "codalmacen": "ALM1",
+         *       "exam_id": null,
+         *       "appointment_id": null,
+         *       "filename": "volante.pdf",
+         *       "content_type": "application/pdf",
+         *       "size_bytes": 48213,
+         *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+         *       "uploaded_by": "alice",
+         *       "status": "available",
+         *       "created_at": "2026-11-22T17:05:12.345Z",
+         *       "updated_at": "2026-11-22T17:05:12.345Z",
+         *       "version": 1
+         *     }
+         */
+        Document: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @enum {string} */
+            category: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+            title: string | null;
+            codalmacen: string | null;
+            /** @description UUIDv7 */
+            exam_id: string | null;
+            /** @description UUIDv7 */
+            appointment_id: string | null;
+            /** @description the client's file name, without paths or control characters */
+            filename: string;
+            /** @description the type its bytes show (never the one the client sent) */
+            content_type: string;
+            size_bytes: number;
+            sha256: string;
+            /** @description the username that uploaded it */
+            uploaded_by: string;
+            /** @enum {string} */
+            status: "available" | "deleted";
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            /** @description increments on every change; the ETag */
+            version: number;
+        };
+        /** DocumentList */
+        DocumentList: {
+            data: components["schemas"]["Document"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** DocumentPatch */
+        DocumentPatch: {
+            /** @description what it is, for people */
+            title?: string | null;
+            /** @enum {string} */
+            category?: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+        };
+        /** DocumentUpload */
+        DocumentUpload: {
+            /**
+             * Format: binary
+             * @description the bytes: PDF, JPEG, PNG, TIFF, WebP, HEIC or DICOM, decided from the bytes (else 415); at most DOCUMENTS_MAX_BYTES (25 MiB, else 413)
+             */
+            file: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @description referral, report, consent, imaging, prescription, identity, other */
+            category: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+            /** @description what it is, for people */
+            title?: string;
+            /** @description Code of a clinic center of the company (codalmacen) */
+            codalmacen?: string;
+            /** @description UUIDv7 */
+            exam_id?: string;
+            /** @description UUIDv7 */
+            appointment_id?: string;
         };
         /** Exam */
         Exam: {
@@ -2361,6 +2786,24 @@ export interface components {
         } & {
             [key: string]: string;
         };
+        /**
+         * UnsupportedTypeProblem
+         * @description unsupported_media_type: `found` names what the bytes are
+         */
+        UnsupportedTypeProblem: {
+            type: string;
+            title: string;
+            status: number;
+            code: string;
+            detail?: string;
+            request_id: string;
+            errors?: {
+                path: string;
+                message: string;
+            }[];
+            /** @description the type the bytes show (e.g. text/html), never the one sent */
+            found?: string;
+        };
         /** @description A 400 (RFC 9457): `errors` lists every bad field at once (`validation_failed`). */
         ValidationProblem: {
             /** @description https://clinic.example/problems/<code> */
@@ -2508,7 +2951,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "*")[];
+            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -2532,7 +2975,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "*")[];
+            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -6395,27 +6838,168 @@ export interface operations {
             503: components["responses"]["UpstreamUnavailable"];
         };
     };
-    documentsNotImplemented: {
+    listDocuments: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+                category?: "referral" | "report" | "consent" | "imaging" | "prescription" | "identity" | "other";
+                /** @description UUIDv7 */
+                exam_id?: string;
+                /** @description UUIDv7 */
+                appointment_id?: string;
+                /** @description default `available`: deleted documents are not listed unless asked for */
+                status?: "available" | "deleted";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            401: components["responses"]["Unauthenticated"];
-            429: components["responses"]["RateLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["UpstreamUnavailable"];
-            /** @description 501 not_implemented: documents is planned */
-            default: {
+            /** @description The document list */
+            200: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    uploadDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["DocumentUpload"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unsupported_media_type: `found` names what the bytes are */
+            415: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnsupportedTypeProblem"];
+                };
+            };
+            /** @description unknown_patient or unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6424,21 +7008,171 @@ export interface operations {
             };
         };
     };
-    consentsNotImplemented: {
+    getDocument: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
             header?: never;
-            path?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
-            /** @description 501 not_implemented: consents is planned */
-            default: {
+        };
+    };
+    deleteDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    updateDocument: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Informe OCT"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DocumentPatch"];
+            };
+        };
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "019ab2c6-3b00-7000-8000-000000000003",
+                     *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                     *       "category": "referral",
+                     *       "title": "Volante de derivación",
+                     *       "codalmacen": "ALM1",
+                     *       "exam_id": null,
+                     *       "appointment_id": null,
+                     *       "filename": "volante.pdf",
+                     *       "content_type": "application/pdf",
+                     *       "size_bytes": 48213,
+                     *       "sha256": "3f0a1d0c5b7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a",
+                     *       "uploaded_by": "alice",
+                     *       "status": "available",
+                     *       "created_at": "2026-11-22T17:05:12.345Z",
+                     *       "updated_at": "2026-11-22T17:05:12.345Z",
+                     *       "version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description document_deleted */
+            410: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6451,6 +7185,551 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getDocumentContent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description one range: bytes=0-1023, bytes=1024-, bytes=-500 */
+                range?: string;
+                /** @description the ETag you hold: a range only if it still matches */
+                "if-range"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the bytes */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description the range asked for */
+            206: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description document_deleted */
+            410: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description range_not_satisfiable */
+            416: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listConsentTemplates: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /**
+                 * @description a slug naming the procedure, e.g. cataract-surgery
+                 * @example cataract-surgery
+                 */
+                key?: string;
+                /**
+                 * @description BCP 47, e.g. es or en
+                 * @example es
+                 */
+                language?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent template list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplateList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createConsentTemplate: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "key": "cataract-surgery",
+                 *       "language": "es",
+                 *       "title": "Consentimiento informado: cirugía de cataratas",
+                 *       "body": "Se me ha explicado la intervención, sus riesgos y alternativas.\n\nAutorizo la cirugía."
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConsentTemplateCreate"];
+            };
+        };
+        responses: {
+            /** @description The consent template */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplate"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    getConsentTemplate: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent template */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTemplate"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listConsents: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+                /**
+                 * @description a slug naming the procedure, e.g. cataract-surgery
+                 * @example cataract-surgery
+                 */
+                template_key?: string;
+                status?: "pending" | "granted" | "refused" | "withdrawn" | "expired";
+                /** @description UUIDv7 */
+                appointment_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    requestConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                 *       "template_key": "cataract-surgery",
+                 *       "send": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConsentCreate"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_template, unknown_patient or unknown_appointment */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    grantConsentInPerson: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentGrant"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    withdrawConsent: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentWithdraw"];
+            };
+        };
+        responses: {
+            /** @description The consent */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Consent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
         };
     };
     getHealth: {

@@ -45,6 +45,13 @@ const MAX_TOKEN_CHARS = 8192
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url')
 
+/**
+ * The body hash of an upload the gateway streams on unread (services.json `uploads`): no hash can
+ * be known before the bytes have passed. A service accepts it only on a route that says it takes
+ * streamed bodies (`streamedBody`); everywhere else it matches no body. See docs/security.md.
+ */
+export const STREAMED_BODY = 'streamed'
+
 /** SHA-256 of a request body's exact bytes, base64url; '' for no body. */
 export function bodyHashOf(body: string | Buffer | undefined | null): string {
   if (body === undefined || body === null || body.length === 0) return ''
@@ -182,7 +189,7 @@ export function audienceOf(servicePath: string): string | undefined {
  */
 export async function assertionHeaders(
   who: { auth: Principal; requestId: string },
-  request: { method: string; path: string; body?: string | Buffer; audience?: string },
+  request: { method: string; path: string; body?: string | Buffer; audience?: string; streamed?: boolean },
   signer: AssertionSigner,
   now = Date.now(),
 ): Promise<Record<string, string>> {
@@ -195,7 +202,7 @@ export async function assertionHeaders(
 /** The claims of an assertion for one request (see assertionHeaders). */
 export function requestClaims(
   who: { auth: Principal; requestId: string },
-  request: { method: string; path: string; body?: string | Buffer; audience?: string },
+  request: { method: string; path: string; body?: string | Buffer; audience?: string; streamed?: boolean },
 ): AssertionClaims {
   const { path, query } = splitUrl(request.path)
   const aud = request.audience ?? audienceOf(path)
@@ -207,6 +214,6 @@ export function requestClaims(
     method: request.method,
     path,
     query,
-    bodyHash: bodyHashOf(request.body),
+    bodyHash: request.streamed ? STREAMED_BODY : bodyHashOf(request.body),
   }
 }

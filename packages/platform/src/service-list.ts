@@ -32,6 +32,11 @@ export interface ServiceEntry extends AppEntry {
   pages?: string[]
   /** Request body limits in bytes, by service path, where a route needs more than the 64 KiB default. */
   body_limits?: Record<string, number>
+  /**
+   * POST paths taking multipart/form-data that the gateway streams to the service as they arrive
+   * (never held whole), with the most bytes it forwards; the service checks the parts itself.
+   */
+  uploads?: Record<string, number>
 }
 
 /** An announced area that answers 501 not_implemented until its service exists. */
@@ -55,8 +60,9 @@ export class ServiceListError extends ConfigError {
 const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
 const FAMILY = /^[a-z][a-z0-9-]*$/
 const PLAIN_PATH = /^[a-z0-9/_-]+$/
-// A page prefix is one path segment outside the API and the gateway's own paths, of one service.
-const PAGE = /^\/[a-z0-9][a-z0-9_-]*\/$/
+// A page prefix is one or two path segments outside the API and the gateway's own paths, of one
+// service; a two-segment prefix (`/p/c/`) is its service's even under another's one-segment `/p/`.
+const PAGE = /^(\/[a-z0-9][a-z0-9_-]*){1,2}\/$/
 const GATEWAY_PATHS = ['/api/', '/health/', '/metrics/']
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -112,8 +118,15 @@ function checkService(s: Record<string, unknown>, who: string, problems: string[
   for (const [p, limit] of Object.entries(isObject(s.body_limits) ? s.body_limits : {}))
     if (!under(p) || !Number.isInteger(limit) || (limit as number) < 1)
       problems.push(`body limit ${p} of ${who} must be a plain path under its families, and bytes`)
+  for (const [p, limit] of Object.entries(isObject(s.uploads) ? s.uploads : {}))
+    if (
+      !(under(p) || families.some(([f]) => p === `/${f}`)) ||
+      !Number.isInteger(limit) ||
+      (limit as number) < 1
+    )
+      problems.push(`upload ${p} of ${who} must be a plain path of its families, and bytes`)
   for (const p of strings(s.pages) ? s.pages : [])
-    if (!PAGE.test(p) || GATEWAY_PATHS.includes(p))
+    if (!PAGE.test(p) || GATEWAY_PATHS.some((g) => p.startsWith(g)))
       problems.push(`page ${p} of ${who} must be one path segment outside /api, e.g. /p/`)
 }
 

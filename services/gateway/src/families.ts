@@ -18,6 +18,8 @@ export interface RoutedService {
   pages: readonly string[]
   /** Paths whose request bodies may be larger than the 64 KiB default, in bytes. */
   bodyLimits: Readonly<Record<string, number>>
+  /** POST paths of multipart uploads streamed to the service unread, with the most bytes forwarded. */
+  uploads: Readonly<Record<string, number>>
 }
 
 /** A path family and the service that answers it. */
@@ -65,6 +67,7 @@ export const ROUTED_SERVICES: readonly RoutedService[] = source.services.map((s)
   webhooks: s.webhooks ?? [],
   pages: s.pages ?? [],
   bodyLimits: s.body_limits ?? {},
+  uploads: s.uploads ?? {},
 }))
 
 export const ROUTED: readonly RoutedFamily[] = source.services.flatMap((s) =>

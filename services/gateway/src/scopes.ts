@@ -18,6 +18,10 @@ export const SCOPES = [
   'clinical:read',
   'clinical:write',
   'clinical:sign',
+  'documents:read',
+  'documents:write',
+  'consents:read',
+  'consents:write',
 ] as const
 export type Scope = (typeof SCOPES)[number]
 
@@ -103,6 +107,21 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
   'POST /clinical/exams/{id}/prescriptions': 'clinical:write',
   'GET /clinical/prescriptions/{id}': 'clinical:read',
   'GET /clinical/patients/{patient_id}/measurements': 'clinical:read',
+  'GET /documents': 'documents:read',
+  'POST /documents': 'documents:write',
+  'GET /documents/{id}': 'documents:read',
+  'PATCH /documents/{id}': 'documents:write',
+  'DELETE /documents/{id}': 'documents:write',
+  'GET /documents/{id}/content': 'documents:read',
+
+  'GET /consents/templates': 'consents:read',
+  'POST /consents/templates': 'consents:write',
+  'GET /consents/templates/{id}': 'consents:read',
+  'GET /consents': 'consents:read',
+  'POST /consents': 'consents:write',
+  'GET /consents/{id}': 'consents:read',
+  'POST /consents/{id}/grant': 'consents:write',
+  'POST /consents/{id}/withdraw': 'consents:write',
 }
 
 /**

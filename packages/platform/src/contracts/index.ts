@@ -6,9 +6,18 @@ import appointments from './appointments'
 import comms from './comms'
 import webhooks from './webhooks'
 import clinical from './clinical'
+import documents from './documents'
 
 /** Each app's event contracts, by its name in services.json. */
-export const contractsByService = { gateway, patients, appointments, comms, webhooks, clinical }
+export const contractsByService = { gateway, patients, appointments, comms, webhooks, clinical, documents }
 
 /** Every event type on clinic.events and its contract. */
-export const eventContracts = { ...gateway, ...patients, ...appointments, ...comms, ...webhooks, ...clinical }
+export const eventContracts = {
+  ...gateway,
+  ...patients,
+  ...appointments,
+  ...comms,
+  ...webhooks,
+  ...clinical,
+  ...documents,
+}

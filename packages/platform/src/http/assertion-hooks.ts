@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import {
   ASSERTION_HEADER,
+  STREAMED_BODY,
   ASSERTION_SKEW_SECONDS,
   ASSERTION_TTL_SECONDS,
   splitUrl,
@@ -38,6 +39,11 @@ declare module 'fastify' {
      * Without it, a route takes the gateway's assertions only.
      */
     callers?: readonly string[]
+    /**
+     * Takes an upload the gateway streams on unread (services.json `uploads`): its assertion names
+     * no body hash (STREAMED_BODY), and the route reads and checks the body itself as it arrives.
+     */
+    streamedBody?: boolean
   }
 }
 
@@ -63,6 +69,10 @@ function replayGuard(app: FastifyInstance) {
     return true
   }
 }
+
+/** An upload the gateway streams on unread, to a route that reads and checks it itself. */
+const streamed = (req: FastifyRequest) =>
+  req.assertedBodyHash === STREAMED_BODY && req.routeOptions.config?.streamedBody === true
 
 /** A Transform that passes the body on and leaves its hash in `req.receivedBodyHash`. */
 function bodyHasher(req: FastifyRequest, payload: NodeJS.ReadableStream) {
@@ -159,7 +169,7 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
   })
   // The body's hash as it arrives, whatever parses it, checked against the assertion's.
   app.addHook('preParsing', (req, _reply, payload, done) => {
-    if (req.assertedBodyHash === undefined) return done(null, payload)
+    if (req.assertedBodyHash === undefined || streamed(req)) return done(null, payload)
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3): nothing to
     // hash (every GET the gateway forwards).
     if (req.headers['transfer-encoding'] === undefined && !Number(req.headers['content-length'] ?? 0)) {
@@ -169,7 +179,7 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     done(null, bodyHasher(req, payload))
   })
   app.addHook('preValidation', (req, _reply, done) => {
-    if (req.assertedBodyHash === undefined) return done()
+    if (req.assertedBodyHash === undefined || streamed(req)) return done()
     done((req.receivedBodyHash ?? '') !== req.assertedBodyHash ? refuse(req, 'body') : undefined)
   })
 }

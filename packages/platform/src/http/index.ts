@@ -45,6 +45,9 @@ export interface HttpPluginOptions {
   knex?: Knex
 }
 
+/** Marks a body schema that documents a body its route reads as a stream (never validated here). */
+export const STREAMED_BODY_SCHEMA = 'x-streamed-body'
+
 /**
  * Two validators: query strings and path params arrive as text and are coerced ("25" -> 25);
  * JSON bodies are taken as sent, so `"true"` or `null` for a boolean is an error, not a guess.
@@ -63,7 +66,11 @@ function validatorCompiler() {
   const body = make(false)
   const text = make('array')
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? body : text).compile(schema)
+    // A body the route reads as a stream (STREAMED_BODY_SCHEMA: a multipart upload) is described
+    // for the OpenAPI document only: the route checks its parts itself as they arrive.
+    httpPart === 'body' && (schema as Record<string, unknown>)[STREAMED_BODY_SCHEMA] === true
+      ? () => true
+      : (httpPart === 'body' ? body : text).compile(schema)
 }
 
 /**

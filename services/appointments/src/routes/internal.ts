@@ -17,6 +17,9 @@ const PatientResponse = Type.Object(
  * the calling service's own assertion for its caller, so the caller's company and centers apply
  * exactly as on `GET /appointments/:id`. The answer is a summary (no reason, no notes).
  */
+/** The services that may resolve an appointment of their caller (services.json `calls`). */
+const LOOKUP_CALLERS = ['comms', 'clinical', 'documents'] as const
+
 export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore }> = async (
   app,
   { store },
@@ -24,7 +27,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<{ store: AppointmentStore
   app.get(
     '/internal/appointments/:id',
     {
-      config: { callers: ['comms', 'clinical'] },
+      config: { callers: LOOKUP_CALLERS },
       schema: {
         hide: true,
         tags: ['internal'],

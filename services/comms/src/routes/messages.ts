@@ -36,6 +36,9 @@ export interface MessageRoutesOptions {
   metrics?: AdmissionMetrics
 }
 
+/** The services that may send a message on their caller's behalf (services.json `calls`). */
+const INTERNAL_SENDERS = ['documents'] as const
+
 const sendMessageRoute = {
   bodyLimit: SEND_BODY_LIMIT,
   config: { rules: { extra: sendFieldErrors } },
@@ -98,6 +101,30 @@ export const messageRoutes: FastifyPluginAsyncTypebox<MessageRoutesOptions> = as
     })
     return sendResource(reply, result, { status: 202, location: `/comms/messages/${result.body.id}` })
   })
+
+  // Another service's message on its caller's behalf (documents sends a consent's link): the same
+  // use case, rules and limits, under that caller's company and centers.
+  app.post(
+    '/internal/comms/send',
+    {
+      ...sendMessageRoute,
+      config: { ...sendMessageRoute.config, callers: INTERNAL_SENDERS },
+      schema: {
+        ...sendMessageRoute.schema,
+        hide: true,
+        tags: ['internal'],
+        operationId: 'internalSendMessage',
+      },
+    },
+    async (req, reply) => {
+      const result = await sendMessage(req.ctx, deps, {
+        body: req.body,
+        idempotencyKey: req.headers['idempotency-key'],
+        requestHash: requestHash(req.method, req.url, req.body),
+      })
+      return sendResource(reply, result, { status: 202, location: `/comms/messages/${result.body.id}` })
+    },
+  )
 
   app.get('/comms/messages', listMessagesRoute, async (req) => listMessages(req.ctx, deps.store, req.query))
 

@@ -10,6 +10,11 @@ const WEBHOOK_TYPE = /^application\/(x-www-form-urlencoded|([a-z0-9.+-]*\+)?json
  * one-click unsubscribe (RFC 8058 allows either encoding).
  */
 const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i
+const MULTIPART_TYPE = /^multipart\/form-data\s*(;|$)/i
+
+/** The byte limit of an upload route's POST (streamed, services.json `uploads`), else undefined. */
+export const uploadLimitOf = (req: FastifyRequest): number | undefined =>
+  req.method === 'POST' ? req.routeOptions.config?.upload : undefined
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,6 +24,11 @@ declare module 'fastify' {
     page?: boolean
     /** This route's request body limit in bytes, when it is not BODY_LIMIT (services.json). */
     bodyLimit?: number
+    /**
+     * A multipart upload (services.json `uploads`): POST bodies of multipart/form-data, streamed to
+     * the service as they arrive, at most this many bytes.
+     */
+    upload?: number
   }
 }
 
@@ -31,10 +41,12 @@ function refusal(req: FastifyRequest): Error | null {
   const length = Number(req.headers['content-length'] ?? 0)
   const hasBody = length > 0 || req.headers['transfer-encoding'] !== undefined
   if (!hasBody) return null
-  const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
+  const upload = uploadLimitOf(req)
+  const limit = upload ?? req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
   if (length > limit) return new PayloadTooLarge(limit)
   const type = req.headers['content-type'] ?? ''
   const config = req.routeOptions.config
+  if (upload !== undefined) return MULTIPART_TYPE.test(type) ? null : new UnsupportedMediaType()
   const allowed = config?.page ? FORM_TYPE : config?.webhook ? WEBHOOK_TYPE : JSON_TYPE
   return allowed.test(type) ? null : new UnsupportedMediaType()
 }

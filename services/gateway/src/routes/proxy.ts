@@ -1,7 +1,7 @@
 import type {} from '@fastify/swagger'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import proxy from '@fastify/http-proxy'
-import { Readable } from 'node:stream'
+import { Readable, Transform } from 'node:stream'
 import {
   BODY_LIMIT,
   NotImplemented,
@@ -15,6 +15,7 @@ import {
   type AssertionSigner,
 } from '@clinic/platform'
 import { BASES } from '../bases'
+import { uploadLimitOf } from '../plugins/body-guards'
 import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 
 /**
@@ -60,7 +61,17 @@ export async function proxyRoutes(
       app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
-    for (const { families, service, webhooks, bodyLimits } of ROUTED_SERVICES) {
+    for (const { families, service, webhooks, bodyLimits, uploads } of ROUTED_SERVICES) {
+      // An upload's POST is a route of its family's proxy (the family's root, or a path under it,
+      // for which a route of its own would collide with the family's): marked on registration.
+      const marked = new Map(Object.entries(uploads).map(([path, limit]) => [`${base}${path}`, limit]))
+      if (marked.size)
+        app.addHook('onRoute', (route) => {
+          const limit = marked.get(route.url.length > 1 ? route.url.replace(/\/$/, '') : route.url)
+          const methods = [route.method].flat()
+          if (limit !== undefined && methods.includes('POST'))
+            route.config = { ...route.config, upload: limit }
+        })
       const options = proxyOptions(upstreams[service]!, { base, service, signer, batcher })
       for (const family of families)
         await app.register(proxy, {
@@ -187,21 +198,53 @@ function prepareForward(o: Forward) {
   return (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     // The assertion, bound to the path and query as the service receives them and to the body as
     // buffered; signed with the other requests of this turn of the event loop (AssertionBatcher).
-    const sign = () => {
+    const sign = (streamed = false) => {
       if (!req.principal) return done()
       const claims = requestClaims(
         { auth: req.principal, requestId: String(req.id) },
-        { method: req.method, path: req.url.slice(o.base.length), body: req.rawBody, audience: o.service },
+        {
+          method: req.method,
+          path: req.url.slice(o.base.length),
+          body: req.rawBody,
+          audience: o.service,
+          streamed,
+        },
       )
       signAssertionInBatch(claims, o.signer, o.batcher).then((token) => {
         req.assertion = token
         done()
       }, done)
     }
+    // An upload streams on unread, counted (streamedUpload); its assertion names no body hash.
+    const upload = uploadLimitOf(req)
+    if (upload !== undefined && req.body instanceof Readable) {
+      req.body = streamedUpload(req.body, upload)
+      return sign(true)
+    }
     if (!(req.body instanceof Readable)) return sign()
     // A throw in sign goes to done too: never an unhandled rejection.
-    readBody(req, req.body).then(sign).catch(done)
+    readBody(req, req.body)
+      .then(() => sign())
+      .catch(done)
   }
+}
+
+/**
+ * An upload's body as it is forwarded: passed on chunk by chunk as it arrives (never held whole,
+ * never spooled), and cut off with an error once more than `limit` bytes have come, which ends the
+ * forward (a Content-Length over the limit was refused before: body-guards).
+ */
+function streamedUpload(body: Readable, limit: number): Readable {
+  let size = 0
+  const counted = new Transform({
+    transform(chunk: Buffer, _enc, next) {
+      size += chunk.length
+      if (size > limit) return next(new PayloadTooLarge(limit))
+      next(null, chunk)
+    },
+  })
+  body.on('error', (err) => counted.destroy(err))
+  return body.pipe(counted)
 }
 
 /**

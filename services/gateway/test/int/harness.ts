@@ -84,6 +84,12 @@ export class FakeUpstream {
       { parseAs: 'string' },
       (_req, body, done) => done(null, body),
     )
+    // An upload the gateway streams (services.json `uploads`), kept as it arrived.
+    this.app.addContentTypeParser(
+      'multipart/form-data',
+      { parseAs: 'string', bodyLimit: 64 * 1024 * 1024 },
+      (_req, body, done) => done(null, body),
+    )
     this.app.all('/*', async (req, reply) => {
       const r: Received = { method: req.method, url: req.url, headers: { ...req.headers } }
       if (typeof req.body === 'string') r.form = req.body

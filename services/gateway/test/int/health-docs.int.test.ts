@@ -11,7 +11,10 @@ const upstreamsOf = (u: Record<string, FakeUpstream>) =>
   Object.fromEntries(Object.entries(u).map(([name, f]) => [name, f.url])) as Record<keyof typeof u, string>
 
 let env: Awaited<ReturnType<typeof infra>>
-let up: Record<'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks' | 'clinical', FakeUpstream>
+let up: Record<
+  'patients' | 'appointments' | 'comms' | 'audit' | 'webhooks' | 'clinical' | 'documents',
+  FakeUpstream
+>
 let gw: Awaited<ReturnType<typeof gateway>>
 /** The services answer /openapi.json as to a caller outside their internal networks. */
 const outside = { openapiFromOutside: true }
@@ -64,6 +67,14 @@ beforeAll(async () => {
       doc({ '/clinical/exams': { get: { operationId: 'listClinicalExams' } } }, { Exam: { type: 'object' } }),
       outside,
     ).start(),
+    documents: await new FakeUpstream(
+      'documents',
+      doc(
+        { '/documents': { get: { operationId: 'listDocuments' } }, '/consents': { get: {} } },
+        { Document: { type: 'object' } },
+      ),
+      outside,
+    ).start(),
   }
   gw = await gateway({ knex: env.knex, amqp: env.amqp, upstreams: upstreamsOf(up) })
 })
@@ -93,6 +104,7 @@ describe('/api/health', () => {
           audit: 'ok',
           webhooks: 'ok',
           clinical: 'ok',
+          documents: 'ok',
         },
         down: [],
       })
@@ -116,6 +128,7 @@ describe('/api/health', () => {
         audit: 'ok',
         webhooks: 'ok',
         clinical: 'ok',
+        documents: 'ok',
       },
       down: ['comms.database'],
     })

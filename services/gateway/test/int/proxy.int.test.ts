@@ -458,7 +458,7 @@ describe('X-service-Version on every answer', () => {
     ],
     [
       '501 planned area',
-      () => ({ method: 'GET' as const, url: '/api/3/documents', headers: t.headers }),
+      () => ({ method: 'GET' as const, url: '/api/3/clinical', headers: t.headers }),
       501,
       'not_implemented',
     ],
@@ -477,26 +477,6 @@ describe('X-service-Version on every answer', () => {
     if (code) expect(problem(res)).toMatchObject({ status, code, request_id: res.headers['x-request-id'] })
     if (status !== 200) expect(upstream.received.length).toBe(before)
     if (status === 503) expect(Number(res.headers['retry-after'])).toBeGreaterThan(0)
-  })
-})
-
-describe('planned areas', () => {
-  it.each([
-    ['/api/documents', 'documents'],
-    ['/api/3/documents/abc', 'documents'],
-    ['/api/consents', 'consents'],
-    ['/api/3/consents/x/y', 'consents'],
-  ])('%s is 401 without a token and 501 naming %s with one', async (url, area) => {
-    const t = await tenant(knex)
-    const anon = await inject({ method: 'GET', url })
-    expect(anon.statusCode).toBe(401)
-    expect(problem(anon).code).toBe('unauthenticated')
-    const res = await inject({ method: 'POST', url, headers: t.headers })
-    expect(res.statusCode).toBe(501)
-    expect(problem(res)).toMatchObject({
-      code: 'not_implemented',
-      detail: `The ${area} area is planned for a later release`,
-    })
   })
 })
 
@@ -799,7 +779,7 @@ describe('answers are not cached or sniffed', () => {
       [{ method: 'GET', url: '/api/3/patients' }, 401],
       [{ method: 'GET', url: '/api/audit/events', headers: t.headers }, 403],
       [{ method: 'GET', url: '/api/3/nothing-here', headers: t.headers }, 404],
-      [{ method: 'GET', url: '/api/documents', headers: t.headers }, 501],
+      [{ method: 'GET', url: '/api/clinical/exams', headers: t.headers }, 501],
       [
         {
           method: 'POST',

@@ -57,10 +57,16 @@ const ask = (method: string, url: string, token: string) =>
     url,
     headers: {
       'x-service-token': token,
-      ...(method === 'GET' || method === 'DELETE' ? {} : { 'content-type': 'application/json' }),
+      ...(method === 'GET' || method === 'DELETE' ? {} : { 'content-type': contentTypeOf(method, url) }),
     },
-    payload: method === 'GET' || method === 'DELETE' ? undefined : '{}',
+    payload: method === 'GET' || method === 'DELETE' ? undefined : bodyOf(method, url),
   })
+
+/** An upload (services.json `uploads`) takes multipart; every other body is JSON. */
+const isUpload = (method: string, url: string) => method === 'POST' && /\/documents$/.test(url)
+const contentTypeOf = (method: string, url: string) =>
+  isUpload(method, url) ? 'multipart/form-data; boundary=x' : 'application/json'
+const bodyOf = (method: string, url: string) => (isUpload(method, url) ? '--x--\r\n' : '{}')
 
 function expectInsufficient(res: LightMyRequestResponse, scope: string) {
   expect(res.statusCode).toBe(403)
@@ -137,7 +143,7 @@ describe('scopes (DESIGN.md section 13)', () => {
 
   it('asks no scope of the announced areas, unknown families and public routes', async () => {
     const none = only.get('events:read')!
-    expect((await ask('GET', '/api/documents', none)).statusCode).toBe(501)
+    expect((await ask('GET', '/api/clinical', none)).statusCode).toBe(501)
     expect((await ask('GET', '/api/nothing-here', none)).statusCode).toBe(404)
     const callback = await gw.app.inject({
       method: 'POST',

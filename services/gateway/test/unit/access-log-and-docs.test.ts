@@ -71,11 +71,9 @@ describe('mergeOpenApi', () => {
   const merged = () =>
     mergeOpenApi('261122.01', { patients: structuredClone(patients) as OpenApi, appointments, comms: {} })
 
-  it("keeps the services' public paths, leaves /internal out, and adds /health and the announced areas", () => {
+  it("keeps the services' public paths, leaves /internal out, and adds /health", () => {
     expect(Object.keys(merged().paths!).sort()).toEqual([
       '/appointments',
-      '/consents',
-      '/documents',
       '/health',
       '/patients',
       '/patients/{id}',

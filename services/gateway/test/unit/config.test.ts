@@ -10,7 +10,8 @@ describe('the services table', () => {
   it('routes every service of services.json, in its order', () => {
     const families = list.services.flatMap((s) => Object.keys(s.families).map((f) => [f, s.name]))
     expect(ROUTED.map((f) => [f.family, f.service])).toEqual(families)
-    for (const p of list.planned) expect(RESOURCE_TYPES.get(p.family)).toBe(p.resource_type)
+    const planned: Array<{ family: string; resource_type: string }> = list.planned
+    for (const p of planned) expect(RESOURCE_TYPES.get(p.family)).toBe(p.resource_type)
   })
 
   it('takes each upstream from <NAME>_URL, default http://127.0.0.1:<port>', () => {
@@ -22,6 +23,7 @@ describe('the services table', () => {
       audit: 'http://127.0.0.1:8084',
       clinical: 'http://127.0.0.1:8086',
       webhooks: 'http://127.0.0.1:8085',
+      documents: 'http://127.0.0.1:8087',
     })
     expect(upstreamEnv('patients')).toBe('PATIENTS_URL')
     expect(Object.isFrozen(config)).toBe(true)

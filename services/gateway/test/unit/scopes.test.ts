@@ -34,7 +34,7 @@ describe('the route table (scopes.ts)', () => {
       )
       .map(([p, method]) => `${method.toUpperCase()} ${p}`)
     expect(open).toEqual(
-      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /documents']),
+      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /clinical']),
     )
     for (const op of open) expect(OPERATION_SCOPES).not.toHaveProperty(op)
   })
@@ -59,6 +59,8 @@ describe('the route table (scopes.ts)', () => {
           : read
             ? 'clinical:read'
             : 'clinical:write',
+        documents: read ? 'documents:read' : 'documents:write',
+        consents: read ? 'consents:read' : 'consents:write',
       }[family]
       expect([op, scope]).toEqual([op, expected])
     }
@@ -107,7 +109,7 @@ describe('scopesNeeded', () => {
     ['GET', '/api/health'],
     ['GET', '/api/openapi.json'],
     ['GET', '/api/docs/static/index.html'],
-    ['GET', '/api/documents/x'],
+    ['GET', '/api/clinical/x'],
     ['GET', '/api/3/nothing-here'],
     ['GET', '/p/a/token'],
     ['GET', '/patients'],
@@ -157,7 +159,7 @@ describe('the merged document', () => {
     const paths = doc().paths!
     expect(paths['/patients/{id}/secret']!.get).not.toHaveProperty('x-scope')
     expect(paths['/health']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/documents']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/documents']!.get!.responses).not.toHaveProperty('403')
+    expect(paths['/clinical']!.get).not.toHaveProperty('x-scope')
+    expect(paths['/clinical']!.get!.responses).not.toHaveProperty('403')
   })
 })

@@ -12,7 +12,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<{ store: PatientStore }> 
   app.get(
     '/internal/patients/:id',
     {
-      config: { callers: ['appointments', 'comms', 'clinical'] },
+      config: { callers: ['appointments', 'comms', 'clinical', 'documents'] },
       schema: {
         hide: true,
         tags: ['internal'],

@@ -10,6 +10,8 @@ export const EVENTS_BINDINGS = [
   'practitioner.*',
   'comms.message.*',
   'clinical.#',
+  'document.*',
+  'consent.*',
 ]
 
 /**

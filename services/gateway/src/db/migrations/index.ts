@@ -105,4 +105,21 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // The documents and consents scopes (DESIGN.md sections 13, 15 and 16), with every earlier one.
+    name: '0005_documents_scopes',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scopes;
+        ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scopes CHECK (
+          scopes IS NULL OR (
+            cardinality(scopes) > 0 AND scopes <@ ARRAY['patients:read', 'patients:write',
+              'appointments:read', 'appointments:write', 'comms:send', 'comms:read', 'audit:read',
+              'webhooks:manage', 'events:read', 'clinical:read', 'clinical:write', 'clinical:sign',
+              'documents:read', 'documents:write', 'consents:read', 'consents:write']::text[]
+          )
+        );
+      `)
+    },
+  },
 ]

@@ -1,0 +1,40 @@
+import {
+  PatientContact as PatientContactSchema,
+  UpstreamUnavailable,
+  type AssertionSigner,
+  type Ctx,
+} from '@clinic/platform/core'
+import { callService } from '@clinic/platform/http'
+import type { PatientContact, PatientDirectory } from '../domain/directories'
+
+export interface ClientOptions {
+  /** PATIENTS_URL or APPOINTMENTS_URL */
+  baseUrl: string
+  /** documents' own key (SERVICE_SIGNING_KEY), taken only on the internal routes that name documents. */
+  signer: AssertionSigner
+  timeoutMs: number
+}
+
+/**
+ * The patients service's internal lookup, on behalf of the caller: the signed assertion carries the
+ * caller's company, so another company's patient is a 404 like a missing one. Down, slow or 5xx is
+ * 503 upstream_unavailable (platform `callService`); any other unexpected answer too.
+ */
+export class PatientsClient implements PatientDirectory {
+  constructor(private readonly o: ClientOptions) {}
+
+  async contact(ctx: Ctx, patientId: string): Promise<PatientContact | null> {
+    const answer = await callService<PatientContact>(ctx, this.o.signer, {
+      service: 'patients',
+      baseUrl: this.o.baseUrl,
+      method: 'GET',
+      path: `/internal/patients/${encodeURIComponent(patientId)}`,
+      timeoutMs: this.o.timeoutMs,
+      answer: PatientContactSchema,
+    })
+    if (answer.status === 200 && answer.body) return answer.body
+    if (answer.status === 404) return null
+    ctx.log.warn({ upstream: 'patients', status: answer.status }, 'unexpected answer to a patient lookup')
+    throw new UpstreamUnavailable('The patients service is unavailable; retry shortly')
+  }
+}

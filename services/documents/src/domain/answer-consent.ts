@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto'
+import { ValidationFailed, uuidv7, type Ctx } from '@clinic/platform/core'
+import { consentEvent, consentGranted } from '../events/consent-events'
+import { documentCreated } from '../events/document-events'
+import { renderConsentPdf } from '../render/consent-pdf'
+import type { Consent, Evidence, GrantInput } from '../schemas/consent'
+import type { ConsentTx } from './consent-store'
+import type { StagedContent } from './content-store'
+import { getConsent, nameOf, type ConsentDeps } from './consents'
+import { InvalidTransition } from './errors'
+
+/** The answer of a signer (through the link, or in the clinic), as it is recorded. */
+export interface Answer {
+  accept: boolean
+  evidence: Omit<Evidence, 'answer' | 'text_sha256' | 'signed_at'>
+  /** A scanned form the clinic attached (in person), instead of the rendered PDF. */
+  documentId?: string
+}
+
+/**
+ * Grants or refuses a pending consent (409 invalid_transition otherwise), with its evidence. A
+ * grant renders the signed text and evidence as a PDF, stored as a `consent` document in the same
+ * transaction (its bytes staged first), unless the clinic attached its own scanned form.
+ */
+export async function answerConsent(
+  ctx: Ctx,
+  deps: ConsentDeps,
+  id: string,
+  answer: Answer,
+  o: { queryCenter?: string; patientName: () => Promise<string> },
+): Promise<Consent> {
+  const companyId = ctx.auth.companyId
+  const current = await getConsent(ctx, deps.store, { id, queryCenter: o.queryCenter })
+  if (current.status !== 'pending') throw new InvalidTransition(`the consent is ${current.status}`)
+  const template = await deps.store.templateOf(companyId, current)
+  const evidence: Evidence = {
+    ...answer.evidence,
+    signed_at: deps.clock().toISOString(),
+    text_sha256: current.text_sha256,
+    answer: answer.accept ? 'accept' : 'decline',
+  }
+  let pdf: { staged: StagedContent; bytes: Buffer; sha256: string } | undefined
+  if (answer.accept && !answer.documentId) {
+    const bytes = await renderConsentPdf({
+      consent: current,
+      template,
+      evidence,
+      patientName: await o.patientName(),
+    })
+    const staged = deps.content.stage(companyId)
+    pdf = { staged, bytes, sha256: createHash('sha256').update(bytes).digest('hex') }
+    await staged.write(bytes)
+    await staged.finish()
+  }
+  try {
+    const consent = await deps.store.transaction(companyId, async (tx) => {
+      const locked = await tx.findById(current.id, { forUpdate: true })
+      if (!locked || locked.status !== 'pending')
+        throw new InvalidTransition(`the consent is ${locked?.status ?? 'gone'}`)
+      if (!answer.accept) {
+        const refused = await tx.update(current.id, { status: 'refused', evidence })
+        await tx.publish([consentEvent('consent.refused', ctx, refused)])
+        return refused
+      }
+      const documentId = answer.documentId ?? (await storePdf(ctx, tx, current, pdf!))
+      if (answer.documentId) await attachedDocument(tx, answer.documentId, current.patient_id)
+      const granted = await tx.update(current.id, { status: 'granted', evidence, document_id: documentId })
+      await tx.publish([consentGranted(ctx, granted)])
+      return granted
+    })
+    pdf = undefined
+    ctx.log.info({ consent_id: consent.id, status: consent.status }, 'consent answered')
+    return consent
+  } finally {
+    // Not adopted (the transaction failed): the staged PDF goes.
+    if (pdf) await pdf.staged.discard()
+  }
+}
+
+/** A scanned form attached in person must be a `consent` document of the same patient. */
+async function attachedDocument(tx: ConsentTx, documentId: string, patientId: string) {
+  const doc = await tx.documents.findById(documentId.toLowerCase())
+  if (!doc || doc.status !== 'available' || doc.patient_id !== patientId || doc.category !== 'consent')
+    throw new ValidationFailed([
+      {
+        path: '/document_id',
+        message: "must be an available document of category consent of the consent's patient",
+      },
+    ])
+}
+
+async function storePdf(
+  ctx: Ctx,
+  tx: ConsentTx,
+  consent: Consent,
+  pdf: { staged: StagedContent; bytes: Buffer; sha256: string },
+): Promise<string> {
+  await tx.documents.content.adopt(pdf.staged.uploadId, pdf.sha256, pdf.bytes.length)
+  const document = await tx.documents.insert(uuidv7(), {
+    patient_id: consent.patient_id,
+    category: 'consent',
+    title: `Consent ${consent.template_key} v${consent.template_version}`,
+    codalmacen: consent.codalmacen,
+    exam_id: consent.exam_id,
+    appointment_id: consent.appointment_id,
+    filename: `consent-${consent.template_key}-v${consent.template_version}.pdf`,
+    content_type: 'application/pdf',
+    size_bytes: pdf.bytes.length,
+    sha256: pdf.sha256,
+    uploaded_by: ctx.auth.username,
+  })
+  await tx.publish([documentCreated(ctx, document)])
+  return document.id
+}
+
+/** In the clinic (POST /consents/{id}/grant): method in_person, with a witness. */
+export function grantInPerson(
+  ctx: Ctx,
+  deps: ConsentDeps,
+  input: { id: string; body: GrantInput; queryCenter?: string; ip: string | null; userAgent: string | null },
+): Promise<Consent> {
+  return answerConsent(
+    ctx,
+    deps,
+    input.id,
+    {
+      accept: true,
+      evidence: {
+        signer_role: input.body.signer_role,
+        signer_name: input.body.signer_name,
+        method: 'in_person',
+        witness: input.body.witness,
+        ip: input.ip,
+        user_agent: input.userAgent,
+      },
+      documentId: input.body.document_id,
+    },
+    {
+      queryCenter: input.queryCenter,
+      patientName: async () =>
+        nameOf(
+          await deps.patients.contact(ctx, (await getConsent(ctx, deps.store, { id: input.id })).patient_id),
+        ),
+    },
+  )
+}

@@ -1,0 +1,189 @@
+import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import { consentLinkViewed } from '../events/consent-events'
+import { verifyConsentLink, type ConsentLink } from '../links/tokens'
+import type { Consent, ConsentTemplate, SignerRole } from '../schemas/consent'
+import { answerConsent } from './answer-consent'
+import { nameOf, type ConsentDeps } from './consents'
+import type { PatientContact } from './directories'
+import { InvalidTransition } from './errors'
+
+/**
+ * The consent link page (DESIGN.md section 16): `PUBLIC_BASE_URL/p/c/<token>`, no API token; the
+ * signed token names the company, the consent and the page's language, and expires with the
+ * consent. It is single use: once the consent is answered (or expired, or withdrawn), the page
+ * says so. The company in the token is the only scope of every lookup.
+ */
+
+/** The actor of every view and answer through a link (the audit trail shows it). */
+export const LINK_ACTOR = 'patient-link'
+
+/** Sends the signer a consent's link (through comms), when asked to. */
+export interface LinkSender {
+  send(
+    ctx: Ctx,
+    o: { consent: Consent; linkId: string; patient: PatientContact; channel?: 'email' | 'sms' },
+  ): Promise<void>
+}
+
+export type ConsentPage =
+  | { kind: 'invalid' }
+  | { kind: 'expired' }
+  | { kind: 'not_found' }
+  /** Answered already (or withdrawn, expired): what it is now. */
+  | { kind: 'used'; status: Consent['status'] }
+  | {
+      kind: 'open'
+      template: ConsentTemplate
+      signerRole: SignerRole
+      patientName: string
+      signerName: string | null
+    }
+  | { kind: 'done'; status: 'granted' | 'refused' }
+  /** The form came back without a name to accept with. */
+  | {
+      kind: 'name_required'
+      template: ConsentTemplate
+      signerRole: SignerRole
+      patientName: string
+      signerName: string | null
+    }
+
+export interface LinkDeps extends ConsentDeps {
+  /** DOCUMENTS_LINK_SECRET; without it every link is invalid. */
+  secret: string | undefined
+  /** Puts a view of a link's page on the audit trail (its event, through the company's outbox). */
+  recordView(companyId: number, event: CloudEvent): Promise<void>
+}
+
+/** C0 controls and DEL: never part of a name as typed. */
+const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f
+
+export type LinkRequest = Pick<Ctx, 'log' | 'requestId'> & { token: string }
+
+export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>): Ctx => ({
+  auth: {
+    companyId,
+    userId: '',
+    username: LINK_ACTOR,
+    tokenId: '',
+    companyCenters: [],
+    allowedCenters: null,
+  },
+  log: req.log.child({ company_id: companyId }),
+  requestId: req.requestId,
+})
+
+async function linkOf(deps: LinkDeps, token: string): Promise<{ link: ConsentLink } | { page: ConsentPage }> {
+  if (!deps.secret) return { page: { kind: 'invalid' } }
+  const verified = await verifyConsentLink(deps.secret, token, deps.clock())
+  if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
+  return { link: verified.link }
+}
+
+/** The consent the link names, if it still is that link's (a link names its consent and link id). */
+async function consentOf(deps: LinkDeps, link: ConsentLink) {
+  const consent = await deps.store.linkConsent(link.companyId, link.consentId)
+  return consent && consent.link_id === link.id ? consent : null
+}
+
+/** Who signs, and on whose behalf: the guardian's name from the patient's record when there is one. */
+async function signerOf(deps: LinkDeps, ctx: Ctx, consent: Consent) {
+  const patient = await deps.patients.contact(ctx, consent.patient_id)
+  return {
+    patientName: nameOf(patient),
+    signerName:
+      consent.signer_role === 'guardian'
+        ? (patient?.guardian?.name ?? null)
+        : patient
+          ? nameOf(patient)
+          : null,
+  }
+}
+
+async function pageOf(
+  deps: LinkDeps,
+  ctx: Ctx,
+  link: ConsentLink,
+): Promise<{ page: ConsentPage; consent: Consent | null }> {
+  const consent = await consentOf(deps, link)
+  if (!consent) return { page: { kind: 'not_found' }, consent }
+  if (consent.status !== 'pending') return { page: { kind: 'used', status: consent.status }, consent }
+  if (Date.parse(consent.expires_at) <= deps.clock().getTime()) return { page: { kind: 'expired' }, consent }
+  const template = await deps.store.templateOf(link.companyId, consent)
+  return {
+    page: {
+      kind: 'open',
+      template,
+      signerRole: consent.signer_role,
+      ...(await signerOf(deps, ctx, consent)),
+    },
+    consent,
+  }
+}
+
+/** `GET /p/c/<token>`: the exact text to sign, or why not. Every view of a valid link is on the trail first. */
+export async function openConsentLink(deps: LinkDeps, req: LinkRequest): Promise<ConsentPage> {
+  const checked = await linkOf(deps, req.token)
+  if ('page' in checked) return checked.page
+  const { link } = checked
+  const ctx = linkCtx(link.companyId, req)
+  const { page, consent } = await pageOf(deps, ctx, link)
+  await deps.recordView(
+    link.companyId,
+    consentLinkViewed(ctx, {
+      consentId: link.consentId,
+      linkId: link.id,
+      page: page.kind,
+      codalmacen: consent?.codalmacen ?? null,
+    }),
+  )
+  return page
+}
+
+/**
+ * `POST /p/c/<token>`: Accept (with the name as typed) or Decline, once. The evidence is the link's:
+ * the signer's role, the name typed, when, from which address and browser, and the text hash.
+ */
+export async function answerConsentLink(
+  deps: LinkDeps,
+  req: LinkRequest & { answer: unknown; name: unknown; ip: string | null; userAgent: string | null },
+): Promise<ConsentPage> {
+  const checked = await linkOf(deps, req.token)
+  if ('page' in checked) return checked.page
+  const { link } = checked
+  const ctx = linkCtx(link.companyId, req)
+  const { page, consent } = await pageOf(deps, ctx, link)
+  if (page.kind !== 'open' || !consent) return page
+  const accept = req.answer === 'accept'
+  if (!accept && req.answer !== 'decline') return { kind: 'invalid' }
+  const typed = typeof req.name === 'string' ? req.name.trim().replace(/\s+/g, ' ') : ''
+  // Accepting needs the signer's full name as they type it; declining does not.
+  if (accept && (typed.length < 3 || typed.length > 200 || [...typed].some(isControl)))
+    return { ...page, kind: 'name_required' }
+  try {
+    const answered = await answerConsent(
+      ctx,
+      deps,
+      consent.id,
+      {
+        accept,
+        evidence: {
+          signer_role: consent.signer_role,
+          signer_name: typed || (page.signerName ?? ''),
+          method: 'patient_link',
+          ip: req.ip,
+          user_agent: req.userAgent ? req.userAgent.slice(0, 500) : null,
+        },
+      },
+      { patientName: async () => page.patientName },
+    )
+    return { kind: 'done', status: answered.status as 'granted' | 'refused' }
+  } catch (err) {
+    // A double submit: the first answer won; this one shows what it was.
+    if (err instanceof InvalidTransition) {
+      const now = await consentOf(deps, link)
+      return { kind: 'used', status: now?.status ?? 'pending' }
+    }
+    throw err
+  }
+}

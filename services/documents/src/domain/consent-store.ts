@@ -1,0 +1,80 @@
+import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { Consent, ConsentStatus, ConsentTemplate, Evidence, SignerRole } from '../schemas/consent'
+import type { DocumentTx } from './document-store'
+
+/**
+ * What the consents domain needs from storage (db/repositories/consents-repository.ts): every
+ * statement scoped by company under row-level security. A grant's PDF is stored as a document in
+ * the same transaction (`documents`).
+ */
+export interface ConsentStore extends TenantStore<ConsentTx, Consent> {
+  list(companyId: number, filter: ConsentFilter): Promise<{ rows: Consent[]; total: number }>
+  listTemplates(
+    companyId: number,
+    filter: TemplateFilter,
+  ): Promise<{ rows: ConsentTemplate[]; total: number }>
+  findTemplate(companyId: number, id: string): Promise<ConsentTemplate | null>
+  /** The latest version of a key in a language, or null. */
+  latestTemplate(companyId: number, key: string, language: string): Promise<ConsentTemplate | null>
+  /** A consent's frozen template (version and text as asked), for the page and the PDF. */
+  templateOf(companyId: number, consent: Consent): Promise<ConsentTemplate>
+  /** Pending consents past `now`, of any company: what the expiry worker expires. */
+  due(now: Date, limit: number): Promise<Array<{ companyId: number; id: string }>>
+  /** The consent a link names (its company from the signed token). */
+  linkConsent(companyId: number, id: string): Promise<(Consent & { link_id: string }) | null>
+}
+
+export interface NewConsent {
+  patient_id: string
+  template_id: string
+  template_key: string
+  language: string
+  template_version: number
+  text_sha256: string
+  signer_role: SignerRole
+  expires_at: Date
+  appointment_id: string | null
+  exam_id: string | null
+  codalmacen: string | null
+  link_id: string
+}
+
+export interface ConsentChanges {
+  status?: ConsentStatus
+  evidence?: Evidence
+  document_id?: string | null
+  withdrawn_at?: Date
+  withdrawal_reason?: string
+  withdrawal_signer?: string
+}
+
+export interface ConsentTx extends TenantTx<Consent> {
+  /** The next version of a template key and language (locked against a concurrent one). */
+  insertTemplate(
+    id: string,
+    t: { key: string; language: string; title: string; body: string; text_sha256: string },
+  ): Promise<ConsentTemplate>
+  insert(id: string, c: NewConsent): Promise<Consent>
+  update(id: string, changes: ConsentChanges): Promise<Consent>
+  /** Documents, in this same transaction (a grant's PDF). */
+  documents: Pick<DocumentTx, 'insert' | 'content' | 'findById'>
+}
+
+export interface ConsentFilter {
+  centers: string[] | null
+  patientId?: string
+  templateKey?: string
+  status?: ConsentStatus
+  appointmentId?: string
+  offset: number
+  limit: number
+  after?: KeysetAfter
+}
+
+export interface TemplateFilter {
+  key?: string
+  language?: string
+  offset: number
+  limit: number
+  after?: KeysetAfter
+}

@@ -1,0 +1,216 @@
+import { createHash } from 'node:crypto'
+import {
+  ValidationFailed,
+  assertCenter,
+  findVisible,
+  idempotencyOf,
+  keysetPage,
+  uuidv7,
+  visibleCenters,
+  visibleRow,
+  type Ctx,
+  type Page,
+  type StoredResponse,
+  UnknownPatient,
+  NotFound,
+} from '@clinic/platform/core'
+import { consentEvent } from '../events/consent-events'
+import type {
+  Consent,
+  ConsentTemplate,
+  CreateConsentInput,
+  CreateTemplateInput,
+  ListConsentsInput,
+  ListTemplatesInput,
+  WithdrawInput,
+} from '../schemas/consent'
+import { CONSENT_KEYSET, TEMPLATE_KEYSET } from './consent-keysets'
+import type { ConsentStore } from './consent-store'
+import type { ContentStore } from './content-store'
+import type { AppointmentDirectory, PatientContact, PatientDirectory } from './directories'
+import { InvalidTransition, UnknownAppointment, UnknownTemplate } from './errors'
+
+/** DESIGN.md section 16: a request expires in 7 days unless it says otherwise. */
+export const DEFAULT_CONSENT_DAYS = 7
+
+export const textHash = (body: string) => createHash('sha256').update(body, 'utf8').digest('hex')
+
+export interface ConsentDeps {
+  store: ConsentStore
+  content: ContentStore
+  patients: PatientDirectory
+  appointments: AppointmentDirectory
+  clock: () => Date
+}
+
+/** A new version of a template key and language; older versions stay readable. */
+export async function createTemplate(
+  ctx: Ctx,
+  store: ConsentStore,
+  input: CreateTemplateInput,
+  queryCenter?: string,
+): Promise<ConsentTemplate> {
+  // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
+  visibleCenters(ctx.auth, queryCenter)
+  const template = await store.transaction(ctx.auth.companyId, (tx) =>
+    tx.insertTemplate(uuidv7(), { ...input, text_sha256: textHash(input.body) }),
+  )
+  ctx.log.info(
+    { template_id: template.id, key: template.key, version: template.version },
+    'consent template created',
+  )
+  return template
+}
+
+export function listTemplates(
+  ctx: Ctx,
+  store: ConsentStore,
+  input: ListTemplatesInput,
+): Promise<Page<ConsentTemplate>> {
+  return keysetPage(input, {
+    keyset: TEMPLATE_KEYSET,
+    // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
+    filter: () => visibleCenters(ctx.auth, input.codalmacen),
+    fetch: (_f, page) =>
+      store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language }),
+  })
+}
+
+export async function getTemplate(
+  ctx: Ctx,
+  store: ConsentStore,
+  id: string,
+  queryCenter?: string,
+): Promise<ConsentTemplate> {
+  visibleCenters(ctx.auth, queryCenter)
+  const t = await store.findTemplate(ctx.auth.companyId, id.toLowerCase())
+  if (!t) throw new NotFound('No such consent template')
+  return t
+}
+
+export function listConsents(
+  ctx: Ctx,
+  store: ConsentStore,
+  input: ListConsentsInput,
+): Promise<Page<Consent>> {
+  return keysetPage(input, {
+    keyset: CONSENT_KEYSET,
+    filter: () => visibleCenters(ctx.auth, input.codalmacen),
+    fetch: (centers, page) =>
+      store.list(ctx.auth.companyId, {
+        ...page,
+        centers,
+        patientId: input.patient_id?.toLowerCase(),
+        templateKey: input.template_key,
+        status: input.status,
+        appointmentId: input.appointment_id?.toLowerCase(),
+      }),
+  })
+}
+
+export const getConsent = (ctx: Ctx, store: ConsentStore, input: { id: string; queryCenter?: string }) =>
+  findVisible(ctx, store, input.id.toLowerCase(), {
+    queryCenter: input.queryCenter,
+    notFound: 'No such consent',
+  })
+
+/**
+ * POST /consents: freezes the template's latest version (and its text hash) in the language asked
+ * for, else the patient's; the signer is the guardian when the patient requires one. `send` is the
+ * caller's to act on (the route sends the link once the consent is stored).
+ */
+export async function requestConsent(
+  ctx: Ctx,
+  deps: ConsentDeps,
+  input: {
+    body: CreateConsentInput
+    queryCenter?: string
+    idempotencyKey: string | undefined
+    requestHash: string
+  },
+): Promise<StoredResponse<Consent> & { patient: PatientContact | null; linkId: string | null }> {
+  const idempotency = idempotencyOf(ctx, input)
+  const prior = await deps.store.storedResponse<Consent>(ctx.auth.companyId, idempotency)
+  if (prior) return { ...prior, patient: null, linkId: null }
+  const b = input.body
+  const codalmacen = b.codalmacen ?? input.queryCenter ?? null
+  if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
+  else if (ctx.auth.allowedCenters)
+    throw new ValidationFailed([
+      { path: '/codalmacen', message: 'is required for a token limited to centers' },
+    ])
+  const now = deps.clock()
+  const expiresAt = b.expires_at
+    ? new Date(b.expires_at)
+    : new Date(now.getTime() + DEFAULT_CONSENT_DAYS * 86_400_000)
+  if (!(expiresAt.getTime() > now.getTime()))
+    throw new ValidationFailed([{ path: '/expires_at', message: 'must be in the future' }])
+  const patient = await deps.patients.contact(ctx, b.patient_id.toLowerCase())
+  if (!patient) throw new UnknownPatient()
+  if (b.appointment_id && !(await deps.appointments.exists(ctx, b.appointment_id.toLowerCase())))
+    throw new UnknownAppointment()
+  const language = b.language ?? patient.language
+  const template = await deps.store.latestTemplate(ctx.auth.companyId, b.template_key, language)
+  if (!template) throw new UnknownTemplate()
+  const linkId = uuidv7()
+  const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
+    const consent = await tx.insert(uuidv7(), {
+      patient_id: patient.id,
+      template_id: template.id,
+      template_key: template.key,
+      language: template.language,
+      template_version: template.version,
+      text_sha256: template.text_sha256,
+      signer_role: patient.requires_legal_guardian ? 'guardian' : 'patient',
+      expires_at: expiresAt,
+      appointment_id: b.appointment_id?.toLowerCase() ?? null,
+      exam_id: b.exam_id?.toLowerCase() ?? null,
+      codalmacen,
+      link_id: linkId,
+    })
+    await tx.publish([consentEvent('consent.requested', ctx, consent)])
+    return { body: consent }
+  })
+  ctx.log.info({ consent_id: result.body.id, replayed: !!result.replayed }, 'consent requested')
+  return { ...result, patient, linkId }
+}
+
+/** POST /consents/{id}/withdraw: a granted consent becomes withdrawn; its history stays. */
+export async function withdrawConsent(
+  ctx: Ctx,
+  store: ConsentStore,
+  input: { id: string; body: WithdrawInput; queryCenter?: string; now: Date },
+): Promise<Consent> {
+  const visible = visibleCenters(ctx.auth, input.queryCenter)
+  return store.transaction(ctx.auth.companyId, async (tx) => {
+    const current = visibleRow(
+      visible,
+      await tx.findById(input.id.toLowerCase(), { forUpdate: true }),
+      'No such consent',
+    )
+    if (current.status !== 'granted')
+      throw new InvalidTransition(`only a granted consent can be withdrawn; it is ${current.status}`)
+    const withdrawn = await tx.update(current.id, {
+      status: 'withdrawn',
+      withdrawn_at: input.now,
+      withdrawal_reason: input.body.reason,
+      withdrawal_signer: input.body.signer_name,
+    })
+    await tx.publish([consentEvent('consent.withdrawn', ctx, withdrawn)])
+    return withdrawn
+  })
+}
+
+/** A pending consent past its expiry becomes expired (the expiry worker, with its clock). */
+export async function expireConsent(ctx: Ctx, store: ConsentStore, id: string, now: Date): Promise<boolean> {
+  return store.transaction(ctx.auth.companyId, async (tx) => {
+    const current = await tx.findById(id, { forUpdate: true })
+    if (!current || current.status !== 'pending' || Date.parse(current.expires_at) > now.getTime())
+      return false
+    const expired = await tx.update(id, { status: 'expired' })
+    await tx.publish([consentEvent('consent.expired', ctx, expired)])
+    return true
+  })
+}
+
+export const nameOf = (p: PatientContact | null) => (p ? `${p.first_name} ${p.last_name}` : 'unknown patient')

@@ -1,0 +1,57 @@
+/**
+ * The type of a file decided from its first bytes (DESIGN.md section 15), never from the client's
+ * Content-Type or name. `file-type` (a kept library of magic numbers) reads them; DICOM, which it
+ * does not always know from the preamble, is `DICM` at byte 128.
+ */
+
+/** Bytes to read before deciding: file-type looks at most this far; DICOM's magic ends at 132. */
+export const SNIFF_BYTES = 4100
+
+/** The detected types a document may have, each with the extension its download is named with. */
+export const ACCEPTED: Readonly<Record<string, string>> = {
+  'application/pdf': 'pdf',
+  'image/jpeg': 'jpg',
+  'image/png': 'png',
+  'image/tiff': 'tif',
+  'image/webp': 'webp',
+  'image/heic': 'heic',
+  'image/heif': 'heic',
+  'application/dicom': 'dcm',
+}
+
+export type Detection = { accepted: true; contentType: string } | { accepted: false; found: string }
+
+type FileTypeModule = { fileTypeFromBuffer(b: Uint8Array): Promise<{ mime: string } | undefined> }
+let fileType: Promise<FileTypeModule> | undefined
+/**
+ * `file-type` is ESM only and the service compiles to CommonJS: with `module: Node16`, TypeScript
+ * keeps this `import()` as it is (never a `require`), so Node loads it as ESM.
+ */
+const loadFileType = () => (fileType ??= import('file-type/core') as Promise<FileTypeModule>)
+
+const isDicom = (head: Buffer) => head.length >= 132 && head.toString('latin1', 128, 132) === 'DICM'
+
+/** What text-like bytes are, for the 415's `found` (file-type knows binary formats only). */
+function textKind(head: Buffer): string {
+  const text = head.toString('latin1').trimStart().slice(0, 512).toLowerCase()
+  if (text.startsWith('<?xml') && text.includes('<svg')) return 'image/svg+xml'
+  if (text.startsWith('<svg')) return 'image/svg+xml'
+  if (/^<(!doctype html|html|head|body|script|iframe|div|p\b|a\b)/.test(text) || text.includes('<html'))
+    return 'text/html'
+  if (text.startsWith('<?xml')) return 'application/xml'
+  // Mostly printable: plain text; else bytes nobody recognises.
+  const sample = head.subarray(0, 512)
+  let printable = 0
+  for (const b of sample) if (b === 9 || b === 10 || b === 13 || (b >= 32 && b < 127) || b >= 128) printable++
+  return sample.length && printable / sample.length > 0.95 ? 'text/plain' : 'unrecognised binary data'
+}
+
+/** The file's type from its first SNIFF_BYTES bytes (all of it when shorter). */
+export async function detectType(head: Buffer): Promise<Detection> {
+  if (!head.length) return { accepted: false, found: 'an empty file' }
+  if (isDicom(head)) return { accepted: true, contentType: 'application/dicom' }
+  const { fileTypeFromBuffer } = await loadFileType()
+  const found = await fileTypeFromBuffer(head)
+  if (found && ACCEPTED[found.mime]) return { accepted: true, contentType: found.mime }
+  return { accepted: false, found: found?.mime ?? textKind(head) }
+}

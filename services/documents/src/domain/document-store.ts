@@ -1,0 +1,39 @@
+import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { Category, Document, DocumentStatus } from '../schemas/document'
+import type { ContentTx } from './content-store'
+
+/**
+ * What the documents domain needs from storage. The implementation
+ * (db/repositories/documents-repository.ts) scopes every statement by company, under row-level
+ * security; the bytes are behind ContentStore (content-store.ts).
+ */
+export interface DocumentStore extends TenantStore<DocumentTx, Document> {
+  list(companyId: number, filter: DocumentFilter): Promise<{ rows: Document[]; total: number }>
+}
+
+/** A new document's stored fields (the rest is set by the store: times, version, status). */
+export type NewDocument = Omit<Document, 'id' | 'status' | 'created_at' | 'updated_at' | 'version'>
+
+export interface DocumentTx extends TenantTx<Document> {
+  insert(id: string, fields: NewDocument): Promise<Document>
+  /** Writes these fields, bumps version and updated_at. */
+  update(
+    id: string,
+    changes: { title?: string | null; category?: Category; status?: DocumentStatus },
+  ): Promise<Document>
+  /** The contents, in this same transaction. */
+  content: ContentTx
+}
+
+export interface DocumentFilter {
+  /** null: every center and documents without one; else only these centers. */
+  centers: string[] | null
+  patientId?: string
+  category?: Category
+  examId?: string
+  appointmentId?: string
+  status: DocumentStatus
+  offset: number
+  limit: number
+  after?: KeysetAfter
+}

@@ -1,0 +1,234 @@
+import { Readable } from 'node:stream'
+import {
+  CenterQuery,
+  ETagHeader,
+  IdParams,
+  PatchHeaders,
+  PostHeaders,
+  STREAMED_BODY_SCHEMA,
+  listOf,
+  problem,
+  problemSchema,
+  sendResource,
+  type RequestErrorOptions,
+} from '@clinic/platform'
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ContentStore } from '../domain/content-store'
+import { deleteDocument, updateDocument } from '../domain/change-document'
+import type { AppointmentDirectory, PatientDirectory } from '../domain/directories'
+import type { DocumentStore } from '../domain/document-store'
+import { contentDisposition } from '../domain/filename'
+import { getDocument } from '../domain/get-document'
+import { listDocuments } from '../domain/list-documents'
+import { readContent } from '../domain/read-content'
+import { uploadDocument } from '../domain/upload-document'
+import {
+  Document,
+  ListDocumentsQuery,
+  READ_ONLY_FIELDS,
+  UpdateDocumentBody,
+  UploadBody,
+} from '../schemas/document'
+import { multipartParts } from './multipart-parts'
+
+const tags = ['documents']
+/** A 415 of an upload: `found` names what the bytes are. */
+const UnsupportedTypeProblem = Type.Unsafe({
+  ...problemSchema,
+  title: 'UnsupportedTypeProblem',
+  description: 'unsupported_media_type: `found` names what the bytes are',
+  properties: {
+    ...problemSchema.properties,
+    found: Type.String({ description: 'the type the bytes show (e.g. text/html), never the one sent' }),
+  },
+})
+const PATCH_RULES: RequestErrorOptions = { readOnlyFields: READ_ONLY_FIELDS }
+
+/** Every header of a download (DESIGN.md section 15): it is data to keep, never a page to run. */
+const DOWNLOAD_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "sandbox; default-src 'none'",
+  'cache-control': 'private, no-store',
+  'accept-ranges': 'bytes',
+}
+
+const uploadRoute = {
+  config: { streamedBody: true },
+  schema: {
+    tags,
+    operationId: 'uploadDocument',
+    summary: 'Upload a document (multipart/form-data)',
+    description:
+      "A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).",
+    querystring: CenterQuery,
+    headers: PostHeaders,
+    body: { content: { 'multipart/form-data': { schema: { ...UploadBody, [STREAMED_BODY_SCHEMA]: true } } } },
+    response: {
+      201: { ...Document, headers: { ...ETagHeader, location: Type.String() } },
+      413: problem('payload_too_large'),
+      415: UnsupportedTypeProblem,
+      422: problem('unknown_patient or unknown_appointment'),
+      503: problem('upstream_unavailable (Retry-After)'),
+    },
+  },
+}
+
+const listRoute = {
+  schema: {
+    tags,
+    operationId: 'listDocuments',
+    summary: "List documents (a patient's: patient_id)",
+    description:
+      'Newest first. Deleted documents are listed only with `status=deleted`. A token limited to centers sees only its centers.',
+    querystring: ListDocumentsQuery,
+    response: { 200: listOf(Document, 'DocumentList') },
+  },
+}
+
+const getRoute = {
+  schema: {
+    tags,
+    operationId: 'getDocument',
+    summary: "Read one document's metadata",
+    description: 'Deleted documents too (`status: deleted`): their metadata stays for the trail.',
+    params: IdParams,
+    querystring: CenterQuery,
+    response: { 200: { ...Document, headers: ETagHeader } },
+  },
+}
+
+const updateRoute = {
+  config: { rules: PATCH_RULES },
+  schema: {
+    tags,
+    operationId: 'updateDocument',
+    summary: 'Change the title or category of a document',
+    description:
+      'Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.',
+    params: IdParams,
+    querystring: CenterQuery,
+    headers: PatchHeaders,
+    body: UpdateDocumentBody,
+    response: {
+      200: { ...Document, headers: ETagHeader },
+      410: problem('document_deleted'),
+      412: problem('version_mismatch'),
+    },
+  },
+}
+
+const deleteRoute = {
+  schema: {
+    tags,
+    operationId: 'deleteDocument',
+    summary: 'Delete a document',
+    description:
+      'The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail.',
+    params: IdParams,
+    querystring: CenterQuery,
+    response: { 204: Type.Null({ description: 'deleted' }) },
+  },
+}
+
+const contentRoute = {
+  schema: {
+    tags,
+    operationId: 'getDocumentContent',
+    summary: "Download a document's bytes",
+    description:
+      "The bytes as stored, `Content-Type` the detected type, as an attachment, `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.",
+    params: IdParams,
+    querystring: CenterQuery,
+    headers: Type.Object({
+      range: Type.Optional(Type.String({ description: 'one range: bytes=0-1023, bytes=1024-, bytes=-500' })),
+      'if-range': Type.Optional(
+        Type.String({ description: 'the ETag you hold: a range only if it still matches' }),
+      ),
+    }),
+    response: {
+      200: {
+        description: 'the bytes',
+        content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+      },
+      206: {
+        description: 'the range asked for',
+        content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+      },
+      410: problem('document_deleted'),
+      416: problem('range_not_satisfiable'),
+    },
+  },
+}
+
+export interface DocumentRoutesOptions {
+  store: DocumentStore
+  content: ContentStore
+  patients: PatientDirectory
+  appointments: AppointmentDirectory
+  /** DOCUMENTS_MAX_BYTES */
+  maxBytes: number
+}
+
+/** The routes state their schemas; each handler calls one use case. */
+export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = async (app, o) => {
+  // Uploads are read as they stream (multipartParts): the parser hands the body on unread.
+  app.addContentTypeParser('multipart/form-data', (_req, payload, done) => done(null, payload))
+
+  app.get('/documents', listRoute, async (req) => listDocuments(req.ctx, o.store, req.query))
+
+  app.post('/documents', uploadRoute, async (req, reply) => {
+    const parts = multipartParts(req.headers, req.body as unknown as Readable, o.maxBytes)
+    const result = await uploadDocument(req.ctx, o, {
+      parts,
+      maxBytes: o.maxBytes,
+      queryCenter: req.query.codalmacen,
+      idempotencyKey: req.headers['idempotency-key'],
+      method: req.method,
+      path: req.url,
+    })
+    return sendResource(reply, result, { status: 201, location: `/documents/${result.body.id}` })
+  })
+
+  app.get('/documents/:id', getRoute, async (req, reply) =>
+    sendResource(reply, {
+      body: await getDocument(req.ctx, o.store, { id: req.params.id, queryCenter: req.query.codalmacen }),
+    }),
+  )
+
+  app.patch('/documents/:id', updateRoute, async (req, reply) =>
+    sendResource(reply, {
+      body: await updateDocument(req.ctx, o.store, {
+        id: req.params.id,
+        patch: req.body,
+        queryCenter: req.query.codalmacen,
+        ifMatch: req.headers['if-match'],
+      }),
+    }),
+  )
+
+  app.delete('/documents/:id', deleteRoute, async (req, reply) => {
+    await deleteDocument(req.ctx, o.store, { id: req.params.id, queryCenter: req.query.codalmacen })
+    return reply.code(204).send(null)
+  })
+
+  app.get('/documents/:id/content', contentRoute, async (req, reply) => {
+    const { document, bytes, range } = await readContent(req.ctx, o, {
+      id: req.params.id,
+      queryCenter: req.query.codalmacen,
+      range: req.headers.range,
+      ifRange: req.headers['if-range'],
+    })
+    reply.headers({
+      ...DOWNLOAD_HEADERS,
+      'content-type': document.content_type,
+      'content-disposition': contentDisposition(document.filename),
+      etag: `"${document.sha256}"`,
+    })
+    if (range) {
+      reply.code(206)
+      reply.header('content-range', `bytes ${range.start}-${range.end}/${document.size_bytes}`)
+      reply.header('content-length', range.end - range.start + 1)
+    } else reply.header('content-length', document.size_bytes)
+    return reply.send(Readable.from(bytes))
+  })
+}

@@ -1,0 +1,250 @@
+import { createHash } from 'node:crypto'
+import { inflateSync } from 'node:zlib'
+import { injectAs, outboxOf, testPrincipal } from '@clinic/platform/testing'
+import { ConsentsRepository } from '../../src/db/repositories/consents-repository'
+import { ConsentExpiryWorker } from '../../src/jobs/expiry-worker'
+import { startApp, type Harness } from '../helpers'
+import { createLogger } from '@clinic/platform'
+
+let now = new Date('2026-11-27T10:00:00Z')
+const clock = () => now
+let h: Harness
+beforeAll(async () => {
+  h = await startApp({ clock })
+})
+afterAll(() => h.close())
+
+const BODY =
+  'Se me ha explicado la cirugía de cataratas, sus riesgos y alternativas.\n\nAutorizo la intervención.'
+const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex')
+
+/**
+ * The text of a PDF as a reader gets it: each content stream inflated, the strings its text
+ * operators draw (pdf-lib writes them as hex strings in WinAnsi) decoded, one line each.
+ */
+function pdfText(pdf: Buffer): string {
+  const lines: string[] = []
+  const raw = pdf.toString('latin1')
+  for (const m of raw.matchAll(/stream\r?\n/g)) {
+    const start = m.index! + m[0].length
+    const end = raw.indexOf('endstream', start)
+    let content: string
+    try {
+      content = inflateSync(pdf.subarray(start, end)).toString('latin1')
+    } catch {
+      continue
+    }
+    for (const t of content.matchAll(/<([0-9A-Fa-f]*)>\s*Tj/g))
+      lines.push(Buffer.from(t[1]!, 'hex').toString('latin1'))
+  }
+  return lines.join('\n')
+}
+
+async function template(as: ReturnType<typeof injectAs>, key = 'cataract-surgery', language = 'es') {
+  const res = await as('POST', '/consents/templates', {
+    key,
+    language,
+    title: 'Cirugía de cataratas',
+    body: BODY,
+  })
+  expect(res.statusCode).toBe(201)
+  return res.json()
+}
+
+const page = (url: string, o: { method?: 'GET' | 'POST'; form?: string; ua?: string } = {}) =>
+  h.app.inject({
+    method: o.method ?? 'GET',
+    url,
+    headers: {
+      ...(o.form !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      'user-agent': o.ua ?? 'TestPhone/1.0',
+      'x-forwarded-for': '203.0.113.7',
+    },
+    ...(o.form !== undefined ? { payload: o.form } : {}),
+  })
+
+describe('consent templates', () => {
+  it('versions a key and language; each version keeps its text and hash', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    const v1 = await template(as)
+    const v2 = await template(as)
+    expect([v1.version, v2.version]).toEqual([1, 2])
+    expect(v1.text_sha256).toBe(sha(BODY))
+    expect((await as('GET', `/consents/templates/${v1.id}`)).json()).toMatchObject({ version: 1, body: BODY })
+    expect((await as('GET', '/consents/templates?key=cataract-surgery')).json().meta.total).toBe(2)
+    expect((await injectAs(h.app, testPrincipal())('GET', `/consents/templates/${v1.id}`)).statusCode).toBe(
+      404,
+    )
+  })
+})
+
+describe('a consent through its link', () => {
+  it('asks the guardian, shows the exact text, grants with evidence and a PDF, then refuses a second use', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    const tpl = await template(as)
+    const patient_id = h.far.patient(p.companyId, { requiresGuardian: true })
+    const res = await as('POST', '/consents', { patient_id, template_key: 'cataract-surgery' })
+    expect(res.statusCode).toBe(201)
+    const consent = res.json()
+    expect(consent).toMatchObject({
+      status: 'pending',
+      signer_role: 'guardian',
+      template_version: tpl.version,
+      text_sha256: tpl.text_sha256,
+      language: 'es',
+      expires_at: '2026-12-04T10:00:00.000Z',
+    })
+    const link = h.far.linkTo(patient_id)
+
+    const open = await page(link)
+    expect(open.statusCode).toBe(200)
+    expect(open.headers['content-security-policy']).toContain("default-src 'none'")
+    expect(open.body).toContain(
+      'Se me ha explicado la cirugía de cataratas, sus riesgos y alternativas.\n\nAutorizo la intervención.',
+    )
+    expect(open.body).toContain('tutor legal de Testa Ficticia')
+    expect(open.body).not.toContain('<script')
+
+    const nameless = await page(link, { method: 'POST', form: 'answer=accept&name=' })
+    expect(nameless.statusCode).toBe(422)
+    const done = await page(link, {
+      method: 'POST',
+      form: 'answer=accept&name=Tutor%20Ficticio%20P%C3%A9rez',
+    })
+    expect(done.statusCode).toBe(200)
+    expect(done.body).toContain('consentimiento ha quedado registrado')
+
+    const granted = (await as('GET', `/consents/${consent.id}`)).json()
+    expect(granted).toMatchObject({
+      status: 'granted',
+      evidence: {
+        signer_role: 'guardian',
+        signer_name: 'Tutor Ficticio Pérez',
+        method: 'patient_link',
+        ip: '203.0.113.7',
+        user_agent: 'TestPhone/1.0',
+        text_sha256: tpl.text_sha256,
+        signed_at: now.toISOString(),
+      },
+    })
+    const doc = (await as('GET', `/documents/${granted.document_id}`)).json()
+    expect(doc).toMatchObject({ category: 'consent', content_type: 'application/pdf', patient_id })
+    const pdf = (await as('GET', `/documents/${doc.id}/content`)).rawPayload
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-')
+    const text = pdfText(pdf)
+    expect(text).toContain('Tutor Ficticio Pérez')
+    expect(text).toContain(tpl.text_sha256)
+    expect(text).toContain('Autorizo la intervención.')
+
+    const again = await page(link, { method: 'POST', form: 'answer=decline' })
+    expect(again.statusCode).toBe(410)
+    expect((await page(link)).statusCode).toBe(410)
+    const altered = await page(`${link.slice(0, -3)}abc`)
+    expect(altered.statusCode).toBe(400)
+    expect(altered.body).toContain('no es válido')
+
+    const types = (await outboxOf(h.owner, p.companyId, consent.id)).map((r) => r.type)
+    expect(types).toEqual([
+      'consent.requested',
+      'consent.link_viewed',
+      'consent.granted',
+      'consent.link_viewed',
+    ])
+    const viewed = (await outboxOf(h.owner, p.companyId, consent.id)).find(
+      (r) => r.type === 'consent.link_viewed',
+    )!
+    expect(viewed.payload).toMatchObject({ actorname: 'patient-link' })
+
+    // Withdrawal keeps the history.
+    const pending = await as('POST', `/consents/${consent.id}/withdraw`, {
+      reason: 'cambia de opinión',
+      signer_name: 'Tutor Ficticio',
+    })
+    expect(pending.json()).toMatchObject({
+      status: 'withdrawn',
+      withdrawal_reason: 'cambia de opinión',
+      evidence: { signer_name: 'Tutor Ficticio Pérez' },
+    })
+    const twice = await as('POST', `/consents/${consent.id}/withdraw`, { reason: 'x', signer_name: 'y' })
+    expect(twice.json()).toMatchObject({ status: 409, code: 'invalid_transition' })
+  })
+
+  it('keeps a refusal; asks the patient when no guardian is required; 422 unknown_template; 409 withdrawing a pending one', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as, 'injection', 'en')
+    const patient_id = h.far.patient(p.companyId)
+    expect((await as('POST', '/consents', { patient_id, template_key: 'nope' })).json()).toMatchObject({
+      status: 422,
+      code: 'unknown_template',
+    })
+    const consent = (
+      await as('POST', '/consents', { patient_id, template_key: 'injection', language: 'en' })
+    ).json()
+    expect(consent.signer_role).toBe('patient')
+    expect(
+      (await as('POST', `/consents/${consent.id}/withdraw`, { reason: 'x', signer_name: 'y' })).statusCode,
+    ).toBe(409)
+    const link = h.far.linkTo(patient_id)
+    const open = await page(link)
+    expect(open.body).toContain('on your own behalf')
+    const declined = await page(link, { method: 'POST', form: 'answer=decline' })
+    expect(declined.body).toContain('you do not accept')
+    expect((await as('GET', `/consents/${consent.id}`)).json()).toMatchObject({
+      status: 'refused',
+      document_id: null,
+    })
+    expect((await as('GET', '/consents?status=refused')).json().meta.total).toBe(1)
+  })
+
+  it('records an in-person grant with its witness, and expires an unanswered one through the job queue', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const patient_id = h.far.patient(p.companyId)
+    const inPerson = (
+      await as('POST', '/consents', { patient_id, template_key: 'cataract-surgery', send: false })
+    ).json()
+    const granted = await as('POST', `/consents/${inPerson.id}/grant`, {
+      signer_role: 'patient',
+      signer_name: 'Testa Ficticia',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(granted.json()).toMatchObject({
+      status: 'granted',
+      evidence: { method: 'in_person', witness: 'Enfermera Ficticia' },
+    })
+
+    const later = (
+      await as('POST', '/consents', {
+        patient_id,
+        template_key: 'cataract-surgery',
+        expires_at: '2026-11-28T10:00:00Z',
+      })
+    ).json()
+    const link = h.far.linkTo(patient_id)
+    const worker = new ConsentExpiryWorker({
+      store: new ConsentsRepository(h.knex),
+      clock,
+      log: createLogger({ service: 'documents', level: 'silent' }),
+      pollMs: 60_000,
+    }).start()
+    try {
+      await worker.idle()
+      expect((await as('GET', `/consents/${later.id}`)).json().status).toBe('pending')
+      now = new Date('2026-11-28T10:00:01Z')
+      worker.wake()
+      await worker.idle()
+      expect((await as('GET', `/consents/${later.id}`)).json().status).toBe('expired')
+      expect((await outboxOf(h.owner, p.companyId, later.id)).map((r) => r.type)).toContain('consent.expired')
+      const expired = await page(link)
+      expect(expired.statusCode).toBe(410)
+      expect(expired.body).toContain('caducado')
+    } finally {
+      await worker.stop()
+      now = new Date('2026-11-27T10:00:00Z')
+    }
+  })
+})
