@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -179,22 +179,25 @@ describe('new-service on a bare copy of what it reads and writes', () => {
   afterEach(() => rmSync(copy, { recursive: true, force: true }))
 
   it('gives a planned area to the service named after it, with its resource type, off the 501 list', () => {
-    const before = JSON.parse(readFileSync(path.join(copy, 'packages/platform/services.json'), 'utf8'))
-    const planned = before.planned.find((p: { family: string }) => p.family === 'documents')
-    expect(planned).toBeDefined()
-    expect(run('documents')).toMatchObject({ status: 0 })
-    const after = JSON.parse(readFileSync(path.join(copy, 'packages/platform/services.json'), 'utf8'))
+    const listFile = path.join(copy, 'packages/platform/services.json')
+    // Every announced area is served today: announce one in the copy.
+    const announced = JSON.parse(readFileSync(listFile, 'utf8'))
+    announced.planned.push({ family: 'imaging', area: 'imaging', resource_type: 'image' })
+    writeFileSync(listFile, JSON.stringify(announced, null, 2))
+    const before = JSON.parse(readFileSync(listFile, 'utf8'))
+    expect(run('imaging')).toMatchObject({ status: 0 })
+    const after = JSON.parse(readFileSync(listFile, 'utf8'))
     const ports = [before.gateway, ...before.services].map((s: { port: number }) => s.port)
     expect(after.services.at(-1)).toEqual({
-      name: 'documents',
+      name: 'imaging',
       port: Math.max(...ports) + 1,
-      families: { documents: planned.resource_type },
+      families: { imaging: 'image' },
       replicas: { min: 2, max: 4 },
-      list_path: '/documents',
+      list_path: '/imaging',
     })
-    expect(after.planned.map((p: { family: string }) => p.family)).not.toContain('documents')
-    expect(readFileSync(path.join(copy, 'services/documents/src/config.ts'), 'utf8')).toContain(
-      "DOCUMENTS_PORT: v.servicePort('documents')",
+    expect(after.planned.map((p: { family: string }) => p.family)).not.toContain('imaging')
+    expect(readFileSync(path.join(copy, 'services/imaging/src/config.ts'), 'utf8')).toContain(
+      "IMAGING_PORT: v.servicePort('imaging')",
     )
   })
 

@@ -62,7 +62,7 @@ describe('services.json, as the platform reads it', () => {
     ['no families', (l: ServiceList) => (l.services[0]!.families = {}), /patients needs families/],
     [
       'a family listed twice',
-      (l: ServiceList) => (l.planned[0]!.family = 'patients'),
+      (l: ServiceList) => l.planned.push({ family: 'patients', area: 'patients', resource_type: 'patient' }),
       /family patients is listed twice/,
     ],
     [

@@ -457,12 +457,6 @@ describe('X-service-Version on every answer', () => {
       'unsupported_media_type',
     ],
     [
-      '501 planned area',
-      () => ({ method: 'GET' as const, url: '/api/3/clinical', headers: t.headers }),
-      501,
-      'not_implemented',
-    ],
-    [
       '503 service down',
       () => ({ method: 'GET' as const, url: '/api/3/audit/events', headers: t.headers }),
       503,
@@ -779,7 +773,6 @@ describe('answers are not cached or sniffed', () => {
       [{ method: 'GET', url: '/api/3/patients' }, 401],
       [{ method: 'GET', url: '/api/audit/events', headers: t.headers }, 403],
       [{ method: 'GET', url: '/api/3/nothing-here', headers: t.headers }, 404],
-      [{ method: 'GET', url: '/api/clinical/exams', headers: t.headers }, 501],
       [
         {
           method: 'POST',

@@ -26,16 +26,11 @@ describe('the route table (scopes.ts)', () => {
     for (const scope of Object.values(OPERATION_SCOPES)) expect(SCOPES).toContain(scope)
   })
 
-  it('needs no scope on public operations (provider callbacks, health) nor the announced areas', () => {
+  it('needs no scope on public operations (provider callbacks, health)', () => {
     const open = [...operationsOf(DOC)]
-      .filter(
-        ([, , op]) =>
-          (Array.isArray(op.security) && op.security.length === 0) || op.tags?.includes('planned'),
-      )
+      .filter(([, , op]) => Array.isArray(op.security) && op.security.length === 0)
       .map(([p, method]) => `${method.toUpperCase()} ${p}`)
-    expect(open).toEqual(
-      expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health', 'GET /clinical']),
-    )
+    expect(open).toEqual(expect.arrayContaining(['POST /comms/webhooks/twilio', 'GET /health']))
     for (const op of open) expect(OPERATION_SCOPES).not.toHaveProperty(op)
   })
 
@@ -109,7 +104,6 @@ describe('scopesNeeded', () => {
     ['GET', '/api/health'],
     ['GET', '/api/openapi.json'],
     ['GET', '/api/docs/static/index.html'],
-    ['GET', '/api/clinical/x'],
     ['GET', '/api/3/nothing-here'],
     ['GET', '/p/a/token'],
     ['GET', '/patients'],
@@ -155,11 +149,9 @@ describe('the merged document', () => {
     })
   })
 
-  it('leaves x-scope off what the table lacks, public operations and the announced areas', () => {
+  it('leaves x-scope off what the table lacks and public operations', () => {
     const paths = doc().paths!
     expect(paths['/patients/{id}/secret']!.get).not.toHaveProperty('x-scope')
     expect(paths['/health']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/clinical']!.get).not.toHaveProperty('x-scope')
-    expect(paths['/clinical']!.get!.responses).not.toHaveProperty('403')
   })
 })
