@@ -9,7 +9,7 @@
 // request's time goes. Target: p50 under 20 ms.
 // Run: node bench/clinical-trend.mjs after `npm run build`. Quiet machine: nothing else running.
 import pg from 'pg'
-import { bareHttp, benchTenant, load, machine, record, startStack } from './lib.mjs'
+import { bareHttp, benchTenant, cpuOf, load, machine, record, startStack } from './lib.mjs'
 
 const PATIENTS = Number(process.env.PATIENTS ?? 10_000)
 const EXAMS = Number(process.env.EXAMS ?? 20)
@@ -97,12 +97,20 @@ const sample = await (
 const points = JSON.parse(sample).data.length
 
 const rows = []
+/** Where a request's time goes: CPU ms per request in each process of the stack, over the row's load. */
+const SERVED_BY = ['gateway', 'clinical', 'patients', 'audit']
+const cpu = () => Object.fromEntries(SERVED_BY.map((s) => [s, cpuOf([stack.procs[s].pid])]))
 const run = async (name, url, o = {}) => {
   for (const connections of CONNECTIONS) {
     if (!o.bare) await load({ url, headers, connections, duration: WARMUP, ...o.opts })
+    const before = o.bare ? null : cpu()
     const r = await load({ url, headers, connections, duration: DURATION, ...o.opts })
+    const after = o.bare ? null : cpu()
+    const perRequest = SERVED_BY.map((s) =>
+      before ? (((after[s] - before[s]) / r.requests.total) * 1000).toFixed(2) : '',
+    )
     rows.push(
-      `| ${name} | ${connections} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p90} | ${r.latency.p99} | ${r.non2xx} |`,
+      `| ${name} | ${connections} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p90} | ${r.latency.p99} | ${r.non2xx} | ${perRequest.join(' | ')} |`,
     )
     console.log(rows.at(-1))
   }
@@ -133,8 +141,10 @@ ${machine()}. ${PATIENTS.toLocaleString('en')} patients, ${EXAMS} signed exams e
 
 The statement alone (EXPLAIN ANALYZE, one patient): ${planMs} ms.
 
-| what | connections | req/s | p50 ms | p90 ms | p99 ms | non-2xx |
-| --- | --- | --- | --- | --- | --- | --- |
+CPU ms per request by process (from /proc over each row's load; the audit drain that follows a row is not in it):
+
+| what | connections | req/s | p50 ms | p90 ms | p99 ms | non-2xx | gateway | clinical | patients | audit |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
 \`\`\`

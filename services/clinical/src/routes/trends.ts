@@ -16,7 +16,7 @@ export const trendRoutes: FastifyPluginAsyncTypebox<{
         operationId: 'listClinicalMeasurements',
         summary: 'A patient’s measurements over time (trends)',
         description:
-          'Every live (not superseded) measurement of `type` (`iop`, the default, or `visual_acuity`) across the patient’s signed exams, oldest first, with the finding’s own fields plus `exam_id` and `performed_at`. `eye` filters one eye; `kind` is the acuity kind or the IOP method; `from`/`to` bound the time measured (IOP `measured_at`, acuity the exam’s `performed_at`). At most `limit` (default 500); `meta.total` is exact. A patient the caller may not see (another company’s, a hidden center’s) is 404; the patients service unavailable, 503.',
+          'Every live (not superseded) measurement of `type` (`iop`, the default, or `visual_acuity`) across the patient’s signed exams, oldest first, with the finding’s own fields plus `exam_id` and `performed_at`. `eye` filters one eye; `kind` is the acuity kind or the IOP method; `from`/`to` bound the time measured (IOP `measured_at`, acuity the exam’s `performed_at`). At most `limit` (default 500); `meta.total` is exact. A patient the caller may not see (another company’s, a hidden center’s) is 404.',
         params: PatientParams,
         querystring: TrendQuery,
         response: { 200: TrendList },
