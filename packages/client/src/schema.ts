@@ -6107,7 +6107,10 @@ export interface operations {
                 /** @description Code of a clinic center of the company (codalmacen) */
                 codalmacen?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description UUIDv7 */
                 id: string;
@@ -6140,7 +6143,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description exam_signed */
+            /** @description exam_signed or idempotency_conflict */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -6219,7 +6222,10 @@ export interface operations {
                 /** @description Code of a clinic center of the company (codalmacen) */
                 codalmacen?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description UUIDv7 */
                 id: string;
@@ -6252,7 +6258,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description exam_signed */
+            /** @description exam_signed or idempotency_conflict */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -6331,7 +6337,10 @@ export interface operations {
                 /** @description Code of a clinic center of the company (codalmacen) */
                 codalmacen?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description UUIDv7 */
                 id: string;
@@ -6364,7 +6373,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description exam_signed */
+            /** @description exam_signed or idempotency_conflict */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -6443,7 +6452,10 @@ export interface operations {
                 /** @description Code of a clinic center of the company (codalmacen) */
                 codalmacen?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description UUIDv7 */
                 id: string;
@@ -6476,7 +6488,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description exam_signed */
+            /** @description exam_signed or idempotency_conflict */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];

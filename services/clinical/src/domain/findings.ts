@@ -1,5 +1,13 @@
-import { uuidv7, visibleCenters, visibleRow, type Ctx } from '@clinic/platform/core'
-import { NotFound } from '@clinic/platform/core'
+import {
+  NotFound,
+  findVisible,
+  idempotencyOf,
+  uuidv7,
+  visibleCenters,
+  visibleRow,
+  type Ctx,
+  type StoredResponse,
+} from '@clinic/platform/core'
 import { examUpdated } from '../events/exam-events'
 import type { Finding } from '../schemas/findings'
 import type { ExamStore } from './exam-store'
@@ -10,7 +18,8 @@ import { NOT_FOUND, findingOf } from './read-exam'
 
 /**
  * Adds a finding to a draft exam (409 exam_signed once signed): stored as entered plus what the
- * service computes (findingValues), with who recorded it; the exam's version moves on.
+ * service computes (findingValues), with who recorded it; the exam's version moves on. With an
+ * `Idempotency-Key`, a retry answers the finding first added (the exam still visible), never a second.
  */
 export async function addFinding(
   ctx: Ctx,
@@ -20,11 +29,17 @@ export async function addFinding(
     kind: FindingKind
     body: Record<string, unknown>
     queryCenter: string | undefined
+    idempotencyKey?: string
+    requestHash: string
   },
-): Promise<Finding> {
+): Promise<StoredResponse<Finding>> {
   const visible = visibleCenters(ctx.auth, input.queryCenter)
   const values = findingValues(input.kind, input.body)
-  return store.transaction(ctx.auth.companyId, async (tx) => {
+  const idempotency = idempotencyOf(ctx, {
+    idempotencyKey: input.idempotencyKey,
+    requestHash: input.requestHash,
+  })
+  const result = await store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const exam = await lockDraft(ctx, tx, input.examId, visible)
     const touched = await tx.touch(exam.id)
     const finding = await tx.insertFinding(
@@ -40,8 +55,10 @@ export async function addFinding(
       ...actorOf(ctx),
     })
     await tx.publish([examUpdated(ctx, touched, [input.kind])])
-    return findingOf(finding)
+    return { body: findingOf(finding) }
   })
+  if (result.replayed) await findVisible(ctx, store, input.examId, { notFound: NOT_FOUND })
+  return result
 }
 
 /** Removes a finding of a draft exam (a draft is not yet a record); signed: 409 exam_signed. */

@@ -1,4 +1,4 @@
-import { CenterQuery, IdParams, problem } from '@clinic/platform'
+import { CenterQuery, IdParams, PostHeaders, problem, requestHash, sendResource } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ExamStore } from '../domain/exam-store'
 import { FINDING_KINDS, FINDING_RULES, KIND_PATHS } from '../domain/finding-rules'
@@ -38,22 +38,27 @@ export const findingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore }> = as
           description: `${DESCRIPTIONS[kind]} A signed exam is 409 exam_signed (amend it).`,
           params: IdParams,
           querystring: CenterQuery,
+          headers: PostHeaders,
           body: FINDING_BODIES[kind],
           response: {
             201: { ...FINDING_SCHEMAS[kind], headers: { location: Type.String() } },
-            409: problem('exam_signed'),
+            409: problem('exam_signed or idempotency_conflict'),
           },
         },
       },
       async (req, reply) => {
-        const finding = await addFinding(req.ctx, store, {
+        const result = await addFinding(req.ctx, store, {
           examId: req.params.id,
           kind,
           body: req.body as Record<string, unknown>,
           queryCenter: req.query.codalmacen,
+          idempotencyKey: req.headers['idempotency-key'],
+          requestHash: requestHash(req.method, req.url, req.body),
         })
-        reply.header('location', `/clinical/exams/${req.params.id}/${KIND_PATHS[kind]}/${finding.id}`)
-        return reply.code(201).send(finding)
+        return sendResource(reply, result, {
+          status: 201,
+          location: `/clinical/exams/${req.params.id}/${KIND_PATHS[kind]}/${result.body.id}`,
+        })
       },
     )
     app.delete(

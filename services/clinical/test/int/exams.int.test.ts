@@ -100,6 +100,22 @@ describe('exams', () => {
     expect(read.headers.etag).toBe('"6"')
   })
 
+  it('adds a finding once per Idempotency-Key: a retry answers the first, another body is a conflict', async () => {
+    const exam = await c.exam()
+    const url = `/clinical/exams/${exam.id}/iop`
+    const key = { 'idempotency-key': `iop-${exam.id}` }
+    const first = await c.send('POST', url, FINDINGS.iop, key)
+    expect(first.statusCode).toBe(201)
+    const retry = await c.send('POST', url, FINDINGS.iop, key)
+    expect([retry.statusCode, retry.json().id]).toEqual([201, first.json().id])
+    expect(retry.headers.location).toBe(first.headers.location)
+    const other = await c.send('POST', url, { ...FINDINGS.iop, mmhg: 21 }, key)
+    expect([other.statusCode, other.json().code]).toEqual([409, 'idempotency_conflict'])
+    const now = (await c.send('GET', `/clinical/exams/${exam.id}`)).json()
+    expect(now.iop.map((f: { id: string }) => f.id)).toEqual([first.json().id])
+    expect(now.version).toBe(2)
+  })
+
   it('refuses values that do not read, naming them', async () => {
     const exam = await c.exam()
     const bad = await c.send('POST', `/clinical/exams/${exam.id}/visual-acuity`, {
