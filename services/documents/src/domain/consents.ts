@@ -62,6 +62,10 @@ export async function createTemplate(
   return template
 }
 
+/**
+ * Templates are the company's, of no center: like any row without a center (DESIGN.md section 2),
+ * a list under `codalmacen` or by a token limited to centers shows none of them.
+ */
 export function listTemplates(
   ctx: Ctx,
   store: ConsentStore,
@@ -69,10 +73,11 @@ export function listTemplates(
 ): Promise<Page<ConsentTemplate>> {
   return keysetPage(input, {
     keyset: TEMPLATE_KEYSET,
-    // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
     filter: () => visibleCenters(ctx.auth, input.codalmacen),
-    fetch: (_f, page) =>
-      store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language }),
+    fetch: async (centers, page) =>
+      centers === null
+        ? store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language })
+        : { rows: [], total: 0 },
   })
 }
 
@@ -82,8 +87,9 @@ export async function getTemplate(
   id: string,
   queryCenter?: string,
 ): Promise<ConsentTemplate> {
-  visibleCenters(ctx.auth, queryCenter)
-  const t = await store.findTemplate(ctx.auth.companyId, id.toLowerCase())
+  // A row without a center: not found under a center or for a token limited to centers.
+  const centers = visibleCenters(ctx.auth, queryCenter)
+  const t = centers === null ? await store.findTemplate(ctx.auth.companyId, id.toLowerCase()) : null
   if (!t) throw new NotFound('No such consent template')
   return t
 }
