@@ -12,7 +12,6 @@ import {
   type Page,
   type StoredResponse,
   UnknownPatient,
-  NotFound,
 } from '@clinic/platform/core'
 import { consentEvent } from '../events/consent-events'
 import type {
@@ -43,17 +42,26 @@ export interface ConsentDeps {
   clock: () => Date
 }
 
-/** A new version of a template key and language; older versions stay readable. */
+/**
+ * A new version of a template key and language; older versions stay readable. Its center is the
+ * body's `codalmacen`, else the query's, else none (the whole company's); a token limited to
+ * centers must name one of them, as for any record (DESIGN.md section 2).
+ */
 export async function createTemplate(
   ctx: Ctx,
   store: ConsentStore,
   input: CreateTemplateInput,
   queryCenter?: string,
 ): Promise<ConsentTemplate> {
-  // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
-  visibleCenters(ctx.auth, queryCenter)
+  const { codalmacen: bodyCenter, ...fields } = input
+  const codalmacen = bodyCenter ?? queryCenter ?? null
+  if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
+  else if (ctx.auth.allowedCenters)
+    throw new ValidationFailed([
+      { path: '/codalmacen', message: 'is required for a token limited to centers' },
+    ])
   const template = await store.transaction(ctx.auth.companyId, (tx) =>
-    tx.insertTemplate(uuidv7(), { ...input, text_sha256: textHash(input.body) }),
+    tx.insertTemplate(uuidv7(), { ...fields, codalmacen, text_sha256: textHash(fields.body) }),
   )
   ctx.log.info(
     { template_id: template.id, key: template.key, version: template.version },
@@ -62,10 +70,7 @@ export async function createTemplate(
   return template
 }
 
-/**
- * Templates are the company's, of no center: like any row without a center (DESIGN.md section 2),
- * a list under `codalmacen` or by a token limited to centers shows none of them.
- */
+/** Newest first; a token limited to centers, or `codalmacen`, sees those centers' templates only. */
 export function listTemplates(
   ctx: Ctx,
   store: ConsentStore,
@@ -74,10 +79,8 @@ export function listTemplates(
   return keysetPage(input, {
     keyset: TEMPLATE_KEYSET,
     filter: () => visibleCenters(ctx.auth, input.codalmacen),
-    fetch: async (centers, page) =>
-      centers === null
-        ? store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language })
-        : { rows: [], total: 0 },
+    fetch: (centers, page) =>
+      store.listTemplates(ctx.auth.companyId, { ...page, centers, key: input.key, language: input.language }),
   })
 }
 
@@ -87,11 +90,12 @@ export async function getTemplate(
   id: string,
   queryCenter?: string,
 ): Promise<ConsentTemplate> {
-  // A row without a center: not found under a center or for a token limited to centers.
   const centers = visibleCenters(ctx.auth, queryCenter)
-  const t = centers === null ? await store.findTemplate(ctx.auth.companyId, id.toLowerCase()) : null
-  if (!t) throw new NotFound('No such consent template')
-  return t
+  return visibleRow(
+    centers,
+    await store.findTemplate(ctx.auth.companyId, id.toLowerCase()),
+    'No such consent template',
+  )
 }
 
 export function listConsents(
