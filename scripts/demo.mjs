@@ -182,6 +182,61 @@ else {
   say(`eye exam ${exam.body.id} of ${pablo.first_name} signed, with ${findings.length} findings`)
 }
 
+// A document and a granted consent for the first patient, each once (found again on a later run).
+const [first] = patients
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+)
+const documents = await call('GET', `/documents?patient_id=${first.id}&category=imaging`)
+if (documents.status !== 200) refused('GET /documents', documents)
+if (documents.body.meta.total) say(`a document of ${first.first_name} already there`)
+else {
+  const form = new FormData()
+  form.set('patient_id', first.id)
+  form.set('category', 'imaging')
+  form.set('title', 'Retinografia (demo)')
+  form.set('file', new Blob([PNG], { type: 'image/png' }), 'retinografia.png')
+  const res = await fetch(`${api}/documents`, {
+    method: 'POST',
+    headers: { 'x-service-token': token },
+    body: form,
+  })
+  const made = { status: res.status, body: await res.json().catch(() => undefined) }
+  if (made.status !== 201) refused('POST /documents', made)
+  say(`document ${made.body.filename} of ${first.first_name} uploaded (${made.body.content_type})`)
+}
+const key = 'cataract-surgery'
+const templates = await call('GET', `/consents/templates?key=${key}&language=es`)
+if (templates.status !== 200) refused('GET /consents/templates', templates)
+if (!templates.body.meta.total) {
+  const body = {
+    key,
+    language: 'es',
+    title: 'Consentimiento informado: cirugia de cataratas',
+    body: 'Se me ha explicado la cirugia de cataratas, sus riesgos y sus alternativas.\n\nAutorizo la intervencion.',
+  }
+  const made = await call('POST', '/consents/templates', body, 'demo-template-cataract')
+  if (made.status !== 201) refused('POST /consents/templates', made)
+  say(`consent template ${key} v${made.body.version} written`)
+}
+const granted = await call('GET', `/consents?patient_id=${first.id}&template_key=${key}&status=granted`)
+if (granted.status !== 200) refused('GET /consents', granted)
+if (granted.body.meta.total) say(`a granted consent of ${first.first_name} already there`)
+else {
+  const asked = await call(
+    'POST',
+    '/consents',
+    { patient_id: first.id, template_key: key, send: false },
+    `demo-consent-${day}`,
+  )
+  if (asked.status !== 201) refused('POST /consents', asked)
+  const grant = { signer_role: asked.body.signer_role, signer_name: 'Tutora Demo', witness: 'Enfermera Demo' }
+  const done = await call('POST', `/consents/${asked.body.id}/grant`, grant, `demo-grant-${day}`)
+  if (done.status !== 200) refused(`POST /consents/${asked.body.id}/grant`, done)
+  say(`consent ${key} of ${first.first_name} granted in person (its PDF: document ${done.body.document_id})`)
+}
+
 say(`a NEW token for ${username} (company ${company}): shown only this once; each run makes another`)
 say('paste the two lines below, or run: eval "$(npm run -s demo)"')
 say('then try: curl -s "$API/patients" -H "X-service-Token: $TOKEN"')

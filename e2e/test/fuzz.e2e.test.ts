@@ -1556,3 +1556,68 @@ test(
   },
   TEST_LIMIT_MS,
 )
+
+/**
+ * Multipart garbage against every upload operation (a POST whose body the document gives as
+ * multipart/form-data): no boundary, another boundary than the body's, parts cut short, a part
+ * header line of 100 KB, too many parts, random bytes, a file part with no name. Each is a 4xx
+ * problem+json with a `code`, never a 5xx or a hang, and none leaves a document behind.
+ */
+test('multipart garbage to every upload: a 4xx each, nothing stored', async () => {
+  const doc = await fetchDocument(api)
+  const uploads = Object.entries(doc.paths).filter(
+    ([, m]) => m.post?.requestBody?.content['multipart/form-data'],
+  )
+  expect(uploads.map(([p]) => p)).toEqual(['/documents'])
+  const patient = await call('POST', '/patients', {
+    base: api,
+    token: t.token,
+    body: { first_name: 'Fuzz', last_name: 'Multipart', birth_date: '1970-01-01' },
+  })
+  const png = Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+    'base64',
+  )
+  const b = 'fuzzboundary'
+  const field = (name: string, value: string) =>
+    `--${b}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`
+  const good = Buffer.concat([
+    Buffer.from(field('patient_id', patient.body.id) + field('category', 'other')),
+    Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n`),
+    png,
+    Buffer.from(`\r\n--${b}--\r\n`),
+  ])
+  const type = `multipart/form-data; boundary=${b}`
+  const cases: Array<[string, string | Buffer, string]> = [
+    ['no boundary', good, 'multipart/form-data'],
+    ['another boundary', good, 'multipart/form-data; boundary=other'],
+    ['cut in the file', good.subarray(0, good.length - 40), type],
+    ['cut in a header', good.subarray(0, 30), type],
+    ['no closing delimiter', good.subarray(0, good.length - `--${b}--\r\n`.length), type],
+    [
+      'a 100 KB header line',
+      `--${b}\r\nContent-Disposition: form-data; name="x"\r\nX-Long: ${'a'.repeat(100_000)}\r\n\r\nv\r\n--${b}--\r\n`,
+      type,
+    ],
+    ['500 parts', `${field('title', 'x').repeat(500)}--${b}--\r\n`, type],
+    ['random bytes', Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)), type],
+    ['a file part without a name', good.toString('latin1').replace('name="file"; ', ''), type],
+    ['only the closing delimiter', `--${b}--\r\n`, type],
+  ]
+  const failures: string[] = []
+  for (const [name, raw, contentType] of cases) {
+    const res = await call('POST', '/documents', {
+      base: api,
+      token: t.token,
+      raw,
+      contentType,
+      timeoutMs: TIMEOUT_MS,
+    })
+    const code = (res.body as { code?: unknown })?.code
+    if (res.status < 400 || res.status >= 500 || typeof code !== 'string')
+      failures.push(`${name}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`)
+  }
+  expect(failures).toEqual([])
+  const list = await call('GET', `/documents?patient_id=${patient.body.id}`, { base: api, token: t.token })
+  expect(list.body.meta.total).toBe(0)
+})

@@ -117,6 +117,7 @@ describe('README', () => {
       expect(headings).toContain(area)
     expect(headings).toContain('Reminders, consent and patient links')
     expect(headings).toContain('Webhooks and the change feed')
+    expect(headings).toContain('Documents and consents')
     for (const b of blocks)
       expect([b.heading, withoutComments(b.code).match(PLACEHOLDER)?.[0]]).toEqual([b.heading, undefined])
   })

@@ -1638,6 +1638,7 @@ export interface components {
             version: number;
             /** @description SHA-256 (hex) of the body as UTF-8: what a consent freezes */
             text_sha256: string;
+            codalmacen: string | null;
             /**
              * Format: date-time
              * @description RFC 3339, UTC
@@ -1659,6 +1660,8 @@ export interface components {
             title: string;
             /** @description plain text with paragraphs, shown exactly as written */
             body: string;
+            /** @description the center it is for; none: the whole company */
+            codalmacen?: string;
         };
         /** ConsentTemplateList */
         ConsentTemplateList: {

@@ -44,6 +44,10 @@ export class CommsLinkSender implements LinkSender {
     })
     const url = `${this.o.publicBaseUrl.replace(/\/$/, '')}/p/c/${token}`
     const text = TEXT[lang](await this.o.templateTitle(ctx, consent.id), url)
+    // A subject only for an email: the channel asked for, else comms' choice (the patient's
+    // preferred, else email when the recipient has an address for it).
+    const recipient = patient.requires_legal_guardian ? patient.guardian : patient
+    const email = (channel ?? patient.preferred_channel ?? (recipient?.email ? 'email' : 'sms')) === 'email'
     const answer = await callService<{ code?: string; detail?: string; status?: number; title?: string }>(
       ctx,
       this.o.signer,
@@ -56,7 +60,7 @@ export class CommsLinkSender implements LinkSender {
         body: {
           patient_id: patient.id,
           ...(channel ? { channel } : {}),
-          subject: text.subject,
+          ...(email ? { subject: text.subject } : {}),
           body: text.body,
         },
       },

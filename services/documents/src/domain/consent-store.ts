@@ -52,7 +52,14 @@ export interface ConsentTx extends TenantTx<Consent> {
   /** The next version of a template key and language (locked against a concurrent one). */
   insertTemplate(
     id: string,
-    t: { key: string; language: string; title: string; body: string; text_sha256: string },
+    t: {
+      key: string
+      language: string
+      title: string
+      body: string
+      text_sha256: string
+      codalmacen: string | null
+    },
   ): Promise<ConsentTemplate>
   insert(id: string, c: NewConsent): Promise<Consent>
   update(id: string, changes: ConsentChanges): Promise<Consent>
@@ -72,6 +79,7 @@ export interface ConsentFilter {
 }
 
 export interface TemplateFilter {
+  centers: string[] | null
   key?: string
   language?: string
   offset: number

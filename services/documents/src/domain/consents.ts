@@ -12,7 +12,6 @@ import {
   type Page,
   type StoredResponse,
   UnknownPatient,
-  NotFound,
 } from '@clinic/platform/core'
 import { consentEvent } from '../events/consent-events'
 import type {
@@ -43,17 +42,26 @@ export interface ConsentDeps {
   clock: () => Date
 }
 
-/** A new version of a template key and language; older versions stay readable. */
+/**
+ * A new version of a template key and language; older versions stay readable. Its center is the
+ * body's `codalmacen`, else the query's, else none (the whole company's); a token limited to
+ * centers must name one of them, as for any record (DESIGN.md section 2).
+ */
 export async function createTemplate(
   ctx: Ctx,
   store: ConsentStore,
   input: CreateTemplateInput,
   queryCenter?: string,
 ): Promise<ConsentTemplate> {
-  // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
-  visibleCenters(ctx.auth, queryCenter)
+  const { codalmacen: bodyCenter, ...fields } = input
+  const codalmacen = bodyCenter ?? queryCenter ?? null
+  if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
+  else if (ctx.auth.allowedCenters)
+    throw new ValidationFailed([
+      { path: '/codalmacen', message: 'is required for a token limited to centers' },
+    ])
   const template = await store.transaction(ctx.auth.companyId, (tx) =>
-    tx.insertTemplate(uuidv7(), { ...input, text_sha256: textHash(input.body) }),
+    tx.insertTemplate(uuidv7(), { ...fields, codalmacen, text_sha256: textHash(fields.body) }),
   )
   ctx.log.info(
     { template_id: template.id, key: template.key, version: template.version },
@@ -62,6 +70,7 @@ export async function createTemplate(
   return template
 }
 
+/** Newest first; a token limited to centers, or `codalmacen`, sees those centers' templates only. */
 export function listTemplates(
   ctx: Ctx,
   store: ConsentStore,
@@ -69,10 +78,9 @@ export function listTemplates(
 ): Promise<Page<ConsentTemplate>> {
   return keysetPage(input, {
     keyset: TEMPLATE_KEYSET,
-    // Templates are the company's, of no center; a `codalmacen` is still checked (DESIGN.md section 2).
     filter: () => visibleCenters(ctx.auth, input.codalmacen),
-    fetch: (_f, page) =>
-      store.listTemplates(ctx.auth.companyId, { ...page, key: input.key, language: input.language }),
+    fetch: (centers, page) =>
+      store.listTemplates(ctx.auth.companyId, { ...page, centers, key: input.key, language: input.language }),
   })
 }
 
@@ -82,10 +90,12 @@ export async function getTemplate(
   id: string,
   queryCenter?: string,
 ): Promise<ConsentTemplate> {
-  visibleCenters(ctx.auth, queryCenter)
-  const t = await store.findTemplate(ctx.auth.companyId, id.toLowerCase())
-  if (!t) throw new NotFound('No such consent template')
-  return t
+  const centers = visibleCenters(ctx.auth, queryCenter)
+  return visibleRow(
+    centers,
+    await store.findTemplate(ctx.auth.companyId, id.toLowerCase()),
+    'No such consent template',
+  )
 }
 
 export function listConsents(

@@ -23,7 +23,6 @@ export class FileTooLarge extends AppError {
       code: 'payload_too_large',
       title: 'Payload too large',
       detail: `files are limited to ${limit} bytes`,
-      headers: { connection: 'close' },
     })
   }
 }

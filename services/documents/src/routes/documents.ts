@@ -229,6 +229,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
       reply.header('content-range', `bytes ${range.start}-${range.end}/${document.size_bytes}`)
       reply.header('content-length', range.end - range.start + 1)
     } else reply.header('content-length', document.size_bytes)
-    return reply.send(Readable.from(bytes))
+    // One chunk read ahead at most: ten downloads at once hold a few chunks, not files.
+    return reply.send(Readable.from(bytes, { highWaterMark: 1 }))
   })
 }

@@ -35,6 +35,12 @@ export const CreateTemplateBody = Type.Object(
       pattern: MULTI_LINE,
       description: 'plain text with paragraphs, shown exactly as written',
     }),
+    codalmacen: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_-]{1,10}$',
+        description: 'the center it is for; none: the whole company',
+      }),
+    ),
   },
   {
     title: 'ConsentTemplateCreate',
@@ -60,6 +66,7 @@ export const ConsentTemplate = Type.Object(
     body: Type.String(),
     version: Type.Integer({ minimum: 1, description: '1, 2, ... per key and language' }),
     text_sha256: Type.String({ description: 'SHA-256 (hex) of the body as UTF-8: what a consent freezes' }),
+    codalmacen: nullable(Type.String()),
     created_at: Instant,
   },
   { title: 'ConsentTemplate', additionalProperties: false },

@@ -60,7 +60,7 @@ describe('uploads (services.json `uploads`)', () => {
       headers: {
         ...t.headers,
         'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
-        'content-length': String(27 * 1024 * 1024),
+        'content-length': String(29 * 1024 * 1024),
       },
       payload: form(Buffer.alloc(10)),
     })

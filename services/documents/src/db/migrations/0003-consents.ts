@@ -20,6 +20,7 @@ export const consentsTables = (schema: string, appRole: string): Migration => ({
         title varchar(200) NOT NULL,
         body text NOT NULL,
         text_sha256 char(64) NOT NULL,
+        codalmacen varchar(10),
         created_at timestamptz(3) NOT NULL DEFAULT date_trunc('milliseconds', now()),
         PRIMARY KEY (idempresa, id),
         UNIQUE (idempresa, key, language, version)

@@ -29,7 +29,17 @@ const COLUMNS = [
   'version',
 ] as const
 const SELECT: string[] = [...COLUMNS]
-const TEMPLATE_COLUMNS = ['id', 'key', 'language', 'version', 'title', 'body', 'text_sha256', 'created_at']
+const TEMPLATE_COLUMNS = [
+  'id',
+  'key',
+  'language',
+  'version',
+  'title',
+  'body',
+  'text_sha256',
+  'codalmacen',
+  'created_at',
+]
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : (v as string | null))
 
@@ -105,6 +115,7 @@ export class ConsentsRepository extends TenantRepository<ConsentTx, Consent> imp
 
   async listTemplates(companyId: number, f: TemplateFilter) {
     const matching = this.knex('consent_templates').where({ idempresa: companyId })
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
     if (f.key) matching.where('key', f.key)
     if (f.language) matching.where('language', f.language)
     const page = matching.clone().select(TEMPLATE_COLUMNS)

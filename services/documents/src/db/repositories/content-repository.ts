@@ -41,7 +41,7 @@ export class ContentRepository implements ContentStore {
           const rest = all.subarray(CHUNK_BYTES)
           pending = rest.length ? [Buffer.from(rest)] : []
           pendingBytes = rest.length
-          await flush(Buffer.from(chunk))
+          await flush(chunk)
         }
       },
       async finish() {
