@@ -9,6 +9,8 @@ import type { ContentStore, ContentTx, StagedContent } from '../../domain/conten
  * two rows. 256 KiB keeps one upload's buffer, and one read's, small.
  */
 export const CHUNK_BYTES = 256 * 1024
+/** Bytes a download reads per statement: a slice of a chunk (its hex text stays under 64 KiB). */
+const READ_SLICE_BYTES = 30 * 1024
 
 /**
  * Contents in PostgreSQL (DESIGN.md section 15): `blob_chunks` rows per upload, `blobs` naming
@@ -21,37 +23,36 @@ export class ContentRepository implements ContentStore {
   stage(companyId: number): StagedContent {
     const knex = this.knex
     const uploadId = uuidv7()
-    let pending: Buffer[] = []
-    let pendingBytes = 0
+    // One chunk's buffer per upload, filled in place and reused once its row is written: ten
+    // uploads at once allocate ten of them, not a buffer per piece the socket hands over.
+    const chunk = Buffer.allocUnsafe(CHUNK_BYTES)
+    let filled = 0
     let seq = 0
-    const flush = async (bytes: Buffer) => {
+    const flush = async () => {
       const n = seq++
+      const bytes = chunk.subarray(0, filled)
       await companyTransaction(knex, companyId, (trx) =>
         trx('blob_chunks').insert({ idempresa: companyId, upload_id: uploadId, seq: n, data: bytes }),
       )
+      filled = 0
     }
     return {
       uploadId,
       async write(bytes) {
-        pending.push(bytes)
-        pendingBytes += bytes.length
-        while (pendingBytes >= CHUNK_BYTES) {
-          const all = Buffer.concat(pending)
-          const chunk = all.subarray(0, CHUNK_BYTES)
-          const rest = all.subarray(CHUNK_BYTES)
-          pending = rest.length ? [Buffer.from(rest)] : []
-          pendingBytes = rest.length
-          await flush(chunk)
+        let at = 0
+        while (at < bytes.length) {
+          const take = Math.min(CHUNK_BYTES - filled, bytes.length - at)
+          bytes.copy(chunk, filled, at, at + take)
+          filled += take
+          at += take
+          if (filled === CHUNK_BYTES) await flush()
         }
       },
       async finish() {
-        if (pendingBytes) await flush(Buffer.concat(pending))
-        pending = []
-        pendingBytes = 0
+        if (filled) await flush()
       },
       async discard() {
-        pending = []
-        pendingBytes = 0
+        filled = 0
         await companyTransaction(knex, companyId, (trx) =>
           trx('blob_chunks').where({ idempresa: companyId, upload_id: uploadId }).delete(),
         ).catch(() => undefined)
@@ -76,19 +77,26 @@ export class ContentRepository implements ContentStore {
     if (end < start) return
     const first = Math.floor(start / CHUNK_BYTES)
     const last = Math.floor(end / CHUNK_BYTES)
-    // One chunk a statement: the answer streams at the client's pace, holding one chunk at a time.
+    // A slice of a chunk a statement (bytea comes back as hex text, twice its size): small
+    // strings the young generation frees at once, so ten downloads at once hold a few slices,
+    // never chunks piling up in the large-object space; the answer streams at the client's pace.
     for (let seq = first; seq <= last; seq++) {
-      const [row] = await companyRead<{ data: Buffer }>(
-        this.knex,
-        companyId,
-        this.knex('blob_chunks')
-          .where({ idempresa: companyId, upload_id: blob.upload_id, seq })
-          .select('data'),
-      )
-      if (!row) throw new Error(`chunk ${seq} of content ${sha256} is missing`)
       const from = seq === first ? start - seq * CHUNK_BYTES : 0
-      const to = seq === last ? end - seq * CHUNK_BYTES + 1 : row.data.length
-      yield row.data.subarray(from, to)
+      const to = seq === last ? end - seq * CHUNK_BYTES + 1 : CHUNK_BYTES
+      for (let at = from; at < to; at += READ_SLICE_BYTES) {
+        const length = Math.min(READ_SLICE_BYTES, to - at)
+        const [row] = await companyRead<{ data: Buffer | null }>(
+          this.knex,
+          companyId,
+          this.knex('blob_chunks')
+            .where({ idempresa: companyId, upload_id: blob.upload_id, seq })
+            .select(
+              this.knex.raw('substring(data from ?::integer for ?::integer) AS data', [at + 1, length]),
+            ),
+        )
+        if (!row?.data) throw new Error(`chunk ${seq} of content ${sha256} is missing`)
+        yield row.data
+      }
     }
   }
 }
