@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { inflateSync } from 'node:zlib'
+import path from 'node:path'
 import { injectAs, outboxOf, testPrincipal } from '@clinic/platform/testing'
 import { ConsentsRepository } from '../../src/db/repositories/consents-repository'
 import { ConsentExpiryWorker } from '../../src/jobs/expiry-worker'
@@ -18,26 +19,15 @@ const BODY =
   'Se me ha explicado la cirugía de cataratas, sus riesgos y alternativas.\n\nAutorizo la intervención.'
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex')
 
-/**
- * The text of a PDF as a reader gets it: each content stream inflated, the strings its text
- * operators draw (pdf-lib writes them as hex strings in WinAnsi) decoded, one line each.
- */
+/** The text of a PDF as a reader extracts it (pdf.js, in test/pdf-text.mjs). */
 function pdfText(pdf: Buffer): string {
-  const lines: string[] = []
-  const raw = pdf.toString('latin1')
-  for (const m of raw.matchAll(/stream\r?\n/g)) {
-    const start = m.index! + m[0].length
-    const end = raw.indexOf('endstream', start)
-    let content: string
-    try {
-      content = inflateSync(pdf.subarray(start, end)).toString('latin1')
-    } catch {
-      continue
-    }
-    for (const t of content.matchAll(/<([0-9A-Fa-f]*)>\s*Tj/g))
-      lines.push(Buffer.from(t[1]!, 'hex').toString('latin1'))
-  }
-  return lines.join('\n')
+  const r = spawnSync(process.execPath, [path.join(__dirname, '../pdf-text.mjs')], {
+    input: pdf,
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
+  if (r.status !== 0) throw new Error(`pdf.js could not read the PDF: ${r.stderr}`)
+  return r.stdout
 }
 
 async function template(as: ReturnType<typeof injectAs>, key = 'cataract-surgery', language = 'es') {
