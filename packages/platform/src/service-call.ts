@@ -87,3 +87,24 @@ export async function callService<T>(
   }
   return { status: res.status, body }
 }
+
+/**
+ * One record of another service by its internal lookup route (`GET /internal/<resource>/<id>`), on
+ * behalf of the caller: the body when 200 (checked against `answer`), null when 404 (the assertion
+ * carries the caller's company, so another company's record is a 404 like a missing one). Any other
+ * answer is a failing upstream (503), as are the failures `callService` names.
+ */
+export async function lookUp<T>(
+  ctx: Pick<Ctx, 'auth' | 'requestId' | 'log'>,
+  signer: AssertionSigner,
+  call: Omit<ServiceCall, 'method' | 'body' | 'answer'> & { answer: TSchema },
+): Promise<T | null> {
+  const answer = await callService<T>(ctx, signer, { ...call, method: 'GET' })
+  if (answer.status === 200 && answer.body !== null) return answer.body
+  if (answer.status === 404) return null
+  ctx.log.warn(
+    { upstream: call.service, status: answer.status },
+    `unexpected answer to a ${call.service} lookup`,
+  )
+  throw new UpstreamUnavailable(`The ${call.service} service is unavailable; retry shortly`)
+}

@@ -6,6 +6,7 @@ import {
   UpstreamUnavailable,
   callService,
   createLogger,
+  lookUp,
   fastifyOptions,
   http,
   type Ctx,
@@ -39,6 +40,12 @@ describe('callService: a signed call to another service', () => {
       centers: req.ctx.auth.allowedCenters,
       request_id: req.ctx.requestId,
     }))
+    callee.get('/internal/missing/:id', { config: { callers: ['comms'] } }, async (_req, reply) =>
+      reply.code(404).send({ code: 'not_found' }),
+    )
+    callee.get('/internal/conflicted/:id', { config: { callers: ['comms'] } }, async (_req, reply) =>
+      reply.code(409).send({ code: 'conflict' }),
+    )
     callee.post('/internal/fail', { config: { callers: ['comms'] } }, async () => {
       throw new Error('boom')
     })
@@ -104,6 +111,19 @@ describe('callService: a signed call to another service', () => {
     }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(UpstreamUnavailable)
     expect((err as UpstreamUnavailable).headers).toEqual({ 'retry-after': '5' })
+  })
+
+  it('looks a record up (lookUp): its body on 200, null on 404, 503 on any other answer', async () => {
+    const look = (path: string) =>
+      lookUp(ctx, signer, {
+        service: 'callee',
+        baseUrl: url(callee),
+        path,
+        answer: Type.Object({ id: Type.String() }),
+      })
+    expect(await look('/internal/things/abc')).toMatchObject({ id: 'abc', company: 42 })
+    expect(await look('/internal/missing/abc')).toBeNull()
+    await expect(look('/internal/conflicted/abc')).rejects.toBeInstanceOf(UpstreamUnavailable)
   })
 
   it('turns a refused connection and a timeout into 503', async () => {

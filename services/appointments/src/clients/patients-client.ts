@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { UpstreamUnavailable, type AssertionSigner, type Ctx } from '@clinic/platform/core'
-import { callService } from '@clinic/platform/http'
+import { type AssertionSigner, type Ctx } from '@clinic/platform/core'
+import { lookUp } from '@clinic/platform/http'
 import type { PatientDirectory } from '../domain/patient-directory'
 
 export interface PatientsClientOptions {
@@ -24,17 +24,13 @@ export class PatientsClient implements PatientDirectory {
   constructor(private readonly o: PatientsClientOptions) {}
 
   async exists(ctx: Ctx, patientId: string): Promise<boolean> {
-    const answer = await callService(ctx, this.o.signer, {
+    const found = await lookUp(ctx, this.o.signer, {
       service: 'patients',
       baseUrl: this.o.baseUrl,
-      method: 'GET',
       path: `/internal/patients/${encodeURIComponent(patientId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: PatientFound,
     })
-    if (answer.status === 200) return true
-    if (answer.status === 404) return false
-    ctx.log.warn({ upstream: 'patients', status: answer.status }, 'unexpected answer to a patient lookup')
-    throw new UpstreamUnavailable('The patients service is unavailable; retry shortly')
+    return found !== null
   }
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
-import { callService } from '@clinic/platform/http'
+import { type Ctx } from '@clinic/platform/core'
+import { lookUp } from '@clinic/platform/http'
 import type { AppointmentDirectory } from '../domain/directory'
 import type { ClientOptions } from './patients-client'
 
@@ -15,21 +15,13 @@ export class AppointmentsClient implements AppointmentDirectory {
   constructor(private readonly o: ClientOptions) {}
 
   async find(ctx: Ctx, appointmentId: string) {
-    const answer = await callService(ctx, this.o.signer, {
+    const found = await lookUp<Static<typeof AppointmentFound>>(ctx, this.o.signer, {
       service: 'appointments',
       baseUrl: this.o.baseUrl,
-      method: 'GET',
       path: `/internal/appointments/${encodeURIComponent(appointmentId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: AppointmentFound,
     })
-    if (answer.status === 200)
-      return { patient_id: (answer.body as Static<typeof AppointmentFound>).patient_id }
-    if (answer.status === 404) return undefined
-    ctx.log.warn(
-      { upstream: 'appointments', status: answer.status },
-      'unexpected answer to an appointment lookup',
-    )
-    throw new UpstreamUnavailable('The appointments service is unavailable; retry shortly')
+    return found ? { patient_id: found.patient_id } : undefined
   }
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { UpstreamUnavailable, type AssertionSigner, type Ctx } from '@clinic/platform/core'
-import { callService } from '@clinic/platform/http'
+import { type AssertionSigner, type Ctx } from '@clinic/platform/core'
+import { lookUp } from '@clinic/platform/http'
 import type { PatientDirectory } from '../domain/directory'
 
 export interface ClientOptions {
@@ -22,17 +22,13 @@ export class PatientsClient implements PatientDirectory {
   constructor(private readonly o: ClientOptions) {}
 
   async find(ctx: Ctx, patientId: string) {
-    const answer = await callService(ctx, this.o.signer, {
+    const found = await lookUp<Static<typeof PatientFound>>(ctx, this.o.signer, {
       service: 'patients',
       baseUrl: this.o.baseUrl,
-      method: 'GET',
       path: `/internal/patients/${encodeURIComponent(patientId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: PatientFound,
     })
-    if (answer.status === 200) return { codalmacen: (answer.body as Static<typeof PatientFound>).codalmacen }
-    if (answer.status === 404) return undefined
-    ctx.log.warn({ upstream: 'patients', status: answer.status }, 'unexpected answer to a patient lookup')
-    throw new UpstreamUnavailable('The patients service is unavailable; retry shortly')
+    return found ? { codalmacen: found.codalmacen } : undefined
   }
 }

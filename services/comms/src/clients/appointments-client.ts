@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { UpstreamUnavailable, type Ctx } from '@clinic/platform/core'
-import { callService } from '@clinic/platform/http'
+import { callService, lookUp } from '@clinic/platform/http'
 import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
 import type { AppointmentResponder, LinkAction, LinkAnswer } from '../domain/patient-links'
 import type { ClientOptions } from './patients-client'
@@ -25,22 +25,14 @@ const AppointmentAnswer = Type.Object({
 export class AppointmentsClient implements AppointmentDirectory, AppointmentResponder {
   constructor(private readonly o: ClientOptions) {}
 
-  async find(ctx: Ctx, appointmentId: string): Promise<AppointmentInfo | null> {
-    const answer = await callService<AppointmentInfo>(ctx, this.o.signer, {
+  find(ctx: Ctx, appointmentId: string): Promise<AppointmentInfo | null> {
+    return lookUp<AppointmentInfo>(ctx, this.o.signer, {
       service: 'appointments',
       baseUrl: this.o.baseUrl,
-      method: 'GET',
       path: `/internal/appointments/${encodeURIComponent(appointmentId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: AppointmentAnswer,
     })
-    if (answer.status === 200 && answer.body) return answer.body
-    if (answer.status === 404) return null
-    ctx.log.warn(
-      { upstream: 'appointments', status: answer.status },
-      'unexpected answer to an appointment lookup',
-    )
-    throw new UpstreamUnavailable('The appointments service is unavailable; retry shortly')
   }
 
   /** 200: done (the appointment as it is now); 404: not found; 409: not possible in its status. */

@@ -1,10 +1,5 @@
-import {
-  PatientContact as PatientContactSchema,
-  UpstreamUnavailable,
-  type AssertionSigner,
-  type Ctx,
-} from '@clinic/platform/core'
-import { callService } from '@clinic/platform/http'
+import { PatientContact as PatientContactSchema, type AssertionSigner, type Ctx } from '@clinic/platform/core'
+import { lookUp } from '@clinic/platform/http'
 import type { PatientContact, PatientDirectory } from '../domain/patient-directory'
 
 export interface ClientOptions {
@@ -23,18 +18,13 @@ export interface ClientOptions {
 export class PatientsClient implements PatientDirectory {
   constructor(private readonly o: ClientOptions) {}
 
-  async contact(ctx: Ctx, patientId: string): Promise<PatientContact | null> {
-    const answer = await callService<PatientContact>(ctx, this.o.signer, {
+  contact(ctx: Ctx, patientId: string): Promise<PatientContact | null> {
+    return lookUp<PatientContact>(ctx, this.o.signer, {
       service: 'patients',
       baseUrl: this.o.baseUrl,
-      method: 'GET',
       path: `/internal/patients/${encodeURIComponent(patientId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: PatientContactSchema,
     })
-    if (answer.status === 200 && answer.body) return answer.body
-    if (answer.status === 404) return null
-    ctx.log.warn({ upstream: 'patients', status: answer.status }, 'unexpected answer to a patient lookup')
-    throw new UpstreamUnavailable('The patients service is unavailable; retry shortly')
   }
 }
