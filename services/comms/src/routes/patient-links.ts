@@ -1,15 +1,8 @@
-import { toAppError } from '@clinic/platform/http'
+import { LinkTokenParams, PAGE_HEADERS, linkRequestOf, linkTokenOf, toAppError } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import type { Logger } from 'pino'
 import type { Clock } from '../clock'
-import {
-  LINK_ACTIONS,
-  answerPatientLink,
-  openPatientLink,
-  type LinkDeps,
-  type LinkRequest,
-} from '../domain/patient-links'
+import { LINK_ACTIONS, answerPatientLink, openPatientLink, type LinkDeps } from '../domain/patient-links'
 import { langOf, renderLinkPage, type PageView } from '../links/page'
 
 export interface PatientLinkOptions {
@@ -21,36 +14,14 @@ export interface PatientLinkOptions {
   uses: LinkDeps['uses']
 }
 
-/**
- * What every page is sent with: no script may run, nothing is cached or framed, and the token in
- * the URL is never sent on as a Referer.
- */
-export const PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-  'cache-control': 'no-store',
-  'referrer-policy': 'no-referrer',
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-} as const
-
-// The token is long (ids, a MAC): a wildcard, since path parameters stop at 100 characters.
-const TokenParams = Type.Object({ '*': Type.String({ maxLength: 1024 }) })
 const AnswerForm = Type.Object(
   { action: Type.Union(LINK_ACTIONS.map((a) => Type.Literal(a))) },
   { additionalProperties: false },
 )
 
-const tokenOf = (req: FastifyRequest) => (req.params as { '*'?: string })['*'] ?? ''
-const linkRequest = (req: FastifyRequest): LinkRequest => ({
-  token: tokenOf(req),
-  log: req.log as unknown as Logger,
-  requestId: String(req.id),
-})
-
 /** The page of `view`, with its own status code unless `status` says otherwise. */
 function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, status?: number) {
-  const page = renderLinkPage(view, langOf(tokenOf(req), req.headers['accept-language']))
+  const page = renderLinkPage(view, langOf(linkTokenOf(req), req.headers['accept-language']))
   const code = status ?? page.status
   // The access line names what the page said (never the token: the route is logged, not the URL).
   if (code >= 400 && !reply.problemCode) reply.problemCode = `link_${view.kind}`
@@ -95,15 +66,15 @@ export const patientLinkRoutes: FastifyPluginAsync<PatientLinkOptions> = async (
     schema: { hide: true, params: Type.Object({}) },
     handler: async (req, reply) => sendPage(req, reply, { kind: 'invalid' }),
   })
-  app.get('/p/a/*', { config, schema: { hide: true, params: TokenParams } }, async (req, reply) => {
-    return sendPage(req, reply, await openPatientLink(deps, linkRequest(req)))
+  app.get('/p/a/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {
+    return sendPage(req, reply, await openPatientLink(deps, linkRequestOf(req)))
   })
   app.post(
     '/p/a/*',
-    { config, schema: { hide: true, params: TokenParams, body: AnswerForm } },
+    { config, schema: { hide: true, params: LinkTokenParams, body: AnswerForm } },
     async (req, reply) => {
       const action = (req.body as { action?: unknown }).action
-      return sendPage(req, reply, await answerPatientLink(deps, { ...linkRequest(req), action }))
+      return sendPage(req, reply, await answerPatientLink(deps, { ...linkRequestOf(req), action }))
     },
   )
 }

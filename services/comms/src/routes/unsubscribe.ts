@@ -1,5 +1,4 @@
-import { toAppError } from '@clinic/platform/http'
-import { Type } from '@sinclair/typebox'
+import { LinkTokenParams, PAGE_HEADERS, linkTokenOf, toAppError } from '@clinic/platform/http'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { PreferenceStore } from '../domain/preference-store'
 import { unsubscribeByLink, unsubscribeTarget } from '../domain/set-preference'
@@ -12,16 +11,12 @@ import {
   pageLang,
   unavailablePage,
 } from '../links/unsubscribe-page'
-import { PAGE_HEADERS } from './patient-links'
 
 export interface UnsubscribeOptions {
   store: PreferenceStore
   /** COMMS_LINK_SECRET; without it every link is invalid (400 page). */
   secret?: string
 }
-
-// A wildcard, as for patient links: path parameters stop at 100 characters and a token is longer.
-const TokenParams = Type.Object({ '*': Type.String({ maxLength: 1024 }) })
 
 const page = (reply: FastifyReply, status: number, html: string, code?: string) => {
   // The access line names what the page said (never the token: the route is logged, not the URL).
@@ -51,12 +46,12 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   })
 
   const linkOf = async (req: FastifyRequest): Promise<UnsubscribeLink | null> => {
-    const token = (req.params as { '*'?: string })['*'] ?? ''
+    const token = linkTokenOf(req)
     if (!o.secret) return null
     const v = await verifyLink(o.secret, 'unsubscribe', token, new Date())
     return v.ok ? v.payload : null
   }
-  const options = { config: { public: true }, schema: { hide: true, params: TokenParams } }
+  const options = { config: { public: true }, schema: { hide: true, params: LinkTokenParams } }
 
   app.get('/p/u/*', options, async (req, reply) => {
     const link = await linkOf(req)

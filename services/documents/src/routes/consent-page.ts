@@ -1,24 +1,9 @@
-import { toAppError } from '@clinic/platform/http'
+import { LinkTokenParams, PAGE_HEADERS, linkRequestOf, linkTokenOf, toAppError } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import type { Logger } from 'pino'
-import { answerConsentLink, openConsentLink, type LinkDeps, type LinkRequest } from '../domain/consent-links'
+import { answerConsentLink, openConsentLink, type LinkDeps } from '../domain/consent-links'
 import { langOf, renderConsentPage, type PageView } from '../links/page'
 
-/**
- * What every page is sent with: no script may run, nothing is cached or framed, and the token in
- * the URL is never sent on as a Referer.
- */
-export const PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-  'cache-control': 'no-store',
-  'referrer-policy': 'no-referrer',
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-} as const
-
-const TokenParams = Type.Object({ '*': Type.String({ maxLength: 1024 }) })
 const AnswerForm = Type.Object(
   {
     answer: Type.Union([Type.Literal('accept'), Type.Literal('decline')]),
@@ -27,15 +12,8 @@ const AnswerForm = Type.Object(
   { additionalProperties: false },
 )
 
-const tokenOf = (req: FastifyRequest) => (req.params as { '*'?: string })['*'] ?? ''
-const linkRequest = (req: FastifyRequest): LinkRequest => ({
-  token: tokenOf(req),
-  log: req.log as unknown as Logger,
-  requestId: String(req.id),
-})
-
 function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, status?: number) {
-  const page = renderConsentPage(view, langOf(tokenOf(req), req.headers['accept-language']))
+  const page = renderConsentPage(view, langOf(linkTokenOf(req), req.headers['accept-language']))
   const code = status ?? page.status
   if (code >= 400 && !reply.problemCode) reply.problemCode = `link_${view.kind}`
   return reply.code(code).headers(PAGE_HEADERS).send(page.html)
@@ -69,12 +47,12 @@ export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (
     schema: { hide: true, params: Type.Object({}) },
     handler: async (req, reply) => sendPage(req, reply, { kind: 'invalid' }),
   })
-  app.get('/p/c/*', { config, schema: { hide: true, params: TokenParams } }, async (req, reply) =>
-    sendPage(req, reply, await openConsentLink(deps, linkRequest(req))),
+  app.get('/p/c/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) =>
+    sendPage(req, reply, await openConsentLink(deps, linkRequestOf(req))),
   )
   app.post(
     '/p/c/*',
-    { config, schema: { hide: true, params: TokenParams, body: AnswerForm } },
+    { config, schema: { hide: true, params: LinkTokenParams, body: AnswerForm } },
     async (req, reply) => {
       const form = req.body as { answer?: unknown; name?: unknown }
       const forwarded = req.headers['x-forwarded-for']
@@ -84,7 +62,7 @@ export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (
         req,
         reply,
         await answerConsentLink(deps, {
-          ...linkRequest(req),
+          ...linkRequestOf(req),
           answer: form.answer,
           name: form.name,
           ip,
