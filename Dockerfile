@@ -1,8 +1,9 @@
-# syntax=docker/dockerfile:1.7
-#
 # One image per service, from one Dockerfile:
 #   docker build --build-arg SERVICE=patients -t clinic/patients:$(cat VERSION) .
-# SERVICE is a name in packages/platform/services.json (the one list of services).
+# SERVICE is a name in packages/platform/services.json (the one list of services). The build stage
+# does not depend on SERVICE: it compiles and deploys every service once, so building the eight
+# images builds it once and each image adds only its runtime stage. Plain Dockerfile syntax (no
+# `# syntax=` frontend to pull, no cache mounts): the classic builder and BuildKit build it alike.
 #
 # The image starts the service (`node dist/server.js`); the same image runs the migrations
 # (`node dist/db/migrate.js`) and, for gateway and audit, the admin CLI (`node dist/cli/admin.js`).
@@ -14,8 +15,8 @@
 ARG NODE_IMAGE=node:24-slim@sha256:cd84903a12dbd26b46f1f3b8144a2568c41c5d37ddd0c7a80a34c7a19786b35f
 
 # ---------------------------------------------------------------------------------------------
-# build: install the workspace from the lockfile, compile with tsc -b, and `pnpm deploy` the one
-# service into /out with its production dependencies only.
+# build: install the workspace from the lockfile, compile with tsc -b, and `pnpm deploy` every
+# service into /out/<service> with its production dependencies only.
 # ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS build
 ARG PNPM_VERSION=10.34.8
@@ -23,38 +24,34 @@ ENV CI=true
 RUN npm install --global --no-fund --no-audit "pnpm@${PNPM_VERSION}" && pnpm --version
 WORKDIR /src
 
-# Dependencies first, from the lockfile alone, so this layer is shared by every service image
-# and survives source edits.
+# Dependencies first, from the lockfile alone, so this layer survives source edits.
 COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
-RUN --mount=type=cache,id=clinic-pnpm-store,target=/pnpm/store \
-    pnpm fetch --store-dir /pnpm/store
+RUN pnpm fetch --store-dir /pnpm/store
 
 COPY . .
 # --ignore-scripts: nothing the build or the services need has an install script (the ones
 # allowed in pnpm-workspace.yaml serve the test tools), and the slim image has no compiler.
-RUN --mount=type=cache,id=clinic-pnpm-store,target=/pnpm/store \
-    pnpm install --offline --frozen-lockfile --ignore-scripts --store-dir /pnpm/store
+RUN pnpm install --offline --frozen-lockfile --ignore-scripts --store-dir /pnpm/store
 
-ARG SERVICE
-# SERVICE must be in packages/platform/services.json, the one list of services (naming.cjs reads it).
-RUN node -e "const n=require('./packages/platform/naming.cjs').apps.map(s=>s.name);if(!n.includes(process.env.SERVICE)){console.error('build-arg SERVICE must be one of '+n.join(', ')+' (got \''+process.env.SERVICE+'\')');process.exit(1)}"
-
-# tsc -b on the service follows its project references (packages/platform first).
-RUN pnpm exec tsc -b "services/${SERVICE}"
-
-# `pnpm deploy --prod`: the service's files and production dependencies only, workspace packages
-# copied in (the workspace does not inject workspace packages, hence --legacy).
+# tsc -b of the services follows their project references (packages/platform first). Then
+# `pnpm deploy --prod` of each into /out/<service>: its files and production dependencies only,
+# workspace packages copied in (the workspace does not inject workspace packages, hence --legacy).
 # Then the VERSION file: the platform reads ../../../VERSION from its own dist/, so it is copied
 # where that resolves to; `node dist/...` (server, migrate, admin CLI, `docker exec`) then knows
 # the version with no env. SERVICE_VERSION in the environment still wins.
-RUN --mount=type=cache,id=clinic-pnpm-store,target=/pnpm/store \
-    pnpm --filter "@clinic/${SERVICE}" deploy --prod --legacy --offline --store-dir /pnpm/store /out \
- && cd /out \
- && rm -rf src test jest.config.js tsconfig.json node_modules/.bin \
- && test -f dist/server.js && test -f dist/db/migrate.js \
- && cp /src/VERSION /out/VERSION \
- && node -e "const p=require('node:path'),f=require('node:fs');const d=p.dirname(require.resolve('@clinic/platform'));f.copyFileSync('/src/VERSION',p.resolve(d,'../../../VERSION'))" \
- && env -u SERVICE_VERSION node -e "process.stdout.write('version '+require('@clinic/platform').readVersion()+'\n')"
+RUN set -eu; \
+    services=$(node -p "require('./packages/platform/naming.cjs').apps.map(s=>s.name).join(' ')"); \
+    pnpm exec tsc -b $(for s in $services; do echo "services/$s"; done); \
+    for s in $services; do \
+      pnpm --filter "@clinic/$s" deploy --prod --legacy --prefer-offline --store-dir /pnpm/store "/out/$s"; \
+      cd "/out/$s"; \
+      rm -rf src test jest.config.js tsconfig.json node_modules/.bin; \
+      test -f dist/server.js && test -f dist/db/migrate.js; \
+      cp /src/VERSION VERSION; \
+      node -e "const p=require('node:path'),f=require('node:fs');const d=p.dirname(require.resolve('@clinic/platform'));f.copyFileSync('/src/VERSION',p.resolve(d,'../../../VERSION'))"; \
+      env -u SERVICE_VERSION node -e "process.stdout.write('$s version '+require('@clinic/platform').readVersion()+'\\n')"; \
+      cd /src; \
+    done
 
 # ---------------------------------------------------------------------------------------------
 # runtime: node, the deployed service, a non-root user. No compiler, no pnpm, no dev dependencies.
@@ -72,7 +69,8 @@ WORKDIR /app
 # (comms writes .eml/.sms files under var/outbox when SMTP_URL / TWILIO_* are unset), and
 # /var/lib/clinic the mount point of a service's data volume (audit's checkpoints), owned by the
 # service user so that a new Docker volume mounted there is too.
-COPY --from=build /out /app
+# SERVICE must be a name of packages/platform/services.json: the build stage made /out/<each>.
+COPY --from=build /out/${SERVICE} /app
 RUN mkdir -p /app/var /var/lib/clinic && chown 1000:1000 /app/var /var/lib/clinic
 # uid of the image's `node` user, numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000

@@ -40,12 +40,23 @@ function fromImages(ins, args) {
 }
 
 /**
- * Every other Dockerfile of the repository (none today: every service's image is built from the
- * root one): each FROM that is an image pinned by digest.
+ * Every other Dockerfile of the repository: each FROM that is an image pinned by digest. The
+ * stand-ins of deploy/images/ are the exception: they start from the Debian image that
+ * deploy/images/images.mjs makes with debootstrap on the machine (no registry has it), named by
+ * their ARG BASE, which must have no default.
  */
 export function checkOtherDockerfiles() {
   for (const file of dockerfiles().filter((f) => f !== 'Dockerfile')) {
     const ins = parseDockerfile(read(file))
+    if (file.startsWith('deploy/images/')) {
+      const froms = ins.filter((i) => i.op === 'FROM').map((i) => i.args)
+      const problems = []
+      if (froms.length !== 1 || froms[0] !== '${BASE}')
+        problems.push(`FROM ${froms.join(', ')}: a stand-in is FROM \${BASE}`)
+      if (!ins.some((i) => i.op === 'ARG' && i.args === 'BASE')) problems.push('ARG BASE, without a default')
+      report(file, problems, 'stand-in FROM ${BASE} (made on the machine by debootstrap)')
+      continue
+    }
     const args = Object.fromEntries(
       ins
         .filter((i) => i.op === 'ARG' && i.args.includes('='))
