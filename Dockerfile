@@ -57,20 +57,17 @@ RUN set -eu; \
 # runtime: node, the deployed service, a non-root user. No compiler, no pnpm, no dev dependencies.
 # ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
-ARG SERVICE
-LABEL org.opencontainers.image.title="clinic-${SERVICE}" \
-      org.opencontainers.image.description="Clinic API ${SERVICE} service"
+# What does not depend on SERVICE first: those steps are built once and shared by the eight images
+# (on a storage driver that copies every layer, as vfs does, each step after the service's files
+# would copy them again). The service's files come last.
 # HOST: listen on every interface of the container (the services default to 127.0.0.1).
 # NODE_ENV is not read by the services; configuration comes from the variables of DESIGN.md s6.
-ENV SERVICE=${SERVICE} \
-    HOST=0.0.0.0
+ENV HOST=0.0.0.0
 WORKDIR /app
-# Owned by root and not writable by the service user; var/ is the only writable path
-# (comms writes .eml/.sms files under var/outbox when SMTP_URL / TWILIO_* are unset), and
-# /var/lib/clinic the mount point of a service's data volume (audit's checkpoints), owned by the
-# service user so that a new Docker volume mounted there is too.
-# SERVICE must be a name of packages/platform/services.json: the build stage made /out/<each>.
-COPY --from=build /out/${SERVICE} /app
+# /app and what COPY puts there are owned by root and not writable by the service user; var/ is the
+# only writable path (comms writes .eml/.sms files under var/outbox when SMTP_URL / TWILIO_* are
+# unset), and /var/lib/clinic the mount point of a service's data volume (audit's checkpoints),
+# owned by the service user so that a new Docker volume mounted there is too.
 RUN mkdir -p /app/var /var/lib/clinic && chown 1000:1000 /app/var /var/lib/clinic
 # uid of the image's `node` user, numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
@@ -81,3 +78,10 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "const s=process.env.SERVICE,n=require('@clinic/platform/naming');const port=process.env[n.namesOf(s).env.port]||n.apps.find(x=>x.name===s).port;fetch('http://127.0.0.1:'+port+'/health/live',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 CMD ["node", "dist/server.js"]
+
+ARG SERVICE
+LABEL org.opencontainers.image.title="clinic-${SERVICE}" \
+      org.opencontainers.image.description="Clinic API ${SERVICE} service"
+ENV SERVICE=${SERVICE}
+# SERVICE must be a name of packages/platform/services.json: the build stage made /out/<each>.
+COPY --from=build /out/${SERVICE} /app

@@ -12,6 +12,7 @@ module.exports = {
     '<rootDir>/e2e',
     '<rootDir>/e2e/faults',
     '<rootDir>/scripts',
+    '<rootDir>/deploy',
   ],
   globalSetup: '<rootDir>/test-setup/global-setup.ts',
   globalTeardown: '<rootDir>/test-setup/global-teardown.ts',

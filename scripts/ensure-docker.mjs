@@ -1,13 +1,16 @@
 // A Docker engine for the container suites (deploy/images, e2e through Testcontainers), the way
 // ensure-chromium.mjs provides the browser. When an engine answers, it is used as it is. When none
 // answers and this runs as root on Debian, Debian's docker.io (and docker-compose, debootstrap for
-// the stand-in images) are installed when missing and dockerd is started: storage driver vfs (no
-// overlay mounts inside this machine's sandbox), --iptables=false, its data in /var/lib/docker, the
-// engine's usual machine-wide place, so images built once serve every later clone and run.
+// the stand-in images) are installed when missing and dockerd is started: storage driver overlay2
+// where the machine can mount an overlay (tried first), else vfs, which copies every layer whole
+// and is several times slower; --iptables=false; its data in /var/lib/docker, the engine's usual
+// machine-wide place, so images built once serve every later clone and run.
 // `stop()` stops the engine again when this started it. By hand: `node scripts/ensure-docker.mjs`
 // (it leaves the engine running).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, openSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** The server's version when an engine answers, else null. */
@@ -60,10 +63,11 @@ export async function ensureDocker({ log = console.log } = {}) {
     .filter(([bin]) => !has(bin))
     .map(([, pkg]) => pkg)
   if (missing.length) installPackages(missing, log)
-  log('> starting dockerd (storage driver vfs, --iptables=false, data in /var/lib/docker)')
+  const driver = overlayWorks() ? 'overlay2' : 'vfs'
+  log(`> starting dockerd (storage driver ${driver}, --iptables=false, data in /var/lib/docker)`)
   mkdirSync('/var/log', { recursive: true })
   const out = openSync('/var/log/clinic-dockerd.log', 'a')
-  const daemon = spawn('dockerd', ['--storage-driver=vfs', '--iptables=false'], {
+  const daemon = spawn('dockerd', [`--storage-driver=${driver}`, '--iptables=false'], {
     detached: true,
     stdio: ['ignore', out, out],
   })
@@ -92,6 +96,23 @@ export async function ensureDocker({ log = console.log } = {}) {
         `for i in $(seq 1 60); do kill -0 ${daemon.pid} 2>/dev/null || exit 0; sleep 0.5; done`,
       ])
     },
+  }
+}
+
+/** True when an overlay mounts here (root, and a kernel and sandbox that allow it). */
+function overlayWorks() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'clinic-overlay-'))
+  try {
+    for (const d of ['lower', 'upper', 'work', 'merged']) mkdirSync(path.join(dir, d))
+    const o = `lowerdir=${dir}/lower,upperdir=${dir}/upper,workdir=${dir}/work`
+    const mounted = spawnSync('mount', ['-t', 'overlay', 'overlay', '-o', o, `${dir}/merged`], {
+      stdio: 'ignore',
+    })
+    if (mounted.status !== 0) return false
+    spawnSync('umount', [`${dir}/merged`], { stdio: 'ignore' })
+    return true
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 }
 

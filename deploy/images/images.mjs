@@ -6,10 +6,11 @@
 // builds the services' images from the root Dockerfile on the node image chosen.
 //   node deploy/images/images.mjs           # resolve (and build) the four images, print them
 //   node deploy/images/images.mjs --build   # ... and build clinic/<service>:<tag> for every service
+//   ... --json <file>                       # ... and write the four images chosen to <file>
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -240,6 +241,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log('images:')
     describeImages(images)
     if (process.argv.includes('--build')) buildImages(images)
+    const json = process.argv.indexOf('--json')
+    if (json > 0) {
+      const { sources: _, ...chosen } = images
+      writeFileSync(process.argv[json + 1], JSON.stringify(chosen))
+    }
   } catch (err) {
     console.error(err.message)
     process.exit(1)

@@ -1,0 +1,367 @@
+import { spawnSync } from 'node:child_process'
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+
+/**
+ * deploy/compose/compose.yaml, run (DESIGN.md section 18): the images built from the Dockerfile on
+ * the images deploy/images/images.mjs chooses (pinned, or Debian stand-ins where no registry
+ * answers), the whole stack brought up with Compose, every service at its replica count and
+ * patients at 3, then used from outside through the containerised gateway only.
+ */
+
+const ROOT = path.resolve(__dirname, '../..')
+const PROJECT = `clinic-test-${process.pid}`
+const TAG = 'local'
+const engine =
+  spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { timeout: 10_000 }).status === 0
+if (!engine)
+  console.warn('deploy/test/compose.test.ts: no Docker engine answers: the Compose suite did not run')
+const describeWithEngine = engine ? describe : describe.skip
+
+/** A command to its end: its output, or an error with the output when it fails. */
+function run(
+  cmd: string,
+  args: string[],
+  o: { input?: string; allowFail?: boolean; timeoutMs?: number } = {},
+) {
+  const r = spawnSync(cmd, args, {
+    cwd: ROOT,
+    input: o.input,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    timeout: o.timeoutMs ?? 10 * 60_000,
+  })
+  if (r.status !== 0 && !o.allowFail)
+    throw new Error(
+      `${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}\n${r.stdout?.slice(-4000)}\n${r.stderr?.slice(-4000)}`,
+    )
+  return { status: r.status, out: r.stdout ?? '', err: r.stderr ?? '' }
+}
+
+/** `docker compose` when the plugin is there, else Debian's docker-compose (1.29). */
+const COMPOSE =
+  spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0
+    ? ['docker', 'compose']
+    : ['docker-compose']
+
+let envFile = ''
+function compose(args: string[], o?: Parameters<typeof run>[2]) {
+  const files = ['-f', 'deploy/compose/compose.yaml', '-f', 'deploy/test/compose.override.yaml']
+  return run(COMPOSE[0], [...COMPOSE.slice(1), '-p', PROJECT, '--env-file', envFile, ...files, ...args], o)
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** Every variable of .env.example, with a value of its kind made for this run. */
+function composeEnv(gatewayPort: number, images: Record<string, string>): string {
+  const example = readFileSync(path.join(ROOT, 'deploy/compose/.env.example'), 'utf8')
+  const names = [...example.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1])
+  const keys = new Map<string, { signing: string; verify: string }>()
+  const pairOf = (prefix: string) => {
+    if (!keys.has(prefix)) {
+      const { privateKey, publicKey } = generateKeyPairSync('ed25519')
+      keys.set(prefix, {
+        signing: privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url'),
+        verify: publicKey.export({ format: 'der', type: 'spki' }).toString('base64url'),
+      })
+    }
+    return keys.get(prefix)!
+  }
+  const value = (name: string): string => {
+    const key = /^(.*)_(SIGNING|VERIFY)_KEY$/.exec(name)
+    if (key) return key[2] === 'SIGNING' ? pairOf(key[1]).signing : pairOf(key[1]).verify
+    if (name.endsWith('_PASSWORD')) return randomBytes(12).toString('hex')
+    if (name === 'COMPOSE_PROJECT_NAME') return PROJECT
+    if (name === 'PUBLIC_BASE_URL') return `http://127.0.0.1:${gatewayPort}`
+    // comms writes files (compose.override.yaml); the providers' settings are still required.
+    if (name === 'SMTP_URL') return 'smtp://unused:unused@127.0.0.1:25'
+    if (name === 'TWILIO_ACCOUNT_SID') return 'ACunused'
+    if (name === 'TWILIO_FROM') return '+34600000000'
+    return randomBytes(32).toString('hex')
+  }
+  const lines = names.map((n) => `${n}=${value(n)}`)
+  lines.push(`GATEWAY_PUBLISH_PORT=${gatewayPort}`, `TAG=${TAG}`, 'WEBHOOKS_ALLOW_INSECURE=true')
+  for (const [k, v] of Object.entries(images)) lines.push(`${k}=${v}`)
+  return `${lines.join('\n')}\n`
+}
+
+let work = ''
+let api = ''
+let token = ''
+const SERVICES: string[] = JSON.parse(
+  readFileSync(path.join(ROOT, 'packages/platform/services.json'), 'utf8'),
+).services.map((s: { name: string }) => s.name)
+
+/** The containers of one service, by name, as Compose made them. */
+function containersOf(service: string): string[] {
+  return run('docker', [
+    'ps',
+    '--filter',
+    `label=com.docker.compose.project=${PROJECT}`,
+    '--filter',
+    `label=com.docker.compose.service=${service}`,
+    '--format',
+    '{{.Names}}',
+  ])
+    .out.split('\n')
+    .filter(Boolean)
+    .sort()
+}
+
+const call = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${api}${p}`, {
+    method,
+    headers: {
+      'X-service-Token': token,
+      ...(body ? { 'Content-Type': 'application/json' } : {}),
+      ...headers,
+    },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+
+/** One row of `psql -At` in the postgres container, as the schema owner. */
+const sql = (query: string) =>
+  compose(['exec', '-T', 'postgres', 'psql', '-U', 'clinic', '-d', 'clinic', '-Atc', query]).out.trim()
+
+const admin = (...args: string[]) =>
+  compose(['exec', '-T', 'gateway', 'node', 'dist/cli/admin.js', ...args]).out.trim()
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      if (await check()) return
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 1000))
+  }
+}
+
+describeWithEngine('Compose: the stack in containers', () => {
+  beforeAll(async () => {
+    work = mkdtempSync(path.join(os.tmpdir(), 'clinic-compose-'))
+    // The images: resolved (stand-ins built when no registry answers) and the services' built.
+    const imagesFile = path.join(work, 'images.json')
+    const built = run(process.execPath, ['deploy/images/images.mjs', '--build', '--json', imagesFile], {
+      timeoutMs: 40 * 60_000,
+    })
+    process.stderr.write(built.out)
+    const images = JSON.parse(readFileSync(imagesFile, 'utf8'))
+    const port = await freePort()
+    envFile = path.join(work, '.env')
+    writeFileSync(envFile, composeEnv(port, images))
+    api = `http://127.0.0.1:${port}/api`
+    // Every service at its replica count (deploy.replicas), patients at 3. `up` returns once the
+    // gateway has started, after every service it depends on is healthy.
+    compose(['up', '-d', '--no-build', '--scale', 'patients=3'], { timeoutMs: 10 * 60_000 })
+    await waitFor('the gateway to answer', async () => (await fetch(`${api}/health`)).status === 200, 180_000)
+  }, 50 * 60_000)
+
+  afterAll(() => {
+    if (envFile) compose(['down', '-v', '--remove-orphans', '-t', '5'], { allowFail: true })
+    if (work) rmSync(work, { recursive: true, force: true })
+  }, 5 * 60_000)
+
+  it('comes up healthy: migrations ran and exited 0, every replica healthy', () => {
+    for (const s of ['gateway', ...SERVICES]) {
+      const state = run('docker', [
+        'ps',
+        '-a',
+        '--filter',
+        `label=com.docker.compose.project=${PROJECT}`,
+        '--filter',
+        `label=com.docker.compose.service=migrate-${s}`,
+        '--format',
+        '{{.Status}}',
+      ]).out.trim()
+      expect([s, state]).toEqual([s, expect.stringMatching(/^Exited \(0\)/)])
+    }
+    for (const s of ['gateway', ...SERVICES]) {
+      const names = containersOf(s)
+      expect([s, names.length]).toEqual([s, s === 'patients' ? 3 : s === 'gateway' ? 1 : 2])
+      for (const name of names)
+        expect([
+          name,
+          run('docker', ['inspect', '--format', '{{.State.Health.Status}}', name]).out.trim(),
+        ]).toEqual([name, 'healthy'])
+    }
+  })
+
+  it('runs every service as uid 1000 on a read-only root filesystem, without capabilities', () => {
+    for (const s of ['gateway', ...SERVICES])
+      for (const name of containersOf(s)) {
+        const inspect = JSON.parse(run('docker', ['inspect', name]).out)[0]
+        expect([
+          name,
+          inspect.Config.User,
+          inspect.HostConfig.ReadonlyRootfs,
+          inspect.HostConfig.CapDrop,
+        ]).toEqual([name, '1000:1000', true, ['ALL']])
+        expect(run('docker', ['exec', name, 'sh', '-c', 'id -u; touch /app/x 2>&1 || true']).out).toMatch(
+          /^1000\n.*(Read-only|Permission denied)/s,
+        )
+      }
+  })
+
+  it('answers the walk-through through the containerised gateway', async () => {
+    admin('company:create', '--id', '7', '--name', 'Clinica Sol')
+    admin('center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro Norte')
+    admin('user:create', '--company', '7', '--username', 'alice')
+    token = admin('token:create', '--username', 'alice').split('\n').pop()!
+
+    const unauth = await fetch(`${api}/patients`)
+    expect(unauth.status).toBe(401)
+    expect(unauth.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+    expect(unauth.headers.get('x-service-version')).toBeTruthy()
+
+    const created = await call('POST', '/patients', {
+      first_name: 'Lucia',
+      last_name: 'Garcia',
+      birth_date: '1990-04-02',
+      codalmacen: 'ALM1',
+    })
+    expect(created.status).toBe(201)
+    const patient = await created.json()
+    const read = await call('GET', `/patients/${patient.id}`)
+    expect([read.status, (await read.json()).first_name]).toEqual([200, 'Lucia'])
+    const list = await call('GET', '/patients?limit=5')
+    expect(list.status).toBe(200)
+    expect(list.headers.get('x-service-version')).toBeTruthy()
+
+    // The read and the write are on the audit trail (through the broker, to audit's chain).
+    await waitFor(
+      'the audit trail to show the patient',
+      async () => {
+        const res = await call('GET', `/audit/events?resource_type=patient&resource_id=${patient.id}`)
+        const actions = ((await res.json()).data ?? []).map((e: { action: string }) => e.action)
+        return actions.includes('patient.created') && actions.some((a: string) => a !== 'patient.created')
+      },
+      60_000,
+    )
+    const verify = compose(
+      ['exec', '-T', 'audit', 'node', 'dist/cli/admin.js', 'audit:verify', '--company', '7'],
+      { allowFail: true },
+    )
+    expect(verify.status).toBe(0)
+  })
+
+  it('spreads reads over the three patients replicas', async () => {
+    const created = await call('POST', '/patients', {
+      first_name: 'Ana',
+      last_name: 'Ruiz',
+      birth_date: '1985-01-02',
+      codalmacen: 'ALM1',
+    })
+    const { id } = await created.json()
+    const since = new Date().toISOString()
+    for (let i = 0; i < 30; i++)
+      await Promise.all(
+        Array.from({ length: 4 }, () => call('GET', `/patients/${id}`).then((r) => r.arrayBuffer())),
+      )
+    const perReplica = containersOf('patients').map(
+      (name) =>
+        run('docker', ['logs', '--since', since, name])
+          .out.split('\n')
+          .filter((l) => l.includes('"route":"/patients/:id"')).length,
+    )
+    process.stderr.write(`compose: 120 reads over the patients replicas: ${perReplica.join(' / ')}\n`)
+    expect(perReplica).toHaveLength(3)
+    for (const n of perReplica) expect(n).toBeGreaterThan(0)
+    expect(perReplica.reduce((a, b) => a + b, 0)).toBe(120)
+  })
+
+  it('loses no write and duplicates none when a patients replica is killed under a stream of writes', async () => {
+    admin('company:create', '--id', '8', '--name', 'Clinica Kill')
+    admin('center:create', '--company', '8', '--code', 'ALM1', '--name', 'Centro')
+    admin('user:create', '--company', '8', '--username', 'writer')
+    const writer = admin('token:create', '--username', 'writer').split('\n').pop()!
+    const total = 150
+    let done = 0
+    let retries = 0
+    const ids = new Set<string>()
+    // Each write has its Idempotency-Key: a write the dying replica may or may not have committed
+    // is sent again with the same key, as a client does, and answers the one patient.
+    const write = async (i: number) => {
+      const key = randomUUID()
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const res = await fetch(`${api}/patients`, {
+            method: 'POST',
+            headers: {
+              'X-service-Token': writer,
+              'Content-Type': 'application/json',
+              'Idempotency-Key': key,
+            },
+            body: JSON.stringify({
+              first_name: `Kill${i}`,
+              last_name: 'Test',
+              birth_date: '1970-01-01',
+              codalmacen: 'ALM1',
+            }),
+          })
+          if (res.status === 201 || res.status === 200) {
+            ids.add((await res.json()).id)
+            done++
+            return
+          }
+          await res.arrayBuffer()
+          if (res.status < 500 || attempt > 30) throw new Error(`write ${i}: ${res.status}`)
+        } catch (err) {
+          if (attempt > 30) throw err
+        }
+        retries++
+        await new Promise((r) => setTimeout(r, 250))
+      }
+    }
+    const victim = containersOf('patients')[1]
+    let next = 0
+    const workers = Array.from({ length: 4 }, async () => {
+      while (next < total) await write(next++)
+    })
+    await waitFor('a third of the writes', () => done >= total / 3, 120_000)
+    run('docker', ['kill', victim])
+    await Promise.all(workers)
+
+    const recorded = Number(sql(`SELECT count(*) FROM patients.patients WHERE idempresa = 8`))
+    await waitFor(
+      'audit to record every write',
+      () =>
+        Number(sql(`SELECT count(*) FROM audit.events WHERE idempresa = 8 AND action = 'patient.created'`)) >=
+        total,
+      120_000,
+    )
+    const [audited, distinct] = sql(
+      `SELECT count(*), count(DISTINCT resource_id) FROM audit.events WHERE idempresa = 8 AND action = 'patient.created'`,
+    )
+      .split('|')
+      .map(Number)
+    process.stderr.write(
+      `compose: replica ${victim} killed under writes: sent ${total}, answered ${ids.size}, recorded ${recorded}, ` +
+        `audited ${audited} (${distinct} distinct), client retries ${retries}\n`,
+    )
+    expect([ids.size, recorded, audited, distinct]).toEqual([total, total, total, total])
+  })
+
+  it('leaves nothing behind after down -v', () => {
+    compose(['down', '-v', '--remove-orphans', '-t', '5'])
+    const left = (kind: string[]) =>
+      run('docker', [...kind, '--filter', `label=com.docker.compose.project=${PROJECT}`, '-q']).out.trim()
+    expect(left(['ps', '-a'])).toBe('')
+    expect(left(['volume', 'ls'])).toBe('')
+    expect(left(['network', 'ls'])).toBe('')
+  })
+})
