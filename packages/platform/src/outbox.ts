@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
+import { OUTBOX_ROWS } from './db/company'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
 import { WakeLoop } from './wake-loop'
@@ -14,11 +15,7 @@ import { WakeLoop } from './wake-loop'
  */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
-  await trx.raw(
-    `INSERT INTO outbox (event_id, idempresa, type, payload)
-     SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`,
-    [JSON.stringify(events)],
-  )
+  await trx.raw(OUTBOX_ROWS, [JSON.stringify(events)])
 }
 
 export interface RelayOptions {
