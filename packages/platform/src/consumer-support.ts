@@ -36,10 +36,13 @@ export const requeue = ({ ch, msg }: Delivery) => {
   }
 }
 
-/** Committed: a failed ack (the channel went away) only means a redelivery, skipped as a duplicate. */
-export const ack = ({ ch, msg }: Delivery, log: Logger) => {
+/**
+ * Committed: a failed ack (the channel went away) only means a redelivery, skipped as a duplicate.
+ * `allUpTo`: every unacked message of the channel up to this one too (AMQP's `multiple`).
+ */
+export const ack = ({ ch, msg }: Delivery, log: Logger, allUpTo = false) => {
   try {
-    ch.ack(msg)
+    ch.ack(msg, allUpTo)
   } catch (err) {
     log.warn({ err }, 'ack lost with the channel; the redelivery will be skipped as a duplicate')
   }

@@ -86,6 +86,8 @@ class IdempotentConsumer implements Consumer {
   private channel: Channel | null = null
   private tag: string | null = null
   private batch: GroupCommit<Admitted, void> | null = null
+  /** Delivery tags not yet acked or nacked, per channel, in delivery order. */
+  private readonly unsettled = new Map<Channel, Set<number>>()
 
   constructor(private readonly o: ConsumerOptions) {
     this.maxAttempts = o.maxAttempts ?? 5
@@ -110,10 +112,15 @@ class IdempotentConsumer implements Consumer {
       ch.on('error', (err) =>
         this.o.log.warn({ err: err.message, queue: this.o.queue }, 'consumer channel error'),
       )
+      // Its unsettled messages go back to the queue with it (the broker's doing).
+      ch.on('close', () => this.unsettled.delete(ch))
+      this.unsettled.set(ch, new Set())
       await assertWorkQueue(ch, this.o.queue, this.o.bindings, this.o.amqp.queueType)
       await ch.prefetch(this.o.prefetch ?? 16)
       const ok = await ch.consume(this.o.queue, (msg) => {
-        if (msg) this.track(this.receive({ ch, msg })) // null: cancelled by the broker; the reconnect sets up again
+        if (!msg) return // cancelled by the broker; the reconnect sets up again
+        this.unsettled.get(ch)?.add(msg.fields.deliveryTag)
+        this.track(this.receive({ ch, msg }))
       })
       this.channel = ch
       this.tag = ok.consumerTag
@@ -160,6 +167,7 @@ class IdempotentConsumer implements Consumer {
       'event refused; dead-lettered',
     )
     this.refused?.inc({ queue: this.o.queue, reason: check })
+    this.settle({ ch, msg })
     ch.nack(msg, false, false)
     return null
   }
@@ -197,6 +205,7 @@ class IdempotentConsumer implements Consumer {
       if (isConnectionError(err as Error)) return this.holdAndRequeue([d], log, err)
       return this.retryLater(d, log, err)
     }
+    this.settle(d)
     ack(d, log)
   }
 
@@ -213,7 +222,7 @@ class IdempotentConsumer implements Consumer {
         if (todo.length) await this.o.batch!.handle(todo, trx)
       })
       this.outage = 0
-      for (const b of batch) ack(b, this.o.log)
+      this.ackBatch(batch)
     } catch (err) {
       if (isConnectionError(err as Error)) return this.holdAndRequeue(batch, this.o.log, err)
       this.o.log.warn({ err, messages: batch.length }, 'batch failed; handling its messages one by one')
@@ -229,7 +238,39 @@ class IdempotentConsumer implements Consumer {
       'database away; held, then requeued (no attempt spent)',
     )
     if (!this.stopping) await this.holds.wait(ms)
-    for (const d of held) requeue(d)
+    for (const d of held) {
+      this.settle(d)
+      requeue(d)
+    }
+  }
+
+  /** `d` is acked or nacked now: no batch's ack may cover it any more. */
+  private settle({ ch, msg }: Delivery) {
+    this.unsettled.get(ch)?.delete(msg.fields.deliveryTag)
+  }
+
+  /**
+   * A committed batch, acked with one frame per channel (`multiple`: every tag up to the last) when
+   * its messages are that channel's oldest unsettled ones, as they are when batches are handled in
+   * delivery order; otherwise (a message before them still in hand) one by one, never acking a
+   * message the batch does not hold.
+   */
+  private ackBatch(batch: Admitted[]) {
+    const byChannel = new Map<Channel, Admitted[]>()
+    for (const b of batch) byChannel.set(b.ch, [...(byChannel.get(b.ch) ?? []), b])
+    for (const [ch, list] of byChannel) {
+      const open = this.unsettled.get(ch)
+      const tags = list.map((b) => b.msg.fields.deliveryTag)
+      if (open && list.length > 1 && oldestOf(open, tags)) {
+        for (const t of tags) open.delete(t)
+        ack(list.at(-1)!, this.o.log, true)
+        continue
+      }
+      for (const b of list) {
+        this.settle(b)
+        ack(b, this.o.log)
+      }
+    }
   }
 
   /**
@@ -241,6 +282,7 @@ class IdempotentConsumer implements Consumer {
     if (attempt >= this.maxAttempts) {
       log.error({ err, attempt }, 'event failed for the last time; dead-lettered')
       // If the channel is gone, the redelivery fails once more and is dead-lettered then.
+      this.settle({ ch, msg })
       ch.nack(msg, false, false)
       return
     }
@@ -261,12 +303,24 @@ class IdempotentConsumer implements Consumer {
       // Broker trouble: hand it back (after a pause, not in a tight loop) with no attempt spent.
       log.warn({ err: sendErr, attempt }, 'could not schedule the retry; event requeued')
       if (!this.stopping) await this.holds.wait(1000)
+      this.settle({ ch, msg })
       return requeue({ ch, msg })
     }
     // The retry is in the broker; if this ack is lost, the original is handled again too, and
     // one of the two is skipped as a duplicate.
+    this.settle({ ch, msg })
     ch.ack(msg)
   }
+}
+
+/** Whether `tags` (in delivery order) are the first of `open` (unsettled tags in delivery order). */
+function oldestOf(open: Set<number>, tags: number[]): boolean {
+  let i = 0
+  for (const t of open) {
+    if (i === tags.length) return true
+    if (t !== tags[i++]) return false
+  }
+  return i === tags.length
 }
 
 /**
