@@ -8,7 +8,7 @@ import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
 import { checkOrigin, type DeliveryOrigin, type EventOrigins, type OriginCheck } from './event-origin'
 import { parseEvent, type CloudEvent } from './events'
-import { Holds, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
+import { Holds, Unsettled, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
 import { GroupCommit } from './group-commit'
 
 export interface ConsumerOptions {
@@ -86,8 +86,7 @@ class IdempotentConsumer implements Consumer {
   private channel: Channel | null = null
   private tag: string | null = null
   private batch: GroupCommit<Admitted, void> | null = null
-  /** Delivery tags not yet acked or nacked, per channel, in delivery order. */
-  private readonly unsettled = new Map<Channel, Set<number>>()
+  private readonly unsettled = new Unsettled()
 
   constructor(private readonly o: ConsumerOptions) {
     this.maxAttempts = o.maxAttempts ?? 5
@@ -112,14 +111,12 @@ class IdempotentConsumer implements Consumer {
       ch.on('error', (err) =>
         this.o.log.warn({ err: err.message, queue: this.o.queue }, 'consumer channel error'),
       )
-      // Its unsettled messages go back to the queue with it (the broker's doing).
-      ch.on('close', () => this.unsettled.delete(ch))
-      this.unsettled.set(ch, new Set())
+      this.unsettled.track(ch)
       await assertWorkQueue(ch, this.o.queue, this.o.bindings, this.o.amqp.queueType)
       await ch.prefetch(this.o.prefetch ?? 16)
       const ok = await ch.consume(this.o.queue, (msg) => {
         if (!msg) return // cancelled by the broker; the reconnect sets up again
-        this.unsettled.get(ch)?.add(msg.fields.deliveryTag)
+        this.unsettled.add({ ch, msg })
         this.track(this.receive({ ch, msg }))
       })
       this.channel = ch
@@ -167,7 +164,7 @@ class IdempotentConsumer implements Consumer {
       'event refused; dead-lettered',
     )
     this.refused?.inc({ queue: this.o.queue, reason: check })
-    this.settle({ ch, msg })
+    this.unsettled.settle({ ch, msg })
     ch.nack(msg, false, false)
     return null
   }
@@ -205,7 +202,7 @@ class IdempotentConsumer implements Consumer {
       if (isConnectionError(err as Error)) return this.holdAndRequeue([d], log, err)
       return this.retryLater(d, log, err)
     }
-    this.settle(d)
+    this.unsettled.settle(d)
     ack(d, log)
   }
 
@@ -222,7 +219,7 @@ class IdempotentConsumer implements Consumer {
         if (todo.length) await this.o.batch!.handle(todo, trx)
       })
       this.outage = 0
-      this.ackBatch(batch)
+      this.unsettled.ackBatch(batch, this.o.log)
     } catch (err) {
       if (isConnectionError(err as Error)) return this.holdAndRequeue(batch, this.o.log, err)
       this.o.log.warn({ err, messages: batch.length }, 'batch failed; handling its messages one by one')
@@ -239,37 +236,8 @@ class IdempotentConsumer implements Consumer {
     )
     if (!this.stopping) await this.holds.wait(ms)
     for (const d of held) {
-      this.settle(d)
+      this.unsettled.settle(d)
       requeue(d)
-    }
-  }
-
-  /** `d` is acked or nacked now: no batch's ack may cover it any more. */
-  private settle({ ch, msg }: Delivery) {
-    this.unsettled.get(ch)?.delete(msg.fields.deliveryTag)
-  }
-
-  /**
-   * A committed batch, acked with one frame per channel (`multiple`: every tag up to the last) when
-   * its messages are that channel's oldest unsettled ones, as they are when batches are handled in
-   * delivery order; otherwise (a message before them still in hand) one by one, never acking a
-   * message the batch does not hold.
-   */
-  private ackBatch(batch: Admitted[]) {
-    const byChannel = new Map<Channel, Admitted[]>()
-    for (const b of batch) byChannel.set(b.ch, [...(byChannel.get(b.ch) ?? []), b])
-    for (const [ch, list] of byChannel) {
-      const open = this.unsettled.get(ch)
-      const tags = list.map((b) => b.msg.fields.deliveryTag)
-      if (open && list.length > 1 && oldestOf(open, tags)) {
-        for (const t of tags) open.delete(t)
-        ack(list.at(-1)!, this.o.log, true)
-        continue
-      }
-      for (const b of list) {
-        this.settle(b)
-        ack(b, this.o.log)
-      }
     }
   }
 
@@ -282,7 +250,7 @@ class IdempotentConsumer implements Consumer {
     if (attempt >= this.maxAttempts) {
       log.error({ err, attempt }, 'event failed for the last time; dead-lettered')
       // If the channel is gone, the redelivery fails once more and is dead-lettered then.
-      this.settle({ ch, msg })
+      this.unsettled.settle({ ch, msg })
       ch.nack(msg, false, false)
       return
     }
@@ -303,24 +271,14 @@ class IdempotentConsumer implements Consumer {
       // Broker trouble: hand it back (after a pause, not in a tight loop) with no attempt spent.
       log.warn({ err: sendErr, attempt }, 'could not schedule the retry; event requeued')
       if (!this.stopping) await this.holds.wait(1000)
-      this.settle({ ch, msg })
+      this.unsettled.settle({ ch, msg })
       return requeue({ ch, msg })
     }
     // The retry is in the broker; if this ack is lost, the original is handled again too, and
     // one of the two is skipped as a duplicate.
-    this.settle({ ch, msg })
+    this.unsettled.settle({ ch, msg })
     ch.ack(msg)
   }
-}
-
-/** Whether `tags` (in delivery order) are the first of `open` (unsettled tags in delivery order). */
-function oldestOf(open: Set<number>, tags: number[]): boolean {
-  let i = 0
-  for (const t of open) {
-    if (i === tags.length) return true
-    if (t !== tags[i++]) return false
-  }
-  return i === tags.length
 }
 
 /**
