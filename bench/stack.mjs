@@ -192,7 +192,7 @@ for (const c of cases) {
     (s, k) => s + (after[k] - before[k]),
     0,
   )
-  const stmts = (k) => ((after.statements[k] - before.statements[k]) / requests).toFixed(1)
+  const stmts = (k) => ((after.statements[k] - before.statements[k]) / requests).toFixed(2)
   const ratio = r.requests.average / bareRun.requests.average
   rows.push(
     `| ${c.name} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${ratio.toFixed(3)} | ${((total / requests) * 1e6).toFixed(0)} | ${drainS.toFixed(1)} |`,
