@@ -33,8 +33,8 @@ export async function freePort() {
   })
 }
 
-export function node(script, env, args = []) {
-  return execFileSync(process.execPath, [path.join(ROOT, script), ...args], {
+export function node(script, env, args = [], root = ROOT) {
+  return execFileSync(process.execPath, [path.join(root, script), ...args], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
   }).trim()
@@ -167,7 +167,9 @@ export async function benchTenant(name, { services, centers = [] }) {
     DATABASE_URL: await freshDatabase(name),
     ASSERTION_ROOT_SECRET: BENCH_SECRET,
   }
-  for (const s of ['gateway', ...services]) node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env))
+  // The schema of the build that runs (BENCH_SERVICES_ROOT: another checkout's).
+  for (const s of ['gateway', ...services])
+    node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env), [], process.env.BENCH_SERVICES_ROOT ?? ROOT)
   node('scripts/admin.mjs', env, ['company:create', '--id', '1', '--name', 'Bench'])
   for (const c of centers)
     node('scripts/admin.mjs', env, ['center:create', '--company', '1', '--code', c, '--name', c])

@@ -1,4 +1,4 @@
-// The stack as a user meets it: gateway + patients + audit as processes, PostgreSQL and
+// The stack as a user meets it: gateway + patients + audit + webhooks as processes, PostgreSQL and
 // RabbitMQ, 20,000 patients in one company, autocannon on the same machine. For each request kind:
 // rate and latency, then where the CPU went, per request, in every process that served it
 // (gateway, patients, audit, PostgreSQL backends, RabbitMQ; from /proc, over the load and the audit
@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import {
+  BENCH_SECRET,
   bareHttp,
   benchTenant,
   cpuOf,
@@ -32,8 +33,10 @@ const CASES = (process.env.CASES ?? 'read,list,create').split(',')
 const RATE = process.env.RATE ? Number(process.env.RATE) : undefined
 const WARMUP = Number(process.env.WARMUP ?? 3)
 const DURATION = Number(process.env.DURATION ?? 10)
+/** The services behind the gateway: webhooks too, which takes every patient event (its change feed). */
+const SERVICES = ['patients', 'audit', 'webhooks']
 const { env: base, token } = await benchTenant('clinic_bench_stack', {
-  services: ['patients', 'audit'],
+  services: SERVICES,
   centers: ['C1', 'C2'],
 })
 const db = new pg.Client({ connectionString: base.DATABASE_URL })
@@ -63,12 +66,13 @@ bare.stop()
 // record` samples them during each row's load; the rows' CPU figures then include perf's cost.
 const PROFILE = process.env.PROFILE === '1'
 if (PROFILE) process.env.BENCH_NODE_ARGS = '--perf-basic-prof --logfile=/dev/null --no-logfile-per-isolate'
-const stack = await startStack(base, ['patients', 'audit'])
+const stack = await startStack(base, SERVICES, { WEBHOOKS_SECRET_KEY: BENCH_SECRET })
 const { api, procs, ports } = stack
 const metricsUrl = {
   gateway: `http://127.0.0.1:${ports.gateway}/metrics`,
   patients: `http://127.0.0.1:${ports.patients}/metrics`,
   audit: `http://127.0.0.1:${ports.audit}/metrics`,
+  webhooks: `http://127.0.0.1:${ports.webhooks}/metrics`,
 }
 
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024
@@ -101,18 +105,26 @@ const snapshot = async () => ({
   gateway: cpuSeconds(procs.gateway.pid),
   patients: cpuSeconds(procs.patients.pid),
   audit: cpuSeconds(procs.audit.pid),
+  webhooks: cpuSeconds(procs.webhooks.pid),
   postgres: await stackBackends(),
   postgresServer: cpuOf(pidsOf('postgres')),
   rabbitmq: cpuOf(pidsOf('beam.smp')),
   statements: await statements(),
-  audited: Number((await db.query('SELECT count(*) FROM audit.events WHERE idempresa = 1')).rows[0].count),
+  audited: await count('audit.events'),
+  fed: await count('webhooks.events'),
 })
-/** Until the audit trail has every event the load produced (its consumer drained the queue). */
-const drain = async (expected) => {
+const count = async (table) =>
+  Number((await db.query(`SELECT count(*) FROM ${table} WHERE idempresa = 1`)).rows[0].count)
+/**
+ * Until the audit trail has every event the load produced (its consumer drained the queue), and
+ * the change feed every patient event.
+ */
+const drain = async (expected, feedExpected = 0) => {
   const started = Date.now()
   for (;;) {
-    const n = Number((await db.query('SELECT count(*) FROM audit.events WHERE idempresa = 1')).rows[0].count)
-    if (n >= expected) return (Date.now() - started) / 1000
+    const n = await count('audit.events')
+    if (n >= expected && (await count('webhooks.events')) >= feedExpected)
+      return (Date.now() - started) / 1000
     if (Date.now() - started > 300_000) throw new Error(`audit drain stuck at ${n} of ${expected}`)
     await new Promise((r) => setTimeout(r, 200))
   }
@@ -141,6 +153,7 @@ const cases = [
       body: JSON.stringify({ first_name: 'Bench', last_name: 'Alta', birth_date: '1990-01-01' }),
     },
     events: 2, // http.request and patient.created
+    feed: 1, // patient.created
   },
 ].filter((c) => CASES.includes(c.key))
 
@@ -153,9 +166,9 @@ let commitToAudit = null
 for (const c of cases) {
   // Warm-up, not counted: the figures are of processes in their steady state (code optimised by the
   // JIT, pools and caches filled), as a service is after its first seconds.
-  const recorded = (await snapshot()).audited
+  const { audited, fed } = await snapshot()
   const w = await load({ url: `${api}/patients`, headers, connections: 50, duration: WARMUP, ...c.opts })
-  await drain(recorded + (w['2xx'] + w.non2xx) * c.events) // its events recorded before the count starts
+  await drain(audited + (w['2xx'] + w.non2xx) * c.events, fed + w['2xx'] * (c.feed ?? 0)) // its events recorded before the count starts
   const before = await snapshot()
   const started = new Date()
   const perf = PROFILE ? startPerf(Object.values(procs).map((p) => p.pid)) : null
@@ -169,20 +182,23 @@ for (const c of cases) {
   })
   if (perf) profiles.push(`${c.name}: ${await perf.stop()}`)
   const requests = r.requests.total
-  const drainS = await drain(before.audited + (r['2xx'] + r.non2xx) * c.events)
+  const drainS = await drain(
+    before.audited + (r['2xx'] + r.non2xx) * c.events,
+    before.fed + r['2xx'] * (c.feed ?? 0),
+  )
   const after = await snapshot()
   const us = (k) => (((after[k] - before[k]) / requests) * 1e6).toFixed(0)
-  const total = ['gateway', 'patients', 'audit', 'postgres', 'rabbitmq'].reduce(
+  const total = ['gateway', 'patients', 'audit', 'webhooks', 'postgres', 'rabbitmq'].reduce(
     (s, k) => s + (after[k] - before[k]),
     0,
   )
-  const stmts = (k) => ((after.statements[k] - before.statements[k]) / requests).toFixed(1)
+  const stmts = (k) => ((after.statements[k] - before.statements[k]) / requests).toFixed(2)
   const ratio = r.requests.average / bareRun.requests.average
   rows.push(
     `| ${c.name} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx} | ${ratio.toFixed(3)} | ${((total / requests) * 1e6).toFixed(0)} | ${drainS.toFixed(1)} |`,
   )
   breakdown.push(
-    `| ${c.name} | ${us('gateway')} | ${us('patients')} | ${us('audit')} | ${us('postgres')} | ${us('rabbitmq')} | ${us('postgresServer')} | ${stmts('gateway')} / ${stmts('patients')} / ${stmts('audit')} |`,
+    `| ${c.name} | ${us('gateway')} | ${us('patients')} | ${us('audit')} | ${us('webhooks')} | ${us('postgres')} | ${us('rabbitmq')} | ${us('postgresServer')} | ${stmts('gateway')} / ${stmts('patients')} / ${stmts('audit')} / ${stmts('webhooks')} |`,
   )
   if (c.name.startsWith('POST')) {
     // Commit (the patient row) to its patient.created row on the trail.
@@ -220,7 +236,7 @@ record(
   'stack',
   `# The stack: reads and writes through the gateway, every process counted
 
-${machine()}. Gateway, patients and audit from the build (LOG_LEVEL=warn) with PostgreSQL 15 and
+${machine()}. Gateway, patients, audit and webhooks from the build (LOG_LEVEL=warn) with PostgreSQL 15 and
 RabbitMQ on the same machine; ${PATIENTS.toLocaleString('en')} patients in company 1 (ANALYZEd: autovacuum is off
 here); autocannon, 50 connections${RATE ? `, ${RATE} requests/s offered in all` : ''}, ${DURATION} s per row, on the same cores. CPU is user+system
 from /proc over the load and the audit drain after it, divided by the requests: PostgreSQL is
@@ -235,8 +251,8 @@ ${rows.join('\n')}
 Where the CPU goes (µs per request) and SQL statements per request (db_statements_total,
 BEGIN/COMMIT included):
 
-| request | gateway | patients | audit | PostgreSQL (the stack's backends) | RabbitMQ | PostgreSQL (the whole server, for reference) | statements gateway / patients / audit |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| request | gateway | patients | audit | webhooks | PostgreSQL (the stack's backends) | RabbitMQ | PostgreSQL (the whole server, for reference) | statements gateway / patients / audit / webhooks |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${breakdown.join('\n')}
 
 Commit to audit row (patient.created) during the POST load: p50 ${Number(commitToAudit?.p50 ?? NaN).toFixed(0)} ms,
@@ -244,7 +260,7 @@ p99 ${Number(commitToAudit?.p99 ?? NaN).toFixed(0)} ms over ${commitToAudit?.n ?
 
 ${
   profiles.length
-    ? `CPU profile by group (perf record -F 999 -g on the three services during each load, each sample
+    ? `CPU profile by group (perf record -F 999 -g on the four services during each load, each sample
 counted for the first group one of its frames matches from the leaf up: bench/perf-groups.mjs):
 
 ${profiles.map((p) => `- ${p}`).join('\n')}

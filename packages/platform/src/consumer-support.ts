@@ -36,10 +36,13 @@ export const requeue = ({ ch, msg }: Delivery) => {
   }
 }
 
-/** Committed: a failed ack (the channel went away) only means a redelivery, skipped as a duplicate. */
-export const ack = ({ ch, msg }: Delivery, log: Logger) => {
+/**
+ * Committed: a failed ack (the channel went away) only means a redelivery, skipped as a duplicate.
+ * `allUpTo`: every unacked message of the channel up to this one too (AMQP's `multiple`).
+ */
+export const ack = ({ ch, msg }: Delivery, log: Logger, allUpTo = false) => {
   try {
-    ch.ack(msg)
+    ch.ack(msg, allUpTo)
   } catch (err) {
     log.warn({ err }, 'ack lost with the channel; the redelivery will be skipped as a duplicate')
   }
@@ -53,4 +56,58 @@ export async function recordFresh(trx: Knex.Transaction, ids: string[]): Promise
     .ignore()
     .returning('event_id')
   return new Set(rows.map((r) => r.event_id))
+}
+
+/** Delivery tags not yet acked or nacked, per channel, in delivery order: what a batch's ack may cover. */
+export class Unsettled {
+  private readonly open = new Map<Channel, Set<number>>()
+
+  track(ch: Channel) {
+    this.open.set(ch, new Set())
+    // Its unsettled messages go back to the queue with it (the broker's doing).
+    ch.on('close', () => this.open.delete(ch))
+  }
+
+  add({ ch, msg }: Delivery) {
+    this.open.get(ch)?.add(msg.fields.deliveryTag)
+  }
+
+  /** `d` is acked or nacked now: no batch's ack may cover it any more. */
+  settle({ ch, msg }: Delivery) {
+    this.open.get(ch)?.delete(msg.fields.deliveryTag)
+  }
+
+  /**
+   * A committed batch, acked with one frame per channel (`multiple`: every tag up to the last) when
+   * its messages are that channel's oldest unsettled ones, as they are when batches are handled in
+   * delivery order; otherwise (a message before them still in hand) one by one, never acking a
+   * message the batch does not hold.
+   */
+  ackBatch(batch: Delivery[], log: Logger) {
+    const byChannel = new Map<Channel, Delivery[]>()
+    for (const b of batch) byChannel.set(b.ch, [...(byChannel.get(b.ch) ?? []), b])
+    for (const [ch, list] of byChannel) {
+      const open = this.open.get(ch)
+      const tags = list.map((b) => b.msg.fields.deliveryTag)
+      if (open && list.length > 1 && oldestOf(open, tags)) {
+        for (const t of tags) open.delete(t)
+        ack(list.at(-1)!, log, true)
+        continue
+      }
+      for (const b of list) {
+        this.settle(b)
+        ack(b, log)
+      }
+    }
+  }
+}
+
+/** Whether `tags` (in delivery order) are the first of `open` (unsettled tags in delivery order). */
+function oldestOf(open: Set<number>, tags: number[]): boolean {
+  let i = 0
+  for (const t of open) {
+    if (i === tags.length) return true
+    if (t !== tags[i++]) return false
+  }
+  return i === tags.length
 }

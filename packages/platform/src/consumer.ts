@@ -8,7 +8,7 @@ import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
 import { checkOrigin, type DeliveryOrigin, type EventOrigins, type OriginCheck } from './event-origin'
 import { parseEvent, type CloudEvent } from './events'
-import { Holds, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
+import { Holds, Unsettled, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
 import { GroupCommit } from './group-commit'
 
 export interface ConsumerOptions {
@@ -86,6 +86,7 @@ class IdempotentConsumer implements Consumer {
   private channel: Channel | null = null
   private tag: string | null = null
   private batch: GroupCommit<Admitted, void> | null = null
+  private readonly unsettled = new Unsettled()
 
   constructor(private readonly o: ConsumerOptions) {
     this.maxAttempts = o.maxAttempts ?? 5
@@ -110,10 +111,13 @@ class IdempotentConsumer implements Consumer {
       ch.on('error', (err) =>
         this.o.log.warn({ err: err.message, queue: this.o.queue }, 'consumer channel error'),
       )
+      this.unsettled.track(ch)
       await assertWorkQueue(ch, this.o.queue, this.o.bindings, this.o.amqp.queueType)
       await ch.prefetch(this.o.prefetch ?? 16)
       const ok = await ch.consume(this.o.queue, (msg) => {
-        if (msg) this.track(this.receive({ ch, msg })) // null: cancelled by the broker; the reconnect sets up again
+        if (!msg) return // cancelled by the broker; the reconnect sets up again
+        this.unsettled.add({ ch, msg })
+        this.track(this.receive({ ch, msg }))
       })
       this.channel = ch
       this.tag = ok.consumerTag
@@ -160,6 +164,7 @@ class IdempotentConsumer implements Consumer {
       'event refused; dead-lettered',
     )
     this.refused?.inc({ queue: this.o.queue, reason: check })
+    this.unsettled.settle({ ch, msg })
     ch.nack(msg, false, false)
     return null
   }
@@ -197,6 +202,7 @@ class IdempotentConsumer implements Consumer {
       if (isConnectionError(err as Error)) return this.holdAndRequeue([d], log, err)
       return this.retryLater(d, log, err)
     }
+    this.unsettled.settle(d)
     ack(d, log)
   }
 
@@ -213,7 +219,7 @@ class IdempotentConsumer implements Consumer {
         if (todo.length) await this.o.batch!.handle(todo, trx)
       })
       this.outage = 0
-      for (const b of batch) ack(b, this.o.log)
+      this.unsettled.ackBatch(batch, this.o.log)
     } catch (err) {
       if (isConnectionError(err as Error)) return this.holdAndRequeue(batch, this.o.log, err)
       this.o.log.warn({ err, messages: batch.length }, 'batch failed; handling its messages one by one')
@@ -229,7 +235,10 @@ class IdempotentConsumer implements Consumer {
       'database away; held, then requeued (no attempt spent)',
     )
     if (!this.stopping) await this.holds.wait(ms)
-    for (const d of held) requeue(d)
+    for (const d of held) {
+      this.unsettled.settle(d)
+      requeue(d)
+    }
   }
 
   /**
@@ -241,6 +250,7 @@ class IdempotentConsumer implements Consumer {
     if (attempt >= this.maxAttempts) {
       log.error({ err, attempt }, 'event failed for the last time; dead-lettered')
       // If the channel is gone, the redelivery fails once more and is dead-lettered then.
+      this.unsettled.settle({ ch, msg })
       ch.nack(msg, false, false)
       return
     }
@@ -261,10 +271,12 @@ class IdempotentConsumer implements Consumer {
       // Broker trouble: hand it back (after a pause, not in a tight loop) with no attempt spent.
       log.warn({ err: sendErr, attempt }, 'could not schedule the retry; event requeued')
       if (!this.stopping) await this.holds.wait(1000)
+      this.unsettled.settle({ ch, msg })
       return requeue({ ch, msg })
     }
     // The retry is in the broker; if this ack is lost, the original is handled again too, and
     // one of the two is skipped as a duplicate.
+    this.unsettled.settle({ ch, msg })
     ch.ack(msg)
   }
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
+import { OUTBOX_ROWS } from './db/company'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
 import { WakeLoop } from './wake-loop'
@@ -14,11 +15,7 @@ import { WakeLoop } from './wake-loop'
  */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
-  await trx.raw(
-    `INSERT INTO outbox (event_id, idempresa, type, payload)
-     SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`,
-    [JSON.stringify(events)],
-  )
+  await trx.raw(OUTBOX_ROWS, [JSON.stringify(events)])
 }
 
 export interface RelayOptions {
@@ -78,19 +75,23 @@ export class OutboxRelay {
     let total = 0
     while (!this.loop.stopping && this.o.amqp.connected) {
       const sent = await this.o.knex.transaction(async (trx) => {
-        // The payload goes out as the text PostgreSQL holds: no parse and re-serialise per event.
+        // Taken and deleted in one statement, published before the commit: a failed publish rolls
+        // the delete back, and the rows wait for the next pass. Deleted, not marked: an update
+        // leaves a dead row per event, and with autovacuum behind (or off) the table and this
+        // query grow without end. The trail is audit's, not ours. The payload goes out as the text
+        // PostgreSQL holds: no parse and re-serialise per event.
         const { rows } = (await trx.raw(
-          `SELECT id, event_id, type, payload::text AS payload FROM outbox
-            WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+          `DELETE FROM outbox WHERE id IN (
+             SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+           RETURNING id, event_id, type, payload::text AS payload`,
           [this.batchSize],
-        )) as { rows: Array<{ id: number; event_id: string; type: string; payload: string }> }
+        )) as { rows: Array<{ id: string; event_id: string; type: string; payload: string }> }
         if (!rows.length) return 0
+        // In the order they were written (RETURNING promises none).
+        rows.sort((a, b) => Number(a.id) - Number(b.id))
         await this.o.amqp.publishRaw(
           rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })),
         )
-        // Deleted, not marked: an update leaves a dead row per event, and with autovacuum behind
-        // (or off) the table and this query grow without end. The trail is audit's, not ours.
-        await trx.raw('DELETE FROM outbox WHERE id = ANY(?::bigint[])', [rows.map((r) => r.id)])
         return rows.length
       })
       total += sent

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import type { CloudEvent } from '../events'
 import { runPrepared } from './prepared'
 
 /**
@@ -140,6 +141,41 @@ export async function companyPage<T extends { id: unknown }>(
     rows: list.filter((r) => r.id !== null),
     total: Number(list[0]?.page_total ?? 0),
   }
+}
+
+/**
+ * The outbox rows of a JSON array of events (one parameter, unpacked by PostgreSQL, whatever their
+ * number): what enqueueEvents runs, and the part of companyInsert that writes the events.
+ */
+export const OUTBOX_ROWS = `INSERT INTO outbox (event_id, idempresa, type, payload)
+     SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`
+
+/**
+ * A new row of the company in `table` and its events in the outbox, in one statement: its own
+ * transaction, so one round trip instead of BEGIN, the setting, the insert, the outbox and COMMIT.
+ * The row and its events exist together or not at all, as in a transaction. The row's `idempresa`
+ * is read from the setting's row (`c`), so PostgreSQL computes the setting before it checks the
+ * row against the table's row-level security policy. Returns the `returning` columns; rejects
+ * with the driver's error (a unique violation keeps its constraint's name). Prepared (runPrepared).
+ */
+export async function companyInsert<T>(
+  knex: Knex,
+  companyId: number,
+  q: { table: string; row: Record<string, unknown>; returning: readonly string[]; events: CloudEvent[] },
+): Promise<T> {
+  const insert = knex(q.table)
+    .insert({ ...q.row, idempresa: knex.raw('(SELECT c.tenant::integer FROM c)') })
+    .returning([...q.returning])
+    .toSQL()
+  const [row] = await runPrepared<T>(
+    knex,
+    `WITH c AS (SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0),
+     o AS (${OUTBOX_ROWS})
+     ${insert.sql}`,
+    [String(companyId), JSON.stringify(q.events), ...insert.bindings],
+  )
+  if (!row) throw new Error(`companyInsert: no row returned from ${q.table}`)
+  return row
 }
 
 // The company each open transaction set last, so a read in it (rowById) filters by the same one.

@@ -347,6 +347,51 @@ describe('startConsumer', () => {
     expect(await count('processed_events', { event_id: poison.id })).toBe(0)
   })
 
+  it('acks each batch whole once its messages are the oldest in hand: after a poison first, every message settled once', async () => {
+    const company = freshCompanyId()
+    const poison = testEvent(company)
+    const queue = `${schemaName()}.batched-acks`
+    await (await consume({ handle: async () => undefined }, queue)).consumer.stop()
+    const events = Array.from({ length: 150 }, () => testEvent(company))
+    // The poison first: its batch goes one by one (a retry, then the dead-letter queue) while later
+    // messages wait in hand; the batches after it are acked with one frame each.
+    for (const e of [poison, ...events.slice(0, 100), events[5]!, ...events.slice(100)]) await send(queue, e)
+    const batches: number[] = []
+    const { consumer } = await consume(
+      {
+        prefetch: 120,
+        maxAttempts: 2,
+        handle: async (e, trx) => {
+          if (e.id === poison.id) throw new Error('poison')
+          await effect(trx, e, 'one by one')
+        },
+        batch: {
+          size: 40,
+          lingerMs: 20,
+          handle: async (list, trx) => {
+            batches.push(list.length)
+            if (list.some((e) => e.id === poison.id)) throw new Error('poison in the batch')
+            for (const e of list) await effect(trx, e, 'batched')
+          },
+        },
+      },
+      queue,
+    )
+    await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the poison dead-lettered' })
+    await waitFor(async () => (await count('effects', { idempresa: company })) === 150, {
+      what: 'every good event',
+    })
+    // Stopped, the consumer hands back what it did not ack: nothing, and nothing was acked unhandled.
+    await consumer.stop()
+    consumers.splice(consumers.indexOf(consumer), 1)
+    expect(await ready(queue)).toBe(0)
+    expect(await ready(`${queue}.delay`)).toBe(0)
+    const rows = await knex('effects').where({ idempresa: company }).select('event_id')
+    expect(rows).toHaveLength(150)
+    expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(events.map((e) => e.id)))
+    expect(batches.length).toBeGreaterThan(2)
+  })
+
   it('lets two consumers (replicas) on one queue share the work without duplicates', async () => {
     const company = freshCompanyId()
     const queue = `${schemaName()}.shared`

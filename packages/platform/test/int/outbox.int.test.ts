@@ -123,6 +123,23 @@ describe('OutboxRelay', () => {
     await waitFor(() => tap.idsFor(company).includes(e.id), { what: 'the pending event' })
   })
 
+  it('keeps the rows of a batch whose publish failed (taken and deleted in one statement, rolled back)', async () => {
+    const company = freshCompanyId()
+    await main.stop() // only the relays under test may touch these rows
+    const events = [testEvent(company), testEvent(company)]
+    await knex.transaction((trx) => enqueueEvents(trx, events))
+    // The broker refuses the batch (a nack, a channel closed mid-publish): the real client, its
+    // publish failing once.
+    const refusing = Object.create(amqp) as Amqp
+    refusing.publishRaw = () => Promise.reject(new Error('nacked by the broker'))
+    await expect(relay({ amqp: refusing }).drain()).rejects.toThrow('nacked by the broker')
+    expect(await unpublished(events.map((e) => e.id))).toBe(2)
+    expect(await relay().drain()).toBeGreaterThanOrEqual(2)
+    expect(await unpublished(events.map((e) => e.id))).toBe(0)
+    await waitFor(() => tap.idsFor(company).length === 2, { what: 'both events, once each' })
+    expect(tap.idsFor(company)).toEqual(events.map((e) => e.id))
+  })
+
   it('publishes each event exactly once with two relays on the same outbox (SKIP LOCKED)', async () => {
     const company = freshCompanyId()
     const [amqpA, amqpB] = [

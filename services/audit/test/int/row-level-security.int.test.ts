@@ -52,7 +52,13 @@ describe('audit.events row-level security', () => {
 
   it("appends several companies' events in one transaction; the writer then sees each company's alone", async () => {
     const [a, b] = [testPrincipal().companyId, testPrincipal().companyId]
+    const sent: string[] = []
+    const onQuery = (q: { sql: string }) => void sent.push(q.sql)
+    writer.on('query', onQuery)
     const sealed = await writer.transaction((trx) => appendEvents(trx, draftsOf([a, b, a, b, a]), chainKey()))
+    writer.off('query', onQuery)
+    // Per company: its setting with its head's lock, its rows, the head's move.
+    expect(sent.filter((q) => !/^(BEGIN|COMMIT)/i.test(q.trim()))).toHaveLength(6)
     expect(sealed.map((e) => [e.idempresa, e.seq])).toEqual([
       [a, 1],
       [b, 1],

@@ -26,10 +26,13 @@ export async function createPatient(
   const fields = fieldsFromCreate(input.body, centerForWrite(ctx.auth, requested))
   if (!guardianSatisfied(fields)) throw new GuardianRequired()
 
-  const result = await store.idempotent(ctx.auth.companyId, idempotencyOf(ctx, input), async (tx) => {
-    const patient = await tx.insert(uuidv7(), fields)
-    await tx.publish([patientCreated(ctx, patient)])
-    return { body: patient }
+  // A new patient is version 1: its event is made before the row, which the store may then write
+  // with it in one statement.
+  const id = uuidv7()
+  const result = await store.create(ctx.auth.companyId, idempotencyOf(ctx, input), {
+    id,
+    fields,
+    events: [patientCreated(ctx, { id, ...fields, version: 1 })],
   })
   // A replay is a read: the patient must still exist and be visible to this token's centers now
   // (another user may have moved it to a center the token cannot see).

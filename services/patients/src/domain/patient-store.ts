@@ -1,4 +1,11 @@
-import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type {
+  CloudEvent,
+  IdempotencyKey,
+  KeysetAfter,
+  StoredResponse,
+  TenantStore,
+  TenantTx,
+} from '@clinic/platform/core'
 import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
 
 /**
@@ -6,6 +13,15 @@ import type { Patient, PatientFields, PatientSort } from '../schemas/patient'
  * scopes every statement by company, so a rule cannot forget it; unit tests can pass a fake.
  */
 export interface PatientStore extends TenantStore<PatientTx, Patient> {
+  /**
+   * The new patient and its events, written together (both or neither); with an Idempotency-Key
+   * at most once per key (`idempotent`: the first answer replayed). Throws DuplicateNationalId.
+   */
+  create(
+    companyId: number,
+    idempotency: IdempotencyKey,
+    patient: { id: string; fields: PatientFields; events: CloudEvent[] },
+  ): Promise<StoredResponse<Patient>>
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>
 }
 

@@ -8,7 +8,10 @@ export const SOURCE = 'clinic/patients'
  * What other services may know of a patient: contact details and the guardian (comms), the center
  * (audit, appointments). Never notes, national id, birth date or address.
  */
-export function contactOf(p: Patient): PatientContact {
+/** A patient as its events need it (a new one is known before its row: no timestamps). */
+export type PatientOfEvent = Omit<Patient, 'created_at' | 'updated_at'>
+
+export function contactOf(p: PatientOfEvent): PatientContact {
   return {
     id: p.id,
     codalmacen: p.codalmacen,
@@ -29,7 +32,7 @@ export function contactOf(p: Patient): PatientContact {
   }
 }
 
-export function patientCreated(ctx: Ctx, p: Patient): CloudEvent<'patient.created'> {
+export function patientCreated(ctx: Ctx, p: PatientOfEvent): CloudEvent<'patient.created'> {
   return makeEvent({
     type: 'patient.created',
     source: SOURCE,

@@ -391,6 +391,44 @@ describe('events', () => {
     expect(JSON.stringify(event)).not.toContain('never leave')
   })
 
+  test('without an Idempotency-Key the row and its event are one statement, of the caller company', async () => {
+    const c = newCompany(h.app)
+    const sent: string[] = []
+    const onQuery = (q: { sql: string }) => void sent.push(q.sql)
+    h.knex.on('query', onQuery)
+    const res = await c.post('/patients', makePatient({ codalmacen: 'ALM1' }))
+    h.knex.off('query', onQuery)
+    expect(res.statusCode).toBe(201)
+    expect(sent).toHaveLength(1)
+    const id = res.json().id
+    expect(await h.owner('patients').where({ id }).select('idempresa')).toEqual([
+      { idempresa: c.principal.companyId },
+    ])
+    expect((await outboxOf(h.owner, c.principal.companyId, id)).map((r) => r.type)).toEqual([
+      'patient.created',
+    ])
+    const [count] = await h
+      .owner('patient_counts')
+      .where({ idempresa: c.principal.companyId, codalmacen: 'ALM1' })
+      .sum({ n: 'n' })
+    expect(Number(count?.n)).toBe(1)
+  })
+
+  test('a create refused by the database (a duplicate national id) writes no event and counts nothing', async () => {
+    const c = newCompany(h.app)
+    const first = await c.post('/patients', makePatient({ national_id: 'DUP00001', codalmacen: 'ALM1' }))
+    expect(first.statusCode).toBe(201)
+    const dup = await c.post('/patients', makePatient({ national_id: 'DUP00001', codalmacen: 'ALM1' }))
+    expect(dup.statusCode).toBe(409)
+    const outbox = await h.owner('outbox').where({ idempresa: c.principal.companyId })
+    expect(outbox.map((r) => r.payload.subject)).toEqual([first.json().id])
+    const [count] = await h
+      .owner('patient_counts')
+      .where({ idempresa: c.principal.companyId, codalmacen: 'ALM1' })
+      .sum({ n: 'n' })
+    expect(Number(count?.n)).toBe(1)
+  })
+
   test('a refused create writes no event', async () => {
     const c = newCompany(h.app)
     await c.post('/patients', makePatient({ requires_legal_guardian: true }))

@@ -19,6 +19,12 @@ class FakePatients extends FakeTenantStore<PatientTx, Patient> implements Patien
       publish: async (events) => scope.publish(events),
     }))
   }
+  create: PatientStore['create'] = (companyId, idempotency, p) =>
+    this.idempotent(companyId, idempotency, async (tx) => {
+      const body = await tx.insert(p.id, p.fields)
+      await tx.publish(p.events)
+      return { body }
+    })
   list(): never {
     throw new Error('not used by createPatient')
   }

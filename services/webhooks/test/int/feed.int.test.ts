@@ -49,6 +49,70 @@ test('the feed gives a company its events in order, page by page, with filters',
   expect((await feed(principal())).data).toEqual([])
 })
 
+test('a batch of two companies: each gets its own feed numbers and deliveries, one statement per company', async () => {
+  const a = principal()
+  const b = principal()
+  const endpointOf = async (p: ReturnType<typeof principal>) => {
+    const res = await w.as(p)('POST', '/webhooks/endpoints', {
+      url: 'http://receiver.test/hook',
+      event_types: ['appointment.created'],
+    })
+    expect(res.statusCode).toBe(201)
+    return res.json<{ id: string }>().id
+  }
+  const [epA, epB] = [await endpointOf(a), await endpointOf(b)]
+  const ofA = [
+    appointmentCreated(a.companyId),
+    appointmentCreated(a.companyId),
+    appointmentCreated(a.companyId),
+  ]
+  const ofB = [appointmentCreated(b.companyId, 'ALM2')]
+  const sent: string[] = []
+  const onQuery = (q: { sql: string }) => void sent.push(q.sql)
+  w.knex.on('query', onQuery)
+  await w.publish([ofA[0]!, ofB[0]!, ofA[1]!, ofA[2]!])
+  w.knex.off('query', onQuery)
+  // Per company the feed statement and the deliveries (the worker's own statements left out).
+  const ours = sent.flatMap((q) =>
+    q.includes('INSERT INTO feed_heads')
+      ? ['feed']
+      : q.includes('INSERT INTO deliveries')
+        ? ['deliveries']
+        : /set_config|pg_notify|FROM endpoints|INSERT INTO events/.test(q)
+          ? ['other']
+          : [],
+  )
+  expect(ours).toEqual(['feed', 'deliveries', 'feed', 'deliveries'])
+  const seqs = await w
+    .owner('events')
+    .whereIn(
+      'id',
+      [...ofA, ...ofB].map((e) => e.id),
+    )
+    .orderBy(['idempresa', 'seq'])
+    .select('idempresa', 'id', 'seq', 'stored_at')
+  expect(seqs.map((r) => [r.idempresa, r.id, Number(r.seq)])).toEqual(
+    [...ofA.map((e, i) => [a.companyId, e.id, i + 1]), [b.companyId, ofB[0]!.id, 1]].sort(
+      (x, y) => Number(x[0]) - Number(y[0]),
+    ),
+  )
+  expect(new Set(seqs.map((r) => new Date(r.stored_at).toISOString()))).toEqual(
+    new Set([w.now().toISOString()]),
+  )
+  const queued = await w
+    .owner('deliveries')
+    .whereIn('endpoint_id', [epA, epB])
+    .select('endpoint_id', 'event_id')
+  expect(
+    queued
+      .filter((d) => d.endpoint_id === epA)
+      .map((d) => d.event_id)
+      .sort(),
+  ).toEqual(ofA.map((e) => e.id).sort())
+  expect(queued.filter((d) => d.endpoint_id === epB).map((d) => d.event_id)).toEqual([ofB[0]!.id])
+  expect((await feed(a)).data.map((e) => e.id)).toEqual(ofA.map((e) => e.id))
+})
+
 test('wait answers as soon as an event arrives', async () => {
   const p = principal()
   const start = await feed(p)

@@ -1,4 +1,4 @@
-import { applyKeyset, companyRead, companyTransaction, setCompany } from '@clinic/platform/db'
+import { applyKeyset, companyRead, companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import {
   sealEvent,
@@ -96,7 +96,7 @@ export async function appendEvent(
  * company one at a time; advance_chain_head_to moves it past the events inserted here, checking
  * that each links to the one before. Heads are locked in company order, so two consumers never
  * deadlock. Each company's rows are inserted under its own app.idempresa (the policy of events
- * checks it), set anew for each company of the transaction. seq runs 1, 2, 3 ... without gaps (a
+ * checks it), set anew for each company of the transaction in the statement that locks its head. seq runs 1, 2, 3 ... without gaps (a
  * rolled-back append takes its seqs with it), and recorded_at, from the database clock, never goes
  * back within a company.
  */
@@ -113,11 +113,11 @@ export async function appendEvents(
   }
   const sealed = new Map<AuditDraft, AuditEvent>()
   for (const company of [...byCompany.keys()].sort((a, b) => a - b)) {
-    await setCompany(trx, company)
+    // The company's setting (for the rows' policy) and its head's lock in one round trip.
     const { rows } = await trx.raw<{ rows: Array<ChainHeadRow & { now: Date }> }>(
       `SELECT h.seq, h.hash, h.recorded_at, date_trunc('milliseconds', clock_timestamp()) AS now
-         FROM lock_chain_head(?) h`,
-      [company],
+         FROM (SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0) c, lock_chain_head(?) h`,
+      [String(company), company],
     )
     const head = rows[0]
     if (!head) throw new Error('chain head vanished')

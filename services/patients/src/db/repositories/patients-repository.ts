@@ -1,5 +1,5 @@
-import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, isUniqueViolation } from '@clinic/platform/db'
+import { NotFound, type CloudEvent, type IdempotencyKey, type StoredResponse } from '@clinic/platform/core'
+import { TenantRepository, applyKeyset, companyInsert, isUniqueViolation } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import { DuplicateNationalId } from '../../domain/errors'
@@ -80,6 +80,33 @@ export class PatientsRepository extends TenantRepository<PatientTx, Patient> imp
       },
       publish: (events) => enqueueEvents(trx, events),
     }
+  }
+
+  /**
+   * Without an Idempotency-Key: one statement (companyInsert: the setting, the row and its outbox
+   * rows), the create's only round trip. With one: a transaction that also keeps the key's row.
+   */
+  async create(
+    companyId: number,
+    idempotency: IdempotencyKey,
+    p: { id: string; fields: PatientFields; events: CloudEvent[] },
+  ): Promise<StoredResponse<Patient>> {
+    if (idempotency.key === undefined) {
+      const row = await translate(
+        companyInsert<Row>(this.knex, companyId, {
+          table: TABLE,
+          row: { id: p.id, ...toColumns(p.fields) },
+          returning: SELECT,
+          events: p.events,
+        }),
+      )
+      return { body: toPatient(row) }
+    }
+    return this.idempotent(companyId, idempotency, async (tx) => {
+      const body = await tx.insert(p.id, p.fields)
+      await tx.publish(p.events)
+      return { body }
+    })
   }
 
   /**

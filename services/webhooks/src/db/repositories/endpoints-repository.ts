@@ -162,16 +162,19 @@ export async function queueDeliveries(
   now: Date,
 ): Promise<number> {
   if (!pairs.length) return 0
-  const { rows: queued } = await trx.raw<{ rows: unknown[] }>(
-    `INSERT INTO deliveries (idempresa, id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
-     SELECT :company, r.id, r.endpoint_id, r.event_id, r.event_type, :now, :now
-     FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id uuid, endpoint_id uuid, event_id uuid, event_type text)
-     ON CONFLICT (idempresa, endpoint_id, event_id) WHERE status = 'pending' DO NOTHING
-     RETURNING 1`,
+  // The worker is woken (DUE_CHANNEL) in the same statement, when something was queued.
+  const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>(
+    `WITH q AS (
+       INSERT INTO deliveries (idempresa, id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
+       SELECT :company, r.id, r.endpoint_id, r.event_id, r.event_type, :now, :now
+       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id uuid, endpoint_id uuid, event_id uuid, event_type text)
+       ON CONFLICT (idempresa, endpoint_id, event_id) WHERE status = 'pending' DO NOTHING
+       RETURNING 1),
+     n AS (SELECT count(*) AS n FROM q)
+     SELECT n.n, (SELECT pg_notify('${DUE_CHANNEL}', '') WHERE n.n > 0) AS woken FROM n`,
     { company: companyId, now, rows: JSON.stringify(pairs.map((p) => ({ id: uuidv7(), ...p }))) },
   )
-  if (queued.length) await trx.raw(`SELECT pg_notify('${DUE_CHANNEL}', '')`)
-  return queued.length
+  return Number(rows[0]?.n ?? 0)
 }
 
 const pairsOf = (endpointIds: string[], events: Array<{ id: string; type: string }>): DeliveryPair[] =>

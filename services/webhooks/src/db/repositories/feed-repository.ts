@@ -1,5 +1,5 @@
 import type { CloudEvent } from '@clinic/platform/core'
-import { companyRead, setCompany } from '@clinic/platform/db'
+import { companyRead } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import { FEED_CHANNEL } from '../../delivery/channels'
 import { isCatalogueType, thinData } from '../../domain/catalogue'
@@ -16,11 +16,37 @@ const matches = (e: EndpointMatch, event: CloudEvent) =>
   (e.codalmacen === null || e.codalmacen === (event.codalmacen ?? null))
 
 /**
+ * One company's events into its feed in one statement: the company setting (row-level security),
+ * the next numbers of its feed (feed_heads, whose row stays locked to commit: a reader never sees
+ * n + 1 before n), the rows, the feed's notification, and the company's enabled endpoints (what
+ * the events' deliveries are made from). Every part reads the setting's row `c` first: the head's
+ * row is made from it, the events from the head, the endpoints laterally after it (fenced, as
+ * companyRead), so no policy is checked before the setting.
+ */
+const STORE_FEED = `
+WITH c AS (SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0),
+h AS (
+  INSERT INTO feed_heads (idempresa, last_seq) SELECT c.tenant::integer, ?::bigint FROM c
+  ON CONFLICT (idempresa) DO UPDATE SET last_seq = feed_heads.last_seq + EXCLUDED.last_seq
+  RETURNING last_seq, pg_notify('${FEED_CHANNEL}', idempresa::text)
+),
+e AS (
+  INSERT INTO events (idempresa, id, seq, type, codalmacen, occurred_at, stored_at, data)
+  SELECT ?::integer, r.id, h.last_seq - ?::bigint + r.n, r.type, r.codalmacen, r.occurred_at, ?::timestamptz, r.data
+    FROM h, ROWS FROM (jsonb_to_recordset(?::jsonb)
+         AS (id uuid, type text, codalmacen text, occurred_at timestamptz, data jsonb))
+         WITH ORDINALITY AS r(id, type, codalmacen, occurred_at, data, n)
+)
+SELECT q.* FROM c CROSS JOIN LATERAL (
+  SELECT id, event_types, codalmacen FROM endpoints
+   WHERE idempresa = ?::integer AND status = 'enabled' AND c.tenant IS NOT NULL OFFSET 0) q`
+
+/**
  * Stores domain events for the change feed and queues a delivery to each enabled endpoint of the
  * event's company that subscribes to it, in the consumer's transaction (committed with the event
- * ids, so a redelivered event does nothing). Each company's events take the next numbers of its
- * feed under the lock of its feed_heads row, held to commit: a reader never sees n + 1 before n.
- * Companies are taken in id order, so two batches never wait on each other's locks in a cycle.
+ * ids, so a redelivered event does nothing): per company one statement (STORE_FEED), and one more
+ * when an endpoint wants one of its events. Companies are taken in id order, so two batches never
+ * wait on each other's locks in a cycle.
  */
 export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], now: Date): Promise<void> {
   const byCompany = new Map<number, CloudEvent[]>()
@@ -28,36 +54,28 @@ export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], n
     byCompany.set(e.idempresa, [...(byCompany.get(e.idempresa) ?? []), e])
   for (const companyId of [...byCompany.keys()].sort((a, b) => a - b)) {
     const list = byCompany.get(companyId) as CloudEvent[]
-    await setCompany(trx, companyId)
-    const { rows } = await trx.raw<{ rows: Array<{ last_seq: string }> }>(
-      `INSERT INTO feed_heads (idempresa, last_seq) VALUES (?, ?)
-       ON CONFLICT (idempresa) DO UPDATE SET last_seq = feed_heads.last_seq + EXCLUDED.last_seq
-       RETURNING last_seq`,
-      [companyId, list.length],
-    )
-    const first = Number(rows[0]?.last_seq) - list.length + 1
-    await trx('events').insert(
-      list.map((e, i) => ({
-        idempresa: companyId,
-        id: e.id,
-        seq: first + i,
-        type: e.type,
-        codalmacen: e.codalmacen ?? null,
-        occurred_at: e.time,
-        stored_at: now,
-        data: JSON.stringify(thinData(e)),
-      })),
-    )
-    const endpoints: EndpointMatch[] = await trx('endpoints')
-      .where({ idempresa: companyId, status: 'enabled' })
-      .select('id', 'event_types', 'codalmacen')
+    const rows = list.map((e) => ({
+      id: e.id,
+      type: e.type,
+      codalmacen: e.codalmacen ?? null,
+      occurred_at: e.time,
+      data: thinData(e),
+    }))
+    const { rows: endpoints } = await trx.raw<{ rows: EndpointMatch[] }>(STORE_FEED, [
+      String(companyId),
+      list.length,
+      companyId,
+      list.length,
+      now,
+      JSON.stringify(rows),
+      companyId,
+    ])
     const pairs: DeliveryPair[] = endpoints.flatMap((ep) =>
       list
         .filter((e) => matches(ep, e))
         .map((e) => ({ endpoint_id: ep.id, event_id: e.id, event_type: e.type })),
     )
     await queueDeliveries(trx, companyId, pairs, now)
-    await trx.raw(`SELECT pg_notify('${FEED_CHANNEL}', ?)`, [String(companyId)])
   }
 }
 
