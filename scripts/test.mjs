@@ -1,12 +1,16 @@
 // `npm test`: every test. Installs what is missing, builds (tsc -b type-checks the sources),
 // lints the committed OpenAPI document, type-checks the tests, lints, then runs every Jest
 // project: unit, integration (real PostgreSQL and RabbitMQ, in a database and vhost of their
-// own) and e2e (the whole stack as processes).
+// own), e2e (the whole stack as processes, PostgreSQL and RabbitMQ in containers through
+// Testcontainers when a Docker engine answers) and, last, the container suite (deploy: the images
+// built and the Compose stack run). A Docker engine is started for the run when none answers
+// (scripts/ensure-docker.mjs) and stopped at its end.
 // Extra arguments go to Jest, e.g. `npm test -- --selectProjects services/patients`.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { ensureChromium } from './ensure-chromium.mjs'
+import { ensureDocker } from './ensure-docker.mjs'
 import { build, checkDependencies, ensureInstalled, pnpm, loadDotEnv, root } from './lib.mjs'
 
 /**
@@ -37,6 +41,7 @@ async function atOnce(steps) {
 }
 
 loadDotEnv()
+let engine = null
 try {
   await checkDependencies()
   ensureInstalled()
@@ -57,14 +62,18 @@ try {
   ])
   // The browser tests drive Debian's Chromium (a CI machine starts without it).
   ensureChromium()
+  // The engine the e2e suite (Testcontainers) and the container suite run on.
+  engine = await ensureDocker()
   // The fault scenarios time outages to the second, so they run after the rest, alone on the
   // machine, as whole-stack faults should; extra arguments make one run of exactly what is asked.
   const extra = process.argv.slice(2)
   const runs = extra.length
     ? [{ name: 'jest', args: extra }]
     : [
-        { name: 'jest', args: ['--ignoreProjects', 'e2e/faults'] },
+        { name: 'jest', args: ['--ignoreProjects', 'e2e/faults', 'deploy'] },
         { name: 'jest-faults', args: ['--selectProjects', 'e2e/faults'] },
+        // Some twenty containers and the image builds: alone, after the rest.
+        { name: 'jest-containers', args: ['--selectProjects', 'deploy'] },
       ]
   const totals = { passed: 0, failed: 0, skipped: 0, total: 0 }
   let failed = null
@@ -92,5 +101,7 @@ try {
   if (failed) throw failed
 } catch (err) {
   console.error(err.message)
-  process.exit(1)
+  process.exitCode = 1
+} finally {
+  engine?.stop()
 }

@@ -8,6 +8,11 @@ export const DEAD_LETTER_EXCHANGE = 'clinic.events.dlx'
 
 export interface AmqpOptions {
   url: string
+  /**
+   * Every node of a cluster (host:port): each (re)connect tries the next after the one that
+   * failed or closed, with the URL's user, password and vhost. Empty: the URL's host only.
+   */
+  hosts?: readonly string[]
   log: Logger
   /** Connection name shown in the RabbitMQ management UI. */
   name: string
@@ -32,6 +37,8 @@ export class Amqp {
   private closing = false
   private connecting: Promise<void> | null = null
   private attempt = 0
+  /** The node of `hosts` the next connect tries. */
+  private node = 0
   private readyWaiters: Array<() => void> = []
   readonly queueType: 'classic' | 'quorum'
   /** The broker user this connection logs in as: every message goes out with it as `user_id`. */
@@ -76,8 +83,18 @@ export class Amqp {
     this.connecting = null
   }
 
+  /** The URL of the node to try now; the next call tries the next node. */
+  private nextUrl(): string {
+    const hosts = this.opts.hosts ?? []
+    if (!hosts.length) return this.opts.url
+    const url = new URL(this.opts.url)
+    url.host = hosts[this.node++ % hosts.length]!
+    return url.toString()
+  }
+
   private async connectOnce() {
-    const conn = await amqplib.connect(this.opts.url, {
+    const url = this.nextUrl()
+    const conn = await amqplib.connect(url, {
       clientProperties: { connection_name: this.opts.name },
     })
     conn.on('error', (err) => this.opts.log.warn({ err: err.message }, 'AMQP connection error'))
@@ -112,7 +129,7 @@ export class Amqp {
       await conn.close().catch(() => undefined)
       throw err
     }
-    this.opts.log.info('AMQP connected')
+    this.opts.log.info({ node: new URL(url).host }, 'AMQP connected')
     for (const w of this.readyWaiters.splice(0)) w()
   }
 

@@ -30,6 +30,11 @@ export const sharedConfig = {
   }),
   AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
   /**
+   * The nodes of a RabbitMQ cluster, host:port,host:port: a connection lost (a node stopped) is
+   * made again to the next. Unset: AMQP_URL's host alone.
+   */
+  AMQP_HOSTS: v.list({ default: '' }),
+  /**
    * The gateway's public key (assertion-keys.ts): what every service serves is signed with its
    * private half. Required of every service (assertionKeysOf); the gateway itself has none.
    */
@@ -109,6 +114,7 @@ export async function connectService(o: {
   })
   const amqp = new Amqp({
     url: config.AMQP_URL,
+    hosts: config.AMQP_HOSTS,
     log: logger,
     name: o.service,
     queueType: config.AMQP_QUEUE_TYPE as 'classic' | 'quorum',

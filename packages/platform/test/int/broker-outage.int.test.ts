@@ -152,6 +152,35 @@ it('keeps trying to connect at start-up until the broker is reachable', async ()
   }
 })
 
+it('moves to the next node of AMQP_HOSTS when the one it uses goes away (a cluster node stopped)', async () => {
+  const [first, second] = [await brokerProxy(), await brokerProxy()]
+  const hostOf = (url: string) => new URL(url).host
+  const node = new Amqp({
+    url: first.url,
+    hosts: [hostOf(first.url), hostOf(second.url)],
+    log,
+    name: 'platform-nodes',
+  })
+  try {
+    await node.start()
+    expect([first.accepted, second.accepted]).toEqual([1, 0])
+    first.cut() // the node stops: its connections drop and it refuses new ones
+    await waitFor(() => node.connected && second.accepted === 1, {
+      timeoutMs: 15_000,
+      what: 'a connection to the second node',
+    })
+    const e = testEvent(company)
+    await node.publish([e])
+    await waitFor(() => tap.idsFor(company).includes(e.id), {
+      what: 'an event published through the second node',
+    })
+  } finally {
+    await node.close()
+    await first.close()
+    await second.close()
+  }
+})
+
 it('starts over when the broker closes the publishing channel, and publishes again', async () => {
   const own = new Amqp({ url: proxy.url, log, name: 'platform-channel-error' })
   try {
