@@ -27,10 +27,11 @@ const describeWithEngine = engine ? describe : describe.skip
 function run(
   cmd: string,
   args: string[],
-  o: { input?: string; allowFail?: boolean; timeoutMs?: number } = {},
+  o: { input?: string; allowFail?: boolean; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
 ) {
   const r = spawnSync(cmd, args, {
     cwd: ROOT,
+    env: o.env ?? process.env,
     input: o.input,
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
@@ -60,7 +61,15 @@ function compose(args: string[], o?: Parameters<typeof run>[2]) {
     '-f',
     clusterFile,
   ]
-  return run(COMPOSE[0]!, [...COMPOSE.slice(1), '-p', PROJECT, '--env-file', envFile, ...files, ...args], o)
+  // Compose takes a variable from its own environment before the env file: it gets none of the
+  // test's (Jest's LOG_LEVEL=silent would silence every container).
+  const env = Object.fromEntries(
+    ['PATH', 'HOME', 'DOCKER_HOST'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]),
+  )
+  return run(COMPOSE[0]!, [...COMPOSE.slice(1), '-p', PROJECT, '--env-file', envFile, ...files, ...args], {
+    ...o,
+    env,
+  })
 }
 
 async function freePort(): Promise<number> {
@@ -205,8 +214,23 @@ const call = (method: string, p: string, body?: unknown, headers: Record<string,
 const sql = (query: string) =>
   compose(['exec', '-T', 'postgres', 'psql', '-U', 'clinic', '-d', 'clinic', '-Atc', query]).out.trim()
 
+/**
+ * The admin CLI as deploy/README.md runs it in Compose: in a one-off migrate-gateway container, as
+ * the schema owner (the gateway's own role may only read the identity tables).
+ */
 const admin = (...args: string[]) =>
-  compose(['exec', '-T', 'gateway', 'node', 'dist/cli/admin.js', ...args]).out.trim()
+  compose([
+    'run',
+    '--rm',
+    '--no-deps',
+    '-T',
+    'migrate-gateway',
+    'sh',
+    '-c',
+    'DATABASE_URL=$MIGRATION_DATABASE_URL exec node dist/cli/admin.js "$@"',
+    'admin',
+    ...args,
+  ]).out.trim()
 
 async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
   const end = Date.now() + timeoutMs
