@@ -62,7 +62,7 @@ process.stdout.write(JSON.stringify(resolveImages({ log: (line) => console.error
     const { stdout, stderr } = await exec(process.execPath, ['--input-type=module', '-e', script], {
       maxBuffer: 16 * 1024 * 1024,
     })
-    if (stderr.trim()) process.stderr.write(stderr.replace(/^/gm, 'e2e: '))
+    if (stderr.trim()) process.stderr.write(`${stderr.trimEnd().replace(/^/gm, 'e2e: ')}\n`)
     return JSON.parse(stdout) as ContainerImages
   })()
   return images
