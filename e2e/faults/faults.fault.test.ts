@@ -82,7 +82,7 @@ test('rabbitmq: the run’s connections closed, then the broker cut for 5 s', as
   const t = await makeTenant(['ALM1'], fs.info)
   const writes = loadAll(fs, t)
   await writes.okAfter(5)
-  expect(await closeOwnConnections(fs.vhost)).toBeGreaterThan(0)
+  expect(await closeOwnConnections(fs)).toBeGreaterThan(0)
   await writes.okAfter(5)
 
   const probes = ['patients', 'audit'].map((s) => pollStatus(ready(s)))
@@ -111,7 +111,7 @@ test('postgresql: cut for 5 s mid-stream; 503 with Retry-After meanwhile, back w
   const writes = loadAll(fs, t)
   await writes.okAfter(5)
   const pids = { ...fs.info.processes }
-  const dlqBefore = await queueDepths(fs.vhost)
+  const dlqBefore = await queueDepths(fs)
   const probe = pollStatus(ready('patients'))
   const gateway = pollStatus(`${fs.info.api}/health`)
   await pause(500)
@@ -143,7 +143,7 @@ test('postgresql: cut for 5 s mid-stream; 503 with Retry-After meanwhile, back w
     gateway_health_during: `${gwDown?.status}:${gwDown?.body.replace(/\s/g, '')}`,
   })
   // An outage is not poison: the consumers held their messages; none was dead-lettered.
-  const dlqAfter = await queueDepths(fs.vhost)
+  const dlqAfter = await queueDepths(fs)
   const deadLettered = Object.keys(dlqAfter)
     .filter((q) => q.endsWith('.dlq'))
     .reduce((n, q) => n + dlqAfter[q]! - (dlqBefore[q] ?? 0), 0)
@@ -206,7 +206,7 @@ test('poison messages on every queue end in its dead-letter queue; the queue goe
   const t = await makeTenant(['ALM1'], fs.info)
   const writes = load(fs, patientWrites, t)
   await writes.okAfter(5)
-  const before = await queueDepths(fs.vhost)
+  const before = await queueDepths(fs)
   const queues = Object.keys(before).filter((q) => !q.endsWith('.dlq') && !q.endsWith('.delay'))
   expect(queues.length).toBeGreaterThan(0)
   // Every registered event type (so every consumer's bindings), plus any other this run has seen.
@@ -235,7 +235,7 @@ test('poison messages on every queue end in its dead-letter queue; the queue goe
   let now: Record<string, number> = {}
   await waitFor(
     async () => {
-      now = await queueDepths(fs.vhost)
+      now = await queueDepths(fs)
       return queues.every((q) => (now[`${q}.dlq`] ?? 0) - (before[`${q}.dlq`] ?? 0) >= garbage.length)
     },
     { timeoutMs: 20_000, what: 'poison in the dead-letter queues' },
@@ -244,7 +244,7 @@ test('poison messages on every queue end in its dead-letter queue; the queue goe
   })
   await writes.okAfter(5)
   const outcomes = await writes.stop()
-  const after = await queueDepths(fs.vhost)
+  const after = await queueDepths(fs)
   const v = await check(fs, patientWrites, t, outcomes, 'poison-messages', recoverySeconds(outcomes, sentAt))
   report(v, {
     poison: types.size * garbage.length,

@@ -1,18 +1,18 @@
-import { execFile, type ChildProcess } from 'node:child_process'
+import { type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { promisify } from 'node:util'
 import pg from 'pg'
+import { rabbitmqctl } from '@clinic/platform/broker-users'
 import { tcpProxy, waitFor } from '@clinic/platform/testing'
 import { makeTenant, type Tenant } from '../src/client'
 import { childOf, startProcess, startStack, stopStack, type StackInfo } from '../src/stack'
 
-const exec = promisify(execFile)
 type Proxy = Awaited<ReturnType<typeof tcpProxy>>
 
 /**
  * A stack of its own for the fault scenarios: its services reach PostgreSQL and RabbitMQ through
- * proxies this run can cut (the machine's servers are shared and are never stopped), in a database
- * and a vhost of its own; its processes may be killed and started again.
+ * proxies this run can cut (the servers are never stopped: the run's own containers when a Docker
+ * engine answers, else the machine's, which are shared), in a database and a vhost of its own; its
+ * processes may be killed and started again.
  */
 export interface FaultStack {
   info: StackInfo
@@ -22,6 +22,8 @@ export interface FaultStack {
   databaseUrl: string
   /** The run's vhost. */
   vhost: string
+  /** The broker's container (rabbitmqctl runs in it); absent on the machine's broker. */
+  brokerContainer?: string
   kill(name: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: string | null }>
   start(name: string): Promise<void>
   /** Every cut restored and every process running again: what each scenario leaves behind. */
@@ -84,6 +86,7 @@ export async function startFaultStack(): Promise<FaultStack> {
     mq,
     databaseUrl,
     vhost: decodeURIComponent(new URL(info.cleanup.amqpUrl ?? 'amqp://x/').pathname.slice(1)),
+    brokerContainer: info.brokerContainer,
     async kill(name, signal) {
       const pid = info.processes[name]!
       if (!exits.has(pid)) watch(pid, childOf(pid))
@@ -538,26 +541,30 @@ export function pollStatus(url: string, intervalMs = 200) {
   }
 }
 
+type BrokerOf = Pick<FaultStack, 'vhost' | 'brokerContainer'>
+
 /** Closes the RabbitMQ connections of this run's vhost only (never anyone else's). */
-export async function closeOwnConnections(vhost: string): Promise<number> {
-  const { stdout } = await exec('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'vhost'])
+export async function closeOwnConnections({ vhost, brokerContainer: container }: BrokerOf): Promise<number> {
+  const stdout = await rabbitmqctl(['list_connections', '-q', '--no-table-headers', 'vhost'], { container })
   const count = stdout.split('\n').filter((l) => l.trim() === vhost).length
   // One call for all of them: rabbitmqctl starts an Erlang VM per call, seconds on a busy machine.
-  await exec('rabbitmqctl', ['close_all_connections', '--vhost', vhost, 'fault test: connection closed'])
+  await rabbitmqctl(['close_all_connections', '--vhost', vhost, 'fault test: connection closed'], {
+    container,
+  })
   return count
 }
 
 /** Messages waiting in each queue of the run's vhost. */
-export async function queueDepths(vhost: string): Promise<Record<string, number>> {
-  const { stdout } = await exec('rabbitmqctl', [
-    'list_queues',
-    '-q',
-    '--no-table-headers',
-    '-p',
-    vhost,
-    'name',
-    'messages',
-  ])
+export async function queueDepths({
+  vhost,
+  brokerContainer: container,
+}: BrokerOf): Promise<Record<string, number>> {
+  const stdout = await rabbitmqctl(
+    ['list_queues', '-q', '--no-table-headers', '-p', vhost, 'name', 'messages'],
+    {
+      container,
+    },
+  )
   return Object.fromEntries(
     stdout
       .split('\n')

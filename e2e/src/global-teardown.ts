@@ -1,4 +1,5 @@
 import { readFileSync, rmSync } from 'node:fs'
+import { removeContainers } from './infrastructure'
 import { stopStack, type StackInfo } from './stack'
 
 export default async function teardown() {
@@ -6,5 +7,10 @@ export default async function teardown() {
   if (!file) return
   const info = JSON.parse(readFileSync(file, 'utf8')) as StackInfo
   rmSync(file, { force: true })
-  await stopStack(info)
+  try {
+    await stopStack(info)
+  } finally {
+    // The run's containers go whatever happened before (no reaper removes them otherwise).
+    await removeContainers(info.cleanup.containers ?? [])
+  }
 }

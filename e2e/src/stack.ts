@@ -14,18 +14,19 @@ import {
 } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import {
-  createTestDatabase,
-  createTestVhost,
-  deleteTestVhost,
-  dropTestDatabase,
-  waitFor,
-} from '@clinic/platform/testing'
+import { deleteTestVhost, dropTestDatabase, waitFor } from '@clinic/platform/testing'
 import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
 import { assertionKeyPair, serviceEnv } from '../../scripts/service-env.cjs'
-import { removeStackBrokerUsers, stackBrokerUsers } from './broker'
+import { removeStackBrokerUsers } from './broker'
+import {
+  SHARED_INFRASTRUCTURE,
+  removeContainers,
+  stackPlaceOn,
+  startInfrastructure,
+  type Infrastructure,
+} from './infrastructure'
 
 const exec = promisify(execFile)
 export const ROOT = path.resolve(__dirname, '../..')
@@ -44,7 +45,9 @@ export interface StackInfo {
   processes: Record<string, number>
   /** Where each process of the stack writes its logs (stdout and stderr), by service name. */
   logFiles: Record<string, string>
-  /** What to clean up afterwards. */
+  /** The container of the stack's RabbitMQ (rabbitmqctl runs in it); absent on the machine's. */
+  brokerContainer?: string
+  /** What to clean up afterwards (`containers`: those started for this stack, removed with it). */
   cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[]; logDir?: string }
 }
 
@@ -59,45 +62,6 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port))
     })
   })
-}
-
-/** True when a Docker engine answers (then PostgreSQL and RabbitMQ run in Testcontainers). */
-export async function dockerAvailable(): Promise<boolean> {
-  if (process.env.E2E_USE_DOCKER === '0') return false
-  try {
-    await exec('docker', ['version', '--format', '{{.Server.Version}}'], { timeout: 5000 })
-    return true
-  } catch {
-    return false
-  }
-}
-
-async function infrastructure(): Promise<{
-  databaseUrl: string
-  amqpUrl: string
-  cleanup: StackInfo['cleanup']
-}> {
-  if (await dockerAvailable()) {
-    const { GenericContainer, Wait } = await import('testcontainers')
-    const pg = await new GenericContainer('postgres:15')
-      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust', POSTGRES_DB: 'clinic' })
-      .withExposedPorts(5432)
-      .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))
-      .start()
-    const mq = await new GenericContainer('rabbitmq:3.10')
-      .withExposedPorts(5672)
-      .withWaitStrategy(Wait.forLogMessage(/Server startup complete/))
-      .start()
-    return {
-      databaseUrl: `postgres://postgres@${pg.getHost()}:${pg.getMappedPort(5432)}/clinic`,
-      amqpUrl: `amqp://guest:guest@${mq.getHost()}:${mq.getMappedPort(5672)}`,
-      cleanup: { containers: [pg.getId(), mq.getId()] },
-    }
-  }
-  // No Docker engine: the machine's PostgreSQL and RabbitMQ, in a database and vhost of our own.
-  const databaseUrl = await createTestDatabase(process.env.E2E_DATABASE_URL)
-  const amqpUrl = await createTestVhost(process.env.E2E_AMQP_URL)
-  return { databaseUrl, amqpUrl, cleanup: { databaseUrl, amqpUrl } }
 }
 
 const children: ChildProcess[] = []
@@ -149,9 +113,21 @@ export async function startStack(
     env?: Record<string, string>
   } = {},
 ): Promise<StackInfo> {
-  const infra = await infrastructure()
-  // Each service as its own broker user (not on a Docker broker, where rabbitmqctl does not reach).
-  const brokerEnv = infra.cleanup.amqpUrl ? await stackBrokerUsers(infra.cleanup.amqpUrl) : {}
+  const shared = process.env[SHARED_INFRASTRUCTURE]
+  const infra = shared ? (JSON.parse(shared) as Infrastructure) : await startInfrastructure()
+  try {
+    return await startStackOn(infra, o)
+  } catch (err) {
+    await removeContainers(infra.containers)
+    throw err
+  }
+}
+
+async function startStackOn(
+  infra: Infrastructure,
+  o: Parameters<typeof startStack>[0] & object,
+): Promise<StackInfo> {
+  const { databaseUrl, amqpUrl, brokerEnv } = await stackPlaceOn(infra)
   // Kept after the run when E2E_LOGS is set (its path is printed), else removed with the stack.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-logs-'))
   if (process.env.E2E_LOGS) process.stderr.write(`e2e: service logs in ${logDir}\n`)
@@ -159,8 +135,8 @@ export async function startStack(
   for (const s of ['gateway', ...SERVICES]) ports[s] = await freePort()
   const serviceUrls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`]))
   const env: Record<string, string> = {
-    DATABASE_URL: o.databaseVia ? await o.databaseVia(infra.databaseUrl) : infra.databaseUrl,
-    AMQP_URL: o.amqpVia ? await o.amqpVia(infra.amqpUrl) : infra.amqpUrl,
+    DATABASE_URL: o.databaseVia ? await o.databaseVia(databaseUrl) : databaseUrl,
+    AMQP_URL: o.amqpVia ? await o.amqpVia(amqpUrl) : amqpUrl,
     // Each process's assertion keys are derived from it (service-env.cjs); no process gets it.
     ASSERTION_ROOT_SECRET: 'e2e-assertion-root-0123456789abcdef0123456789',
     ...brokerEnv,
@@ -215,7 +191,13 @@ export async function startStack(
     pids: procs.map((p) => p.pid!),
     processes: Object.fromEntries(names.map((s, i) => [s, procs[i]!.pid!])),
     logFiles: Object.fromEntries(names.map((s) => [s, path.join(logDir, `${s}.log`)])),
-    cleanup: { ...infra.cleanup, logDir: process.env.E2E_LOGS ? undefined : logDir },
+    brokerContainer: infra.brokerContainer,
+    cleanup: {
+      databaseUrl,
+      amqpUrl,
+      containers: infra.containers,
+      logDir: process.env.E2E_LOGS ? undefined : logDir,
+    },
   }
 }
 
@@ -246,10 +228,12 @@ export async function stopStack(info: StackInfo) {
   })
   const { databaseUrl, amqpUrl, containers, logDir } = info.cleanup
   if (logDir) rmSync(logDir, { recursive: true, force: true })
-  if (containers?.length) await exec('docker', ['rm', '-f', ...containers]).catch(() => undefined)
+  // The stack's containers take its database, vhost and users with them.
+  if (containers?.length) return removeContainers(containers)
+  const access = { container: info.brokerContainer }
   if (databaseUrl) await dropTestDatabase(databaseUrl)
-  if (amqpUrl) await deleteTestVhost(amqpUrl)
-  await removeStackBrokerUsers(info.env)
+  if (amqpUrl) await deleteTestVhost(amqpUrl, access)
+  await removeStackBrokerUsers(info.env, access)
 }
 
 /** Whether `child` (still running) holds the listening socket of 127.0.0.1:`port` (Linux /proc). */

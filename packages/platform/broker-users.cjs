@@ -7,8 +7,9 @@
 // same prefix, event-origin.ts) and are removed with the stack. Each password is derived from a
 // root secret of the stack, so the service env (scripts/service-env.cjs) and the import agree
 // without passing passwords around. CommonJS, beside naming.cjs, for the scripts (ESM), the e2e
-// stack and @clinic/platform/testing alike. rabbitmqctl (as root, or as the broker's user).
-const { execFile } = require('node:child_process')
+// stack and @clinic/platform/testing alike. rabbitmqctl (as root, or as the broker's user), or in
+// the broker's container through `docker exec` (the e2e suites' broker in Testcontainers).
+const { execFile, spawn } = require('node:child_process')
 const { createHash, createHmac, randomBytes } = require('node:crypto')
 const { chmod, mkdtemp, readFile, rm, writeFile } = require('node:fs/promises')
 const { tmpdir } = require('node:os')
@@ -43,15 +44,38 @@ function passwordHash(password) {
   return Buffer.concat([salt, hash]).toString('base64')
 }
 
+/**
+ * Runs `rabbitmqctl <args>` on this machine, or inside `container` (`docker exec`) when the broker
+ * runs in Docker; `input` goes to its stdin. Resolves with its stdout; rejects with its stderr.
+ */
+function rabbitmqctl(args, { container, input } = {}) {
+  const [cmd, argv] = container
+    ? ['docker', ['exec', ...(input === undefined ? [] : ['-i']), container, 'rabbitmqctl', ...args]]
+    : ['rabbitmqctl', args]
+  if (input === undefined) return exec(cmd, argv).then((r) => r.stdout)
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c) => (out += c))
+    child.stderr.on('data', (c) => (err += c))
+    child.on('error', reject)
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${argv.join(' ')} failed (exit ${code}): ${err}`)),
+    )
+    child.stdin.end(input)
+  })
+}
+
 /** The vhost of an AMQP URL (`/` when it names none). */
 const vhostOf = (amqpUrl) => decodeURIComponent(new URL(amqpUrl).pathname.slice(1)) || '/'
 
 /**
  * Creates (or updates) the stack's users on the vhost of `amqpUrl`: deploy's definitions, the vhost
  * `clinic` read as the stack's, each user `clinic-<name>` as `<prefix>clinic-<name>` with its
- * derived password. One `rabbitmqctl import_definitions`.
+ * derived password. One `rabbitmqctl import_definitions` (in `container` when the broker runs there).
  */
-async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions = DEFINITIONS }) {
+async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions = DEFINITIONS, container }) {
   if (!rootSecret) throw new Error('createBrokerUsers: a root secret is needed for the passwords')
   const vhost = vhostOf(amqpUrl)
   const rename = (user) => (user.startsWith('clinic-') ? `${prefix}${user}` : user)
@@ -65,13 +89,18 @@ async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions
   for (const key of ['permissions', 'topic_permissions'])
     defs[key] = defs[key].map((p) => ({ ...p, user: rename(p.user), vhost }))
   defs.exchanges = (defs.exchanges ?? []).map((e) => ({ ...e, vhost }))
+  // The container's rabbitmqctl reads them on stdin (the host's files are not in the container).
+  if (container) {
+    await rabbitmqctl(['-q', 'import_definitions'], { container, input: JSON.stringify(defs) })
+    return defs.users.map((u) => u.name)
+  }
   // A file the broker's user can read (rabbitmqctl may run as it); it holds hashes, no password.
   const dir = await mkdtemp(path.join(tmpdir(), 'clinic-broker-users-'))
   try {
     await chmod(dir, 0o755)
     const file = path.join(dir, 'definitions.json')
     await writeFile(file, JSON.stringify(defs), { mode: 0o644 })
-    await exec('rabbitmqctl', ['-q', 'import_definitions', file])
+    await rabbitmqctl(['-q', 'import_definitions', file])
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -79,22 +108,26 @@ async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions
 }
 
 /** Removes the stack's users (one `rabbitmqctl eval`; a user already gone is no error). */
-async function removeBrokerUsers({ prefix }) {
+async function removeBrokerUsers({ prefix, container }) {
   if (!prefix) throw new Error('removeBrokerUsers: only a prefixed stack removes its users')
   const users = apps.map((s) => stackBrokerUser(s.name, prefix))
   if (users.some((u) => !/^[a-z0-9_-]+$/.test(u))) throw new Error('removeBrokerUsers: unexpected user name')
   const list = users.map((u) => `<<"${u}">>`).join(',')
-  await exec('rabbitmqctl', [
-    '-q',
-    'eval',
-    `[catch rabbit_auth_backend_internal:delete_user(U, <<"clinic-tests">>) || U <- [${list}]].`,
-  ])
+  await rabbitmqctl(
+    [
+      '-q',
+      'eval',
+      `[catch rabbit_auth_backend_internal:delete_user(U, <<"clinic-tests">>) || U <- [${list}]].`,
+    ],
+    { container },
+  )
 }
 
 /** A fresh prefix for a test stack's users: `t<hex>-`. */
 const newBrokerPrefix = () => `t${randomBytes(4).toString('hex')}-`
 
 module.exports = {
+  rabbitmqctl,
   brokerPassword,
   stackBrokerUser,
   stackAmqpUrl,

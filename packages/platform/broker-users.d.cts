@@ -1,4 +1,6 @@
 /** See broker-users.cjs: a local stack's per-service broker users, as deploy makes them. */
+/** `rabbitmqctl <args>` here, or in `container` through `docker exec`; resolves with its stdout. */
+export function rabbitmqctl(args: string[], o?: { container?: string; input?: string }): Promise<string>
 export function brokerPassword(rootSecret: string, user: string): string
 export function stackBrokerUser(service: string, prefix?: string): string
 export function stackAmqpUrl(
@@ -11,6 +13,8 @@ export function createBrokerUsers(o: {
   prefix?: string
   rootSecret: string
   definitions?: string
+  /** The broker's container: rabbitmqctl runs in it (`docker exec`). */
+  container?: string
 }): Promise<string[]>
-export function removeBrokerUsers(o: { prefix: string }): Promise<void>
+export function removeBrokerUsers(o: { prefix: string; container?: string }): Promise<void>
 export function newBrokerPrefix(): string

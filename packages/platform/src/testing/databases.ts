@@ -44,11 +44,22 @@ export async function dropTestDatabase(url: string) {
   await adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
 }
 
+/** Where rabbitmqctl runs: on this machine, or in the broker's container (`docker exec`). */
+export interface BrokerAccess {
+  container?: string
+}
+
+const rabbitmqctl = (args: string[], { container }: BrokerAccess) =>
+  container ? exec('docker', ['exec', container, 'rabbitmqctl', ...args]) : exec('rabbitmqctl', args)
+
 /**
- * Creates a RabbitMQ vhost for one test run (rabbitmqctl, or the management API when
- * RABBITMQ_MANAGEMENT_URL is set); returns the AMQP URL for it.
+ * Creates a RabbitMQ vhost for one test run (rabbitmqctl, here or in the broker's container, or
+ * the management API when RABBITMQ_MANAGEMENT_URL is set); returns the AMQP URL for it.
  */
-export async function createTestVhost(baseUrl = process.env.TEST_AMQP_URL ?? TEST_DEFAULTS.AMQP_URL) {
+export async function createTestVhost(
+  baseUrl = process.env.TEST_AMQP_URL ?? TEST_DEFAULTS.AMQP_URL,
+  access: BrokerAccess = {},
+) {
   const vhost = uniqueName('clinic_test')
   const user = decodeURIComponent(new URL(baseUrl).username || 'guest')
   const mgmt = process.env.RABBITMQ_MANAGEMENT_URL
@@ -60,20 +71,20 @@ export async function createTestVhost(baseUrl = process.env.TEST_AMQP_URL ?? TES
       read: '.*',
     })
   } else {
-    await exec('rabbitmqctl', ['add_vhost', vhost])
-    await exec('rabbitmqctl', ['set_permissions', '-p', vhost, user, '.*', '.*', '.*'])
+    await rabbitmqctl(['add_vhost', vhost], access)
+    await rabbitmqctl(['set_permissions', '-p', vhost, user, '.*', '.*', '.*'], access)
   }
   const u = new URL(baseUrl)
   u.pathname = `/${vhost}`
   return u.toString()
 }
 
-export async function deleteTestVhost(amqpUrl: string) {
+export async function deleteTestVhost(amqpUrl: string, access: BrokerAccess = {}) {
   const vhost = decodeURIComponent(new URL(amqpUrl).pathname.slice(1))
   if (!vhost.startsWith('clinic_test_')) throw new Error(`refusing to delete vhost ${vhost}`)
   const mgmt = process.env.RABBITMQ_MANAGEMENT_URL
   if (mgmt) await mgmtCall(mgmt, 'DELETE', `/api/vhosts/${vhost}`)
-  else await exec('rabbitmqctl', ['delete_vhost', vhost])
+  else await rabbitmqctl(['delete_vhost', vhost], access)
 }
 
 async function mgmtCall(base: string, method: string, path: string, body?: unknown) {
