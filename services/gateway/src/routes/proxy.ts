@@ -15,6 +15,7 @@ import {
   type AssertionSigner,
 } from '@clinic/platform'
 import { BASES } from '../bases'
+import { spreadLookup } from '../spread-lookup'
 import { uploadLimitOf } from '../plugins/body-guards'
 import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 
@@ -136,6 +137,8 @@ function proxyOptions(upstream: string, o: Forward) {
     undici: {
       connections: 128,
       pipelining: 1,
+      // Each new connection to one of the service's replicas, chosen at random (spread-lookup.ts).
+      connect: { lookup: spreadLookup },
       keepAliveTimeout: 30_000,
       headersTimeout: UPSTREAM_TIMEOUT_MS,
       bodyTimeout: UPSTREAM_TIMEOUT_MS,
