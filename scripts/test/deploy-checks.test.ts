@@ -97,7 +97,7 @@ describe('deploy checks', () => {
     beforeAll(() => {
       const copy = fresh()
       const file = 'deploy/compose/compose.yaml'
-      edit(copy, file, /image: (redis:7[\w.-]*)@sha256:[0-9a-f]{64}/, 'image: $1')
+      edit(copy, file, /(redis:7[\w.-]*)@sha256:[0-9a-f]{64}/, '$1')
       edit(copy, file, 'AMQP_QUEUE_TYPE: quorum', 'AMQP_QUEUE_TYPE: classic')
       // Redis as it was: the password interpolated into its command line.
       edit(
