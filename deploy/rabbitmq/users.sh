@@ -23,14 +23,21 @@ for user in $users; do
 done
 
 ctl import_definitions "$definitions"
-for user in $users; do
-  # The import is asynchronous: wait until the user exists.
-  tries=0
-  until ctl list_users --no-table-headers | cut -f1 | grep -qx "$user"; do
-    tries=$((tries + 1))
-    [ "$tries" -lt 30 ] || { echo "$user did not appear after the import" >&2; exit 1; }
-    sleep 1
+# The import is asynchronous: wait until every user exists, one listing per try (each rabbitmqctl
+# starts an Erlang VM: seconds on a busy machine).
+tries=0
+while :; do
+  listed=$(ctl list_users --no-table-headers | cut -f1)
+  missing=
+  for user in $users; do
+    echo "$listed" | grep -qx "$user" || missing="$missing $user"
   done
+  [ -n "$missing" ] || break
+  tries=$((tries + 1))
+  [ "$tries" -lt 30 ] || { echo "not there after the import:$missing" >&2; exit 1; }
+  sleep 1
+done
+for user in $users; do
   # `--`: a password may begin with "-" (base64url does, one time in 64), which rabbitmqctl would
   # read as an option.
   ctl change_password "$user" -- "$(passwordOf "$user")"

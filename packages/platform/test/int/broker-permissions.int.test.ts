@@ -85,7 +85,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const user of users) await rabbitmqctl('delete_user', user).catch(() => undefined)
   await rabbitmqctl('delete_vhost', vhost)
-})
+}, 240_000) // one rabbitmqctl per user
 
 describe('topic permissions on clinic.events', () => {
   it("refuse a routing key outside the user's pattern on a confirm channel, and accept its own", async () => {
@@ -138,7 +138,9 @@ describe('deploy/rabbitmq/definitions.json', () => {
       Object.fromEntries(names.map((u) => [passwordVar(u), password])),
     )
     expect(stdout.trim().split('\n').sort()).toEqual(names.map((u) => `${u}: password set`).sort())
-  })
+    // About ten rabbitmqctl runs, each an Erlang VM: under a second here when quiet, several when
+    // the machine is busy (a CI run once passed 60 s).
+  }, 240_000)
 
   it('users.sh changes nothing on the broker while a password is missing', async () => {
     const other = `clinic-${prefix}x-patients`
