@@ -6,7 +6,8 @@
 // builds the services' images from the root Dockerfile on the node image chosen.
 //   node deploy/images/images.mjs           # resolve (and build) the four images, print them
 //   node deploy/images/images.mjs --build   # ... and build clinic/<service>:<tag> for every service
-//   ... --json <file>                       # ... and write the four images chosen to <file>
+//   ... --json <file>                       # ... and write the four images chosen (and `sources`,
+//                                           # where each came from) to <file>
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { createHash } from 'node:crypto'
@@ -242,10 +243,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     describeImages(images)
     if (process.argv.includes('--build')) buildImages(images)
     const json = process.argv.indexOf('--json')
-    if (json > 0) {
-      const { sources: _, ...chosen } = images
-      writeFileSync(process.argv[json + 1], JSON.stringify(chosen))
-    }
+    if (json > 0) writeFileSync(process.argv[json + 1], JSON.stringify(images))
   } catch (err) {
     console.error(err.message)
     process.exit(1)

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { dockerEngineAnswers, freePort, waitFor } from '@clinic/platform/testing'
 
 /**
  * deploy/compose/compose.yaml, run (DESIGN.md section 18): the images built from the Dockerfile on
@@ -15,8 +15,7 @@ import path from 'node:path'
 const ROOT = path.resolve(__dirname, '../..')
 const PROJECT = `clinic-test-${process.pid}`
 const TAG = 'local'
-const engine =
-  spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { timeout: 10_000 }).status === 0
+const engine = dockerEngineAnswers()
 if (!engine)
   process.stderr.write(
     'deploy/test/compose.test.ts: no Docker engine answers: the Compose suite did not run\n',
@@ -69,17 +68,6 @@ function compose(args: string[], o?: Parameters<typeof run>[2]) {
   return run(COMPOSE[0]!, [...COMPOSE.slice(1), '-p', PROJECT, '--env-file', envFile, ...files, ...args], {
     ...o,
     env,
-  })
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
   })
 }
 
@@ -232,19 +220,6 @@ const admin = (...args: string[]) =>
     ...args,
   ]).out.trim()
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      if (await check()) return
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 1000))
-  }
-}
-
 describeWithEngine('Compose: the stack in containers', () => {
   // Twenty-odd containers on two cores: each step is given minutes.
   jest.setTimeout(6 * 60_000)
@@ -257,7 +232,7 @@ describeWithEngine('Compose: the stack in containers', () => {
       timeoutMs: 40 * 60_000,
     })
     process.stderr.write(built.out)
-    const images = JSON.parse(readFileSync(imagesFile, 'utf8'))
+    const { sources: _, ...images } = JSON.parse(readFileSync(imagesFile, 'utf8'))
     const port = await freePort()
     clusterFile = clusterOverride(work)
     envFile = path.join(work, '.env')
@@ -268,7 +243,6 @@ describeWithEngine('Compose: the stack in containers', () => {
     compose(['up', '-d', '--no-build', '--scale', 'patients=3'], { timeoutMs: 10 * 60_000 })
     // Every container's own healthcheck passing (the gateway's too), then the gateway answering.
     await waitFor(
-      'every replica to be healthy',
       () => {
         const health = run('docker', [
           'ps',
@@ -279,9 +253,13 @@ describeWithEngine('Compose: the stack in containers', () => {
         ]).out
         return !/health: starting|unhealthy/.test(health) && /gateway_1 Up .*\(healthy\)/.test(health)
       },
-      240_000,
+      { what: 'every replica to be healthy', timeoutMs: 240_000, intervalMs: 1000 },
     )
-    await waitFor('the gateway to answer', async () => (await fetch(`${api}/health`)).status === 200, 60_000)
+    await waitFor(async () => (await fetch(`${api}/health`)).status === 200, {
+      what: 'the gateway to answer',
+      timeoutMs: 60_000,
+      intervalMs: 1000,
+    })
   }, 50 * 60_000)
 
   afterAll(() => {
@@ -357,7 +335,6 @@ describeWithEngine('Compose: the stack in containers', () => {
 
     // The read and the write are on the audit trail (through the broker, to audit's chain).
     await waitFor(
-      'the audit trail to show the patient',
       async () => {
         const res = await call('GET', `/audit/events?resource_type=patient&resource_id=${patient.id}`)
         const actions = (((await res.json()) as { data?: { action: string }[] }).data ?? []).map(
@@ -365,7 +342,7 @@ describeWithEngine('Compose: the stack in containers', () => {
         )
         return actions.includes('patient.created') && actions.some((a: string) => a !== 'patient.created')
       },
-      60_000,
+      { what: 'the audit trail to show the patient', timeoutMs: 60_000, intervalMs: 1000 },
     )
     const verify = compose(
       ['exec', '-T', 'audit', 'node', 'dist/cli/admin.js', 'audit:verify', '--company', '7'],
@@ -454,7 +431,11 @@ describeWithEngine('Compose: the stack in containers', () => {
     const workers = Array.from({ length: 4 }, async () => {
       while (next < total) await write(next++)
     })
-    await waitFor('a third of the writes', () => done >= total / 3, 120_000)
+    await waitFor(() => done >= total / 3, {
+      what: 'a third of the writes',
+      timeoutMs: 120_000,
+      intervalMs: 1000,
+    })
     await disturb()
     await Promise.all(workers)
     const recorded = Number(sql(`SELECT count(*) FROM patients.patients WHERE idempresa = ${company}`))
@@ -464,7 +445,11 @@ describeWithEngine('Compose: the stack in containers', () => {
       )
         .split('|')
         .map(Number)
-    await waitFor('audit to record every write', () => audit()[0]! >= total, 180_000)
+    await waitFor(() => audit()[0]! >= total, {
+      what: 'audit to record every write',
+      timeoutMs: 180_000,
+      intervalMs: 1000,
+    })
     const [audited, distinct] = audit()
     return { total, answered: ids.size, recorded, audited, distinct, retries }
   }
@@ -508,7 +493,6 @@ describeWithEngine('Compose: the stack in containers', () => {
           run('docker', ['inspect', '--format', '{{.State.Health.Status}}', name]).out.trim(),
         ]).toEqual([name, 'healthy'])
     await waitFor(
-      'the node to run again in the cluster',
       () => {
         const again = JSON.parse(
           compose(['exec', '-T', 'rabbitmq-2', 'rabbitmqctl', '-q', 'cluster_status', '--formatter', 'json'])
@@ -516,7 +500,7 @@ describeWithEngine('Compose: the stack in containers', () => {
         )
         return again.running_nodes.length === 3
       },
-      120_000,
+      { what: 'the node to run again in the cluster', timeoutMs: 120_000, intervalMs: 1000 },
     )
   })
 

@@ -3,8 +3,8 @@ import { randomInt } from 'node:crypto'
 import { connect } from 'node:net'
 import type { ChildProcess } from 'node:child_process'
 import serviceList from '@clinic/platform/services.json'
-import { waitFor } from '@clinic/platform/testing'
-import { admin, freePort, startProcess, waitHealthy, type StackInfo } from './stack'
+import { freePort, waitFor } from '@clinic/platform/testing'
+import { admin, startProcess, waitHealthy, type StackInfo } from './stack'
 
 /**
  * How long an effect that goes through the stack (an event through the broker, a worker's turn, a

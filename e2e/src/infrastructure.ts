@@ -1,8 +1,14 @@
 import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
-import { TEST_DEFAULTS, createTestDatabase, createTestVhost } from '@clinic/platform/testing'
+import {
+  TEST_DEFAULTS,
+  createTestDatabase,
+  createTestVhost,
+  dockerEngineAnswers,
+} from '@clinic/platform/testing'
 import { stackBrokerUsers } from './broker'
 
 /**
@@ -14,14 +20,8 @@ const exec = promisify(execFile)
 const ROOT = path.resolve(__dirname, '../..')
 
 /** True when a Docker engine answers (then PostgreSQL and RabbitMQ run in Testcontainers). */
-export async function dockerAvailable(): Promise<boolean> {
-  if (process.env.E2E_USE_DOCKER === '0') return false
-  try {
-    await exec('docker', ['version', '--format', '{{.Server.Version}}'], { timeout: 5000 })
-    return true
-  } catch {
-    return false
-  }
+export function dockerAvailable(): boolean {
+  return process.env.E2E_USE_DOCKER !== '0' && dockerEngineAnswers()
 }
 
 /** The PostgreSQL and RabbitMQ stacks make their databases and vhosts on. */
@@ -50,20 +50,26 @@ interface ContainerImages {
 let images: Promise<ContainerImages> | undefined
 
 /**
- * deploy/images' resolveImages(), once per process: the pinned images, or their stand-ins built
- * from Debian packages where no registry answers. It is ESM and Jest's CommonJS cannot load it
- * on Node 20, so a node of its own runs it; what it prints goes to stderr.
+ * The images deploy/images/images.mjs chooses, once per process: the pinned images, or their
+ * stand-ins built from Debian packages where no registry answers. It is ESM, which Jest's CommonJS
+ * cannot load on Node 20: its command line runs, as the Compose suite runs it; what it prints goes
+ * to stderr.
  */
 function containerImages(): Promise<ContainerImages> {
   images ??= (async () => {
-    const module = pathToFileURL(path.join(ROOT, 'deploy', 'images', 'images.mjs')).href
-    const script = `import { resolveImages } from ${JSON.stringify(module)}
-process.stdout.write(JSON.stringify(resolveImages({ log: (line) => console.error(line) })))`
-    const { stdout, stderr } = await exec(process.execPath, ['--input-type=module', '-e', script], {
-      maxBuffer: 16 * 1024 * 1024,
-    })
-    if (stderr.trim()) process.stderr.write(`${stderr.trimEnd().replace(/^/gm, 'e2e: ')}\n`)
-    return JSON.parse(stdout) as ContainerImages
+    const dir = await mkdtemp(path.join(tmpdir(), 'clinic-images-'))
+    try {
+      const file = path.join(dir, 'images.json')
+      const { stdout } = await exec(
+        process.execPath,
+        [path.join(ROOT, 'deploy', 'images', 'images.mjs'), '--json', file],
+        { maxBuffer: 16 * 1024 * 1024 },
+      )
+      process.stderr.write(`${stdout.trimEnd().replace(/^/gm, 'e2e: ')}\n`)
+      return JSON.parse(await readFile(file, 'utf8')) as ContainerImages
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })()
   return images
 }
@@ -126,7 +132,7 @@ async function startContainers(): Promise<Infrastructure> {
  * PostgreSQL and RabbitMQ (E2E_DATABASE_URL, E2E_AMQP_URL, else the test defaults).
  */
 export async function startInfrastructure(): Promise<Infrastructure> {
-  if (await dockerAvailable()) return startContainers()
+  if (dockerAvailable()) return startContainers()
   process.stderr.write(
     `e2e: ${process.env.E2E_USE_DOCKER === '0' ? 'E2E_USE_DOCKER=0' : 'no Docker engine'}: the machine's PostgreSQL and RabbitMQ\n`,
   )

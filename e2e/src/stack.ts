@@ -1,6 +1,5 @@
 import os from 'node:os'
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import {
   closeSync,
   existsSync,
@@ -14,7 +13,7 @@ import {
 } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { deleteTestVhost, dropTestDatabase, waitFor } from '@clinic/platform/testing'
+import { deleteTestVhost, dropTestDatabase, freePort, waitFor } from '@clinic/platform/testing'
 import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
@@ -49,19 +48,6 @@ export interface StackInfo {
   brokerContainer?: string
   /** What to clean up afterwards (`containers`: those started for this stack, removed with it). */
   cleanup: { databaseUrl?: string; amqpUrl?: string; containers?: string[]; logDir?: string }
-}
-
-/** A port nothing listens on right now (also what a dead upstream looks like). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.unref()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 const children: ChildProcess[] = []

@@ -1,6 +1,6 @@
-import { waitFor } from '@clinic/platform/testing'
+import { freePort, waitFor } from '@clinic/platform/testing'
 import { SETTLE_MS, call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
-import { freePort, startProcess, waitHealthy } from '../src/stack'
+import { startProcess, waitHealthy } from '../src/stack'
 
 /** A patient of the tenant, made through the API as a front desk would. */
 async function patientOf(t: Tenant): Promise<string> {

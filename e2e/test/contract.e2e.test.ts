@@ -7,7 +7,7 @@ import { createClinicClient, unwrap } from '@clinic/client'
 import { waitFor } from '@clinic/platform/testing'
 import { walkThrough } from '../../packages/client/examples/walkthrough'
 import { SETTLE_MS, call, extraGateway, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
-import { freePort } from '../src/stack'
+import { freePort } from '@clinic/platform/testing'
 import { startPrism, violationsOf, type Prism, type Violation } from '../src/prism'
 
 let tenant: Tenant

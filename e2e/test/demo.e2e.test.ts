@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process'
 import { randomInt } from 'node:crypto'
 import { promisify } from 'node:util'
+import { freePort } from '@clinic/platform/testing'
 import { call, stack } from '../src/client'
-import { ROOT, freePort } from '../src/stack'
+import { ROOT } from '../src/stack'
 
 const exec = promisify(execFile)
 // makeTenant draws company ids from 100,000 up: below that, this file's company is its own.

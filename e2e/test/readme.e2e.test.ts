@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { ROOT, freePort, startStack, stopStack, type StackInfo } from '../src/stack'
+import { freePort } from '@clinic/platform/testing'
+import { ROOT, startStack, stopStack, type StackInfo } from '../src/stack'
 
 /**
  * The README as a newcomer pastes it: every `sh` block from "First steps" to "Configuration", in

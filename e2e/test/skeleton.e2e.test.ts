@@ -1,6 +1,6 @@
-import { waitFor } from '@clinic/platform/testing'
+import { freePort, waitFor } from '@clinic/platform/testing'
 import { call, extraGateway, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
-import { admin, freePort } from '../src/stack'
+import { admin } from '../src/stack'
 
 const VERSION = /^\d{6}\.\d{2}$/
 

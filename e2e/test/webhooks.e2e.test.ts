@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { createTestDatabase, dropTestDatabase, waitFor } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, freePort, waitFor } from '@clinic/platform/testing'
 import { Webhook } from 'standardwebhooks'
 import { serviceEnv } from '../../scripts/service-env.cjs'
 import {
@@ -18,7 +18,7 @@ import {
   type Answer,
   type Tenant,
 } from '../src/client'
-import { ROOT, freePort, startProcess } from '../src/stack'
+import { ROOT, startProcess } from '../src/stack'
 
 /**
  * Webhooks and the change feed through the gateway (DESIGN.md section 10): endpoints, deliveries

@@ -1,10 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createTestDatabase, dropTestDatabase, waitFor } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, freePort, waitFor } from '@clinic/platform/testing'
 import { namesOf } from '../../packages/platform/naming.cjs'
 import { bareCopy } from './bare-copy'
 
@@ -48,15 +47,6 @@ function copyOfRepo(): string {
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'))
   return copy
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-    server.once('error', reject)
-  })
 
 const dependenciesOf = (file: string): string[] =>
   Object.keys(JSON.parse(readFileSync(file, 'utf8')).dependencies ?? {})

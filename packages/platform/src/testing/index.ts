@@ -22,6 +22,7 @@ export async function waitFor<T>(
 }
 
 export * from './databases'
+export * from './host'
 export * from './proxy'
 export * from './gateway'
 export * from './events'
