@@ -1,8 +1,9 @@
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { promisify } from 'node:util'
 import { dockerEngineAnswers, freePort, waitFor } from '@clinic/platform/testing'
 
 /**
@@ -21,6 +22,12 @@ if (!engine)
     'deploy/test/compose.test.ts: no Docker engine answers: the Compose suite did not run\n',
   )
 const describeWithEngine = engine ? describe : describe.skip
+
+/**
+ * A docker command that lets the event loop run while it does (the writes a disturbance happens
+ * under keep going).
+ */
+const docker = (...args: string[]) => promisify(execFile)('docker', args, { timeout: 120_000 })
 
 /** A command to its end: its output, or an error with the output when it fails. */
 function run(
@@ -204,10 +211,14 @@ const sql = (query: string) =>
 
 /**
  * The admin CLI as deploy/README.md runs it in Compose: in a one-off migrate-gateway container, as
- * the schema owner (the gateway's own role may only read the identity tables).
+ * the schema owner (the gateway's own role may only read the identity tables). Each command's
+ * arguments in turn, in one container (a one-off container costs seconds on two busy cores); the
+ * first that fails stops the rest. What they printed.
  */
-const admin = (...args: string[]) =>
-  compose([
+const admin = (...commands: string[][]) => {
+  const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`
+  const script = commands.map((args) => `node dist/cli/admin.js ${args.map(quote).join(' ')}`).join(' && ')
+  return compose([
     'run',
     '--rm',
     '--no-deps',
@@ -215,10 +226,20 @@ const admin = (...args: string[]) =>
     'migrate-gateway',
     'sh',
     '-c',
-    'DATABASE_URL=$MIGRATION_DATABASE_URL exec node dist/cli/admin.js "$@"',
-    'admin',
-    ...args,
+    `export DATABASE_URL="$MIGRATION_DATABASE_URL" && ${script}`,
   ]).out.trim()
+}
+
+/** A company with one center and one user, and that user's new token (as the walk-through makes them). */
+const tenant = (company: number, name: string, center: string, username: string) =>
+  admin(
+    ['company:create', '--id', String(company), '--name', name],
+    ['center:create', '--company', String(company), '--code', 'ALM1', '--name', center],
+    ['user:create', '--company', String(company), '--username', username],
+    ['token:create', '--username', username],
+  )
+    .split('\n')
+    .pop()!
 
 describeWithEngine('Compose: the stack in containers', () => {
   // Twenty-odd containers on two cores: each step is given minutes.
@@ -309,10 +330,7 @@ describeWithEngine('Compose: the stack in containers', () => {
   })
 
   it('answers the walk-through through the containerised gateway', async () => {
-    admin('company:create', '--id', '7', '--name', 'Clinica Sol')
-    admin('center:create', '--company', '7', '--code', 'ALM1', '--name', 'Centro Norte')
-    admin('user:create', '--company', '7', '--username', 'alice')
-    token = admin('token:create', '--username', 'alice').split('\n').pop()!
+    token = tenant(7, 'Clinica Sol', 'Centro Norte', 'alice')
 
     const unauth = await fetch(`${api}/patients`)
     expect(unauth.status).toBe(401)
@@ -384,10 +402,7 @@ describeWithEngine('Compose: the stack in containers', () => {
    * done; then what was answered, recorded in patients and recorded (once) by audit.
    */
   async function writesUnder(company: number, disturb: () => Promise<void>) {
-    admin('company:create', '--id', String(company), '--name', `Clinica ${company}`)
-    admin('center:create', '--company', String(company), '--code', 'ALM1', '--name', 'Centro')
-    admin('user:create', '--company', String(company), '--username', `writer${company}`)
-    const writer = admin('token:create', '--username', `writer${company}`).split('\n').pop()!
+    const writer = tenant(company, `Clinica ${company}`, 'Centro', `writer${company}`)
     const total = 150
     let done = 0
     let retries = 0
@@ -457,7 +472,7 @@ describeWithEngine('Compose: the stack in containers', () => {
   it('loses no write and duplicates none when a patients replica is killed under a stream of writes', async () => {
     const victim = containersOf('patients')[1]!
     const r = await writesUnder(8, async () => {
-      run('docker', ['kill', victim])
+      await docker('kill', victim)
     })
     process.stderr.write(`compose: patients replica ${victim} killed under writes: ${JSON.stringify(r)}\n`)
     expect([r.answered, r.recorded, r.audited, r.distinct]).toEqual([r.total, r.total, r.total, r.total])
@@ -471,9 +486,9 @@ describeWithEngine('Compose: the stack in containers', () => {
     const [node] = containersOf('rabbitmq')
     const since = new Date().toISOString()
     const r = await writesUnder(9, async () => {
-      run('docker', ['stop', '-t', '10', node!])
+      await docker('stop', '-t', '10', node!)
       await new Promise((resolve) => setTimeout(resolve, 10_000))
-      run('docker', ['start', node!])
+      await docker('start', node!)
     })
     process.stderr.write(
       `compose: broker node ${node} stopped under writes and started again: ${JSON.stringify(r)}\n`,

@@ -45,17 +45,24 @@ const RECEIVER_DOWN_MS = 20_000
 jest.setTimeout(150_000)
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+// Containers, migrations and eight services: about 20 s alone on the machine, minutes when it is
+// loaded (a run at a load average of 20 passed 90 s).
+let starting: Promise<FaultStack> | undefined
 beforeAll(async () => {
-  fs = await startFaultStack()
-}, 90_000)
+  starting = startFaultStack()
+  fs = await starting
+}, 300_000)
 
 afterEach(async () => {
   await fs?.heal()
 }, 60_000)
 
+// A start that outlived its hook is waited for and stopped too: its processes would keep Jest from
+// exiting.
 afterAll(async () => {
-  await fs?.stop()
-}, 60_000)
+  const started = fs ?? (await starting?.catch(() => undefined))
+  await started?.stop()
+}, 360_000)
 
 const ready = (name: string) => `${fs.info.serviceUrls[name]}/health/ready`
 /** Statuses seen while [from, to), and whether it was 200 again after `to`. */
