@@ -53,12 +53,23 @@ class Tree {
     return h
   }
 
-  path(m: number, lo = 0, hi = this.leaves.length): Buffer[] {
-    if (hi - lo === 1) return []
-    const k = split(hi - lo)
-    return m < k
-      ? [...this.path(m, lo, lo + k), this.hash(lo + k, hi)]
-      : [...this.path(m - k, lo + k, hi), this.hash(lo, lo + k)]
+  /** The siblings from leaf `m` up to the root (RFC 9162 PATH), found from the root down. */
+  path(m: number): Buffer[] {
+    const siblings: Buffer[] = []
+    let lo = 0
+    let hi = this.leaves.length
+    while (hi - lo > 1) {
+      const k = split(hi - lo)
+      if (m < k) {
+        siblings.push(this.hash(lo + k, hi))
+        hi = lo + k
+      } else {
+        siblings.push(this.hash(lo, lo + k))
+        m -= k
+        lo += k
+      }
+    }
+    return siblings.reverse()
   }
 }
 
