@@ -37,8 +37,10 @@ const ROOTS = (process.env.ROOTS ?? process.env.BENCH_SERVICES_ROOT ?? ROOT)
 const ROUNDS = Number(process.env.ROUNDS ?? 1)
 const STEPS = process.env.STEPS === '1'
 const PROFILE = process.env.PROFILE === '1'
-// JS frames named in perf's stacks (for the gateways started by startService).
-if (PROFILE) process.env.BENCH_NODE_ARGS = '--perf-basic-prof --logfile=/dev/null --no-logfile-per-isolate'
+// JS frames named in perf's stacks (for the gateways started by startService). The V8 log this
+// implies goes to a file: with --logfile=/dev/null node 20 writes it to stdout, at a cost to the gateway.
+if (PROFILE)
+  process.env.BENCH_NODE_ARGS = `--perf-basic-prof --logfile=${path.join(os.tmpdir(), 'clinic-bench-gateway-v8.log')} --no-logfile-per-isolate`
 
 process.env.BENCH_SERVICES_ROOT = ROOTS[0] // the schema benchTenant migrates
 const { env, token } = await benchTenant('clinic_bench_gateway', { services: [] })
