@@ -5,7 +5,7 @@
 // (bench/reference-proxy.mjs). No audit consumer and no real service behind it: the full read, as a
 // client meets it, is bench/stack.mjs (report the two side by side).
 // Run: npm run bench -- (or taskset -c 0 node bench/gateway.mjs) after `npm run build`.
-//   DURATION   seconds of each load (10), after a 3 s warm-up
+//   DURATION   seconds of each load (10), after WARMUP seconds (3) of the same load
 //   ROOTS      checkouts whose gateway builds alternate in one run (default BENCH_SERVICES_ROOT, else
 //              this one), ROUNDS times (1): before/after in the same minutes, the floors each round
 //   STEPS=1    the gateway's steps one by one (gateway-steps.mjs): fastify + http-proxy with the
@@ -31,6 +31,8 @@ import {
 } from './lib.mjs'
 
 const DURATION = Number(process.env.DURATION ?? 10)
+/** Seconds of load before each measured one (JIT and the token cache warm). */
+const WARMUP = Number(process.env.WARMUP ?? 3)
 const ROOTS = (process.env.ROOTS ?? process.env.BENCH_SERVICES_ROOT ?? ROOT)
   .split(',')
   .map((r) => path.resolve(r))
@@ -69,9 +71,9 @@ const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/
 /** CPU per request of `child` over one load of `url` (after a warm-up), and its RSS after; then stopped. */
 async function measured(child, url, hdrs = {}, profile = false) {
   await waitOk(url)
-  await load({ url, headers: hdrs, duration: 3 }) // warm-up
+  await load({ url, headers: hdrs, duration: WARMUP })
   const perf = profile
-    ? startPerf([child.pid], { raw: true, groups: STEP_GROUPS, steps: STEP_GROUPS.length - 4 })
+    ? startPerf([child.pid], { raw: true, groups: STEP_GROUPS, steps: STEP_GROUPS.length - 3 })
     : null
   const before = cpuSeconds(child.pid)
   const r = await load({ url, headers: hdrs, duration: DURATION })
@@ -201,9 +203,11 @@ const profileTable = profiled.length
   ? `
 ## CPU µs per request by step (perf, 999 Hz, during each gateway's load)
 
-Each sample counts for the first frame from the leaf up that belongs to a step (perf-groups.mjs
-STEP_GROUPS: a library call, or a collection an allocation starts, counts for the step that made it);
-the last four rows are what no step's frame is under. A step's µs is its share of the samples times
+Each sample counts for the first frame from the leaf up that belongs to a step, to the proxy or to
+fastify (perf-groups.mjs STEP_GROUPS): a library call, or a collection an allocation starts, counts for
+the step that made it, and what a step's callback starts through fastify (the rest of the request's
+hooks, the forward, the answer's write) for the proxy or fastify; the last three rows are what none
+of those frames is under. A step's µs is its share of the samples times
 the CPU µs per request of that load.
 
 | step | ${profiled.map(({ name }) => name).join(' | ')} |
@@ -217,7 +221,7 @@ record(
   'gateway',
   `# The gateway alone (${machine()})
 
-32 connections, ${DURATION} s each after a 3 s warm-up, GET /api/patients against a trivial upstream; each
+32 connections, ${DURATION} s each after a ${WARMUP} s warm-up, GET /api/patients against a trivial upstream; each
 proxy pinned to core 1 (taskset), the load generator and the upstream on core 0 (run the script under
 \`taskset -c 0\`). CPU per request is the proxy process's user+system time from /proc over the load;
 RSS its VmRSS after it. "upstream direct" is the bare node:http server the proxies stand in front of.

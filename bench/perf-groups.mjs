@@ -39,9 +39,10 @@ export const GROUPS = [
 
 /**
  * The gateway's steps (bench/gateway.mjs PROFILE=1): a sample counts for the first frame from the
- * leaf up that is one of the gateway's steps (its module, or a library only that step calls), so a
- * library call, and a garbage collection an allocation starts, count for the step that made them;
- * what no step's frame is under is fastify, node:http, streams, timers, JIT and GC of their own.
+ * leaf up that is one of the gateway's steps (its module, or a library only that step calls), the
+ * proxy or fastify: a library call, and a garbage collection an allocation starts, count for the
+ * step that made them, and what a step's callback starts through fastify (the next hooks, the
+ * forward, the answer's write) for fastify or the proxy. The last three: what none is under.
  */
 export const STEP_GROUPS = [
   ['authentication (token cache)', /gateway\/dist\/(plugins\/authenticate|auth\/)/],
