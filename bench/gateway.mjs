@@ -70,7 +70,7 @@ const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/
 
 /** CPU per request of `child` over one load of `url` (after a warm-up), and its RSS after; then stopped. */
 async function measured(child, url, hdrs = {}, profile = false) {
-  await waitOk(url)
+  await waitOk(url, 90_000) // a loaded machine starts a process slowly
   await load({ url, headers: hdrs, duration: WARMUP })
   const perf = profile
     ? startPerf([child.pid], { raw: true, groups: STEP_GROUPS, steps: STEP_GROUPS.length - 3 })
