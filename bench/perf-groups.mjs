@@ -37,7 +37,64 @@ export const GROUPS = [
   ['node / libuv / V8 other', /./],
 ]
 
-export async function summarise(input) {
+/**
+ * The gateway's steps (bench/gateway.mjs PROFILE=1): a sample counts for the first frame from the
+ * leaf up that is one of the gateway's steps (its module, or a library only that step calls), the
+ * proxy or fastify: a library call, and a garbage collection an allocation starts, count for the
+ * step that made them, and what a step's callback starts through fastify (the next hooks, the
+ * forward, the answer's write) for fastify or the proxy. The last three: what none is under.
+ */
+export const STEP_GROUPS = [
+  ['authentication (token cache)', /gateway\/dist\/(plugins\/authenticate|auth\/)/],
+  ['per-address limit', /gateway\/dist\/(plugins\/address-limit|plugins\/window-counter|address-key)/],
+  ['per-token rate limit (@fastify/rate-limit)', /@fastify\+rate-limit/],
+  ['body guards', /gateway\/dist\/plugins\/body-guards/],
+  [
+    'scope and center checks',
+    /gateway\/dist\/(plugins\/scopes|scopes|plugins\/centers)|platform\/dist\/centers/,
+  ],
+  [
+    'assertion (claims, batch, Ed25519 sign)',
+    /platform\/dist\/(assertion|assertion-batch)\.js|node_modules\/\.pnpm\/jose|libcrypto|ed25519|sha256_block|sha512_block/,
+  ],
+  [
+    'access event (record, group commit, outbox, relay, publish)',
+    /gateway\/dist\/(access-log|plugins\/access-events)|platform\/dist\/(group-commit|access-batch|events|outbox|amqp|wake-loop|listener)\.js|node_modules\/\.pnpm\/(pg|pg-protocol|pg-pool|knex|tarn|pg-types|postgres-|amqplib)/,
+  ],
+  [
+    'headers (forwarded, answer, version, security)',
+    /gateway\/dist\/(routes\/proxy|plugins\/response-headers)|platform\/dist\/http\/index\.js/,
+  ],
+  [
+    'request id, logger, access line',
+    /platform\/dist\/(logging|http\/request-log|http\/options)\.js|node_modules\/\.pnpm\/(pino|sonic-boom)/,
+  ],
+  ['metrics (prom-client)', /platform\/dist\/http\/metrics|node_modules\/\.pnpm\/prom-client/],
+  [
+    'platform checks (assertion hooks, route rules, text safety, problems), CORS',
+    /platform\/dist\/(http\/(assertion-hooks|route-rules|text-safety|problems)|text)\.js|@fastify\+cors/,
+  ],
+  [
+    'the proxy (reply-from, undici)',
+    /@fastify\+reply-from|@fastify\+http-proxy|node_modules\/\.pnpm\/undici/,
+  ],
+  [
+    'fastify (router, hooks, reply)',
+    /node_modules\/\.pnpm\/(fastify|find-my-way|avvio|light-my-request|fast-json-stringify|@fastify\+)/,
+  ],
+  ['GC', /Heap::|Scavenge|MarkCompact|Sweeper|ConcurrentMarking|Evacuat|GCTracer|MinorMC|IncrementalMarking/],
+  [
+    'JIT (V8 compilers)',
+    /v8::internal::compiler|v8::internal::maglev|v8::internal::baseline|Builtins_CompileLazy|OptimizingCompileDispatcher/,
+  ],
+  ['node:http, sockets, streams, timers, other', /./],
+]
+
+/** With `steps`, the first `steps` groups are looked for from the leaf up before any other (STEP_GROUPS). */
+export async function summarise(input, groups = GROUPS, steps = 0) {
+  const GROUPS = groups
+  const stepGroups = groups.slice(0, steps)
+  const other = GROUPS[GROUPS.length - 1][0]
   const perProcess = new Map()
   let frames = []
   let pid = null
@@ -52,13 +109,18 @@ export async function summarise(input) {
     const group = user.length ? GROUPS.find(([, re]) => user.some((f) => re.test(f)))?.[0] : 'kernel only'
     // From the leaf up: the first frame that matches any group decides.
     let chosen = group
-    for (const f of user) {
-      const g = GROUPS.find(([, re]) => re.test(f))
-      if (g && g[0] !== 'node / libuv / V8 other') {
-        chosen = g[0]
-        break
+    const step = stepGroups.length
+      ? user.map((f) => stepGroups.find(([, re]) => re.test(f))).find(Boolean)
+      : undefined
+    if (step) chosen = step[0]
+    else
+      for (const f of user) {
+        const g = GROUPS.find(([, re]) => re.test(f))
+        if (g && g[0] !== other) {
+          chosen = g[0]
+          break
+        }
       }
-    }
     p.groups.set(chosen, (p.groups.get(chosen) ?? 0) + 1)
   }
   for await (const line of createInterface({ input })) {
@@ -87,8 +149,11 @@ export function describe(perProcess, top = 8) {
     })
 }
 
-/** `perf record` of these processes until stop(), which resolves to their summary (one string). */
-export function startPerf(pids) {
+/**
+ * `perf record` of these processes until stop(), which resolves to their summary (one string), or
+ * with `raw` to summarise's map (for STEP_GROUPS: `groups` and `steps`).
+ */
+export function startPerf(pids, { raw = false, groups = GROUPS, steps = 0 } = {}) {
   const file = path.join(tmpdir(), `clinic-bench-${process.pid}-${Date.now()}.perf`)
   const rec = spawn('perf', ['record', '-q', '-F', '999', '-g', '-o', file, '-p', pids.join(',')], {
     stdio: 'ignore',
@@ -101,7 +166,8 @@ export function startPerf(pids) {
       const script = spawn('perf', ['script', '-i', file, '-F', 'pid,ip,sym,dso'], {
         stdio: ['ignore', 'pipe', 'ignore'],
       })
-      return describe(await summarise(script.stdout)).join('; ')
+      const summary = await summarise(script.stdout, groups, steps)
+      return raw ? summary : describe(summary).join('; ')
     },
   }
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { CompactSign, compactVerify, decodeProtectedHeader, errors } from 'jose'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 
@@ -20,16 +20,13 @@ export const BATCH_SEPARATOR = '~'
 export const MAX_BATCH = 64
 const HASH_BYTES = 32
 
-const sha256 = (...parts: Buffer[]) => {
-  const h = createHash('sha256')
-  for (const p of parts) h.update(p)
-  return h.digest()
-}
-const LEAF = Buffer.from([0])
+// One-shot hashes (crypto.hash): a tree of n leaves takes 2n - 1 of them, and a Hash object each
+// cost about as much again as the hashing.
 const NODE = Buffer.from([1])
-/** The leaf of an assertion's claims (the base64url claims as sent). */
-export const leafHash = (claims: string) => sha256(LEAF, Buffer.from(claims))
-const nodeHash = (left: Buffer, right: Buffer) => sha256(NODE, left, right)
+/** The leaf of an assertion's claims (the base64url claims as sent, ASCII: a byte a character). */
+export const leafHash = (claims: string): Buffer => hash('sha256', `\u0000${claims}`, 'buffer')
+const nodeHash = (left: Buffer, right: Buffer): Buffer =>
+  hash('sha256', Buffer.concat([NODE, left, right], 1 + 2 * HASH_BYTES), 'buffer')
 /** The largest power of two below n (n > 1): where RFC 9162 splits a tree of n leaves. */
 const split = (n: number) => {
   let k = 1
@@ -53,12 +50,23 @@ class Tree {
     return h
   }
 
-  path(m: number, lo = 0, hi = this.leaves.length): Buffer[] {
-    if (hi - lo === 1) return []
-    const k = split(hi - lo)
-    return m < k
-      ? [...this.path(m, lo, lo + k), this.hash(lo + k, hi)]
-      : [...this.path(m - k, lo + k, hi), this.hash(lo, lo + k)]
+  /** The siblings from leaf `m` up to the root (RFC 9162 PATH), found from the root down. */
+  path(m: number): Buffer[] {
+    const siblings: Buffer[] = []
+    let lo = 0
+    let hi = this.leaves.length
+    while (hi - lo > 1) {
+      const k = split(hi - lo)
+      if (m < k) {
+        siblings.push(this.hash(lo + k, hi))
+        hi = lo + k
+      } else {
+        siblings.push(this.hash(lo, lo + k))
+        m -= k
+        lo += k
+      }
+    }
+    return siblings.reverse()
   }
 }
 

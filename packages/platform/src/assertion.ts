@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { CompactSign } from 'jose'
 import {
   BATCH_SEPARATOR,
@@ -8,6 +8,7 @@ import {
   type Checked,
 } from './assertion-batch'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
+import { randomBase64url } from './ids'
 import { serviceList } from './service-list'
 
 /** Who is calling, as the gateway established it from the token. */
@@ -97,8 +98,10 @@ export const signAssertionInBatch = (
 /** The claims as they travel: JSON, with issuer, times and a single-use id. */
 function claimsJson(claims: AssertionClaims, signer: AssertionSigner, now: number): string {
   const iat = Math.floor(now / 1000)
-  const jti = randomBytes(12).toString('base64url')
-  return JSON.stringify({ ...claims, iss: signer.issuer, iat, exp: iat + ASSERTION_TTL_SECONDS, jti })
+  const jti = randomBase64url(12)
+  // The claims' own JSON with these four appended: one serialisation, and no copy of the claims.
+  const own = JSON.stringify(claims)
+  return `${own.slice(0, -1)}${own.length > 2 ? ',' : ''}"iss":${JSON.stringify(signer.issuer)},"iat":${iat},"exp":${iat + ASSERTION_TTL_SECONDS},"jti":"${jti}"}`
 }
 
 export type VerifiedClaims = AssertionClaims & { iss: string; jti: string; exp: number }

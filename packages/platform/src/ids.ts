@@ -15,6 +15,17 @@ function random16(): Buffer {
   return b
 }
 
+/** `bytes` random bytes as base64url, drawn from the same pool (no Buffer made per call). */
+export function randomBase64url(bytes: number): string {
+  if (poolAt + bytes > pool.length) {
+    randomFillSync(pool)
+    poolAt = 0
+  }
+  const text = pool.toString('base64url', poolAt, poolAt + bytes)
+  poolAt += bytes
+  return text
+}
+
 /**
  * UUIDv7 (RFC 9562): 48-bit Unix ms timestamp, then random bits. Ids sort by creation time,
  * which keeps B-tree inserts local and lets cursors page in creation order.

@@ -146,15 +146,44 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
  * level methods, `child` and `bindings` is the parent's (its level, isLevelEnabled, ...).
  */
 export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {
-  let real: Logger | undefined
-  const made = () => (real ??= parent.child(bindings))
-  const lazy = Object.create(parent) as Logger
-  for (const level of LEVELS)
-    (lazy as unknown as Record<string, unknown>)[level] = (...args: unknown[]) => {
-      if (real || parent.isLevelEnabled(level)) (made()[level] as (...a: unknown[]) => void)(...args)
-    }
-  lazy.child = ((b: pino.Bindings, o?: pino.ChildLoggerOptions) =>
-    made().child(b, o)) as unknown as Logger['child']
-  lazy.bindings = () => ({ ...parent.bindings(), ...bindings })
+  // A lazy child of a lazy child (a request's context logger) is one of the first's parent, with
+  // both bindings: the same lines, and no prototype made per request.
+  const outer = parent as Partial<Lazy>
+  if (outer[LAZY_PARENT] && !outer[LAZY_REAL])
+    return lazyChild(outer[LAZY_PARENT], { ...outer[LAZY_BINDINGS], ...bindings })
+  const lazy = Object.create(lazyPrototype(parent)) as Lazy
+  lazy[LAZY_PARENT] = parent
+  lazy[LAZY_BINDINGS] = bindings
   return lazy
+}
+
+const LAZY_PARENT = Symbol('lazy parent')
+const LAZY_BINDINGS = Symbol('lazy bindings')
+const LAZY_REAL = Symbol('lazy real')
+type Lazy = Logger & { [LAZY_PARENT]: Logger; [LAZY_BINDINGS]: pino.Bindings; [LAZY_REAL]?: Logger }
+
+const made = (lazy: Lazy) => (lazy[LAZY_REAL] ??= lazy[LAZY_PARENT].child(lazy[LAZY_BINDINGS]))
+
+/**
+ * What the lazy children of one parent share: the level methods, `child` and `bindings` (each
+ * child holds only its parent and bindings, not closures of its own), over the parent itself.
+ */
+const lazyPrototypes = new WeakMap<Logger, Logger>()
+function lazyPrototype(parent: Logger): Logger {
+  let proto = lazyPrototypes.get(parent)
+  if (proto) return proto
+  proto = Object.create(parent) as Logger
+  for (const level of LEVELS)
+    (proto as unknown as Record<string, unknown>)[level] = function (this: Lazy, ...args: unknown[]) {
+      if (this[LAZY_REAL] || parent.isLevelEnabled(level))
+        (made(this)[level] as (...a: unknown[]) => void)(...args)
+    }
+  proto.child = function (this: Lazy, b: pino.Bindings, o?: pino.ChildLoggerOptions) {
+    return made(this).child(b, o)
+  } as unknown as Logger['child']
+  proto.bindings = function (this: Lazy) {
+    return { ...parent.bindings(), ...this[LAZY_BINDINGS] }
+  }
+  lazyPrototypes.set(parent, proto)
+  return proto
 }

@@ -27,6 +27,11 @@ export interface RelayOptions {
   log: Logger
   batchSize?: number
   pollMs?: number
+  /**
+   * The least time between two passes (default 0): where commits come many a second (the gateway's
+   * access events), a pass publishes several of them, for one transaction and one confirm.
+   */
+  minPassIntervalMs?: number
 }
 
 /**
@@ -46,6 +51,7 @@ export class OutboxRelay {
     this.loop = new WakeLoop({
       pass: () => this.drain(),
       pollMs: this.pollMs,
+      minIntervalMs: o.minPassIntervalMs,
       // { err }, never err.message: the logger's serializer keeps a database error to an allow-list
       // (knex writes the statement with its bound values into the message).
       onError: (err) => this.o.log.warn({ err }, 'outbox relay paused; will retry'),

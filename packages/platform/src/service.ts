@@ -102,6 +102,8 @@ export async function connectService(o: {
   role?: string
   poolMax?: number
   outbox: boolean
+  /** The relay's least time between passes (RelayOptions.minPassIntervalMs). */
+  relayMinIntervalMs?: number
 }): Promise<Infrastructure> {
   const { config } = o
   const logger = createLogger({ service: o.service, level: config.LOG_LEVEL })
@@ -128,6 +130,7 @@ export async function connectService(o: {
         amqp,
         log: logger,
         batchSize: 500,
+        minPassIntervalMs: o.relayMinIntervalMs,
       })
     : null
   await relay?.start()
@@ -260,6 +263,8 @@ export function runService<C extends SharedConfig>(
     /** Database connections (default 10). */
     poolMax?: number | ((config: C) => number)
     outbox: boolean
+    /** The relay's least time between passes (RelayOptions.minPassIntervalMs). */
+    relayMinIntervalMs?: number
     config: () => C
     port: (config: C) => number
     /** False for the gateway, which signs what services verify and verifies no assertion. */

@@ -10,6 +10,9 @@ export class WakeLoop {
   private again = false
   private stopped = false
   private timer: NodeJS.Timeout | null = null
+  /** A pass asked for before `minIntervalMs` was over: it starts when it is. */
+  private delayed: NodeJS.Timeout | null = null
+  private lastStart = 0
 
   constructor(
     private readonly o: {
@@ -17,6 +20,11 @@ export class WakeLoop {
       pollMs: number
       /** A pass that threw: the next wake or poll tries again. */
       onError: (err: unknown) => void
+      /**
+       * The least time between the starts of two passes (default 0): under a stream of wakes (a
+       * commit each), one pass then covers what several of them announced, at most this much later.
+       */
+      minIntervalMs?: number
     },
   ) {}
 
@@ -27,11 +35,25 @@ export class WakeLoop {
   }
 
   wake(): void {
-    if (this.stopped) return
+    if (this.stopped || this.delayed) return
     if (this.running) {
       this.again = true
       return
     }
+    const wait = this.lastStart + (this.o.minIntervalMs ?? 0) - Date.now()
+    if (wait > 0) {
+      this.delayed = setTimeout(() => {
+        this.delayed = null
+        this.wake()
+      }, wait)
+      this.delayed.unref()
+      return
+    }
+    this.startPass()
+  }
+
+  private startPass(): void {
+    this.lastStart = Date.now()
     this.running = this.o
       .pass()
       .then(() => undefined, this.o.onError)
@@ -45,19 +67,24 @@ export class WakeLoop {
   }
 
   get busy(): boolean {
-    return this.running !== null
+    return this.running !== null || this.delayed !== null
   }
 
   get stopping(): boolean {
     return this.stopped
   }
 
-  /** Resolves when no pass is under way or asked for. */
+  /** Resolves when no pass is under way or asked for (one waiting for its interval starts now). */
   async settled(): Promise<void> {
+    if (this.delayed) {
+      clearTimeout(this.delayed)
+      this.delayed = null
+      if (!this.running) this.startPass()
+    }
     while (this.running) await this.running
   }
 
-  /** No pass after this one: the poll ends, wakes do nothing; resolves when the last pass is over. */
+  /** No pass after this one (or the one asked for): the poll ends, wakes do nothing; resolves when the last pass is over. */
   async stop(): Promise<void> {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)

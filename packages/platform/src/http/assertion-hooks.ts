@@ -15,6 +15,7 @@ import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
 import type { Ctx } from '../context'
 import { NotFound, Unauthenticated } from '../errors'
 import { lazyChild } from '../logging'
+import { routeConfig } from './route-config'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -72,7 +73,7 @@ function replayGuard(app: FastifyInstance) {
 
 /** An upload the gateway streams on unread, to a route that reads and checks it itself. */
 const streamed = (req: FastifyRequest) =>
-  req.assertedBodyHash === STREAMED_BODY && req.routeOptions.config?.streamedBody === true
+  req.assertedBodyHash === STREAMED_BODY && routeConfig(req).streamedBody === true
 
 /** A Transform that passes the body on and leaves its hash in `req.receivedBodyHash`. */
 function bodyHasher(req: FastifyRequest, payload: NodeJS.ReadableStream) {
@@ -117,7 +118,7 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
   const allowed = (req: FastifyRequest, result: VerifyResult): VerifyResult => {
     if (!result.ok) return result
     // The gateway everywhere but on the routes that name their callers; a caller only there.
-    const callers = req.routeOptions.config?.callers
+    const callers = routeConfig(req).callers
     const issuer = result.claims.iss
     if (callers ? !callers.includes(issuer) : issuer !== GATEWAY_ISSUER)
       return { ok: false as const, reason: `issuer ${issuer} not allowed on this route` }
@@ -152,12 +153,13 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
   }
   /** undefined when the request may go on, or the error it is refused with (a promise while jose checks). */
   const admit = (req: FastifyRequest): Error | undefined | Promise<Error | undefined> => {
-    if (req.routeOptions.config?.internal) {
+    const config = routeConfig(req)
+    if (config.internal) {
       if (o.isInternal(req.ip)) return
       if (o.assertionKeys === null) return internalOnly(req, null)
       return then(verified(req, o.assertionKeys), (result) => internalOnly(req, result))
     }
-    if (req.routeOptions.config?.public || o.assertionKeys === null) return
+    if (config.public || o.assertionKeys === null) return
     return then(verified(req, o.assertionKeys), (result) => admitted(req, result))
   }
   // Callback hooks (an async hook costs a promise per request): a promise only while jose checks a
@@ -167,7 +169,12 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
     if (admitting instanceof Promise) admitting.then(done, done)
     else done(admitting)
   })
-  // The body's hash as it arrives, whatever parses it, checked against the assertion's.
+  // Without keys (the gateway) no request has an assertion, so no body hash to check.
+  if (o.assertionKeys !== null) bodyHashHooks(app, refuse)
+}
+
+/** The body's hash as it arrives, whatever parses it, checked against the assertion's. */
+function bodyHashHooks(app: FastifyInstance, refuse: (req: FastifyRequest, reason: string) => Error) {
   app.addHook('preParsing', (req, _reply, payload, done) => {
     if (req.assertedBodyHash === undefined || streamed(req)) return done(null, payload)
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3): nothing to

@@ -25,6 +25,7 @@ export * from './options'
 export * from './problems'
 export * from './probes'
 export * from './request-log'
+export * from './route-config'
 export * from './route-rules'
 
 export interface HttpPluginOptions {

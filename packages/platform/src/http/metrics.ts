@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Knex } from 'knex'
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { routeConfig } from './route-config'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -66,7 +67,7 @@ export function httpMetrics(app: FastifyInstance, o: { service: string; knex?: K
   }
   app.addHook('onResponse', (req, reply, done) => {
     httpDuration.observe(
-      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      { method: req.method, route: routeConfig(req).url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     )
     done()

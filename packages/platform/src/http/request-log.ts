@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { routeConfig } from './route-config'
 
 /** A request slower than this is logged as a warning whatever LOG_LEVEL says. */
 const SLOW_REQUEST_MS = 1000
@@ -21,7 +22,7 @@ declare module 'fastify' {
 
 /** How long the request asked its route to wait on purpose (a long poll's parameter), in ms. */
 function waitAsked(req: FastifyRequest): number {
-  const param = req.routeOptions.config?.longPoll
+  const param = routeConfig(req).longPoll
   if (!param) return 0
   const value = (req.query as Record<string, unknown> | undefined)?.[param]
   const seconds = Number(typeof value === 'string' || typeof value === 'number' ? value : NaN)
@@ -39,11 +40,12 @@ export function requestLog(app: FastifyInstance) {
   app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime
     const slow = ms >= SLOW_REQUEST_MS + waitAsked(req)
-    const level = slow ? 'warn' : req.routeOptions.config?.probe ? 'debug' : 'info'
+    const config = routeConfig(req)
+    const level = slow ? 'warn' : config.probe ? 'debug' : 'info'
     req.log[level](
       {
         method: req.method,
-        route: req.routeOptions.url ?? null,
+        route: config.url ?? null,
         status: reply.statusCode,
         ms: Math.round(ms * 10) / 10,
         ...(reply.problemCode ? { code: reply.problemCode } : {}),

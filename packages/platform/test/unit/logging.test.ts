@@ -161,6 +161,19 @@ describe('lazyChild', () => {
     ])
   })
 
+  it('shares its level methods between the lazy children of one parent: none made per request', () => {
+    const { log, records } = capture('info')
+    const a = lazyChild(log, { request_id: 'a' })
+    const b = lazyChild(log, { request_id: 'b' })
+    expect(a.info).toBe(b.info)
+    a.info('from a')
+    b.info('from b')
+    expect(records()).toEqual([
+      expect.objectContaining({ request_id: 'a', msg: 'from a' }),
+      expect.objectContaining({ request_id: 'b', msg: 'from b' }),
+    ])
+  })
+
   it('nests: a lazy child of a lazy child carries both bindings, and child() of it too', () => {
     const { log, records } = capture('info')
     const ctx = lazyChild(lazyChild(log, { request_id: 'req-2' }), { company_id: 7 })

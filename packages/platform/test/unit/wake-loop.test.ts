@@ -32,4 +32,30 @@ describe('WakeLoop', () => {
     loop.wake()
     expect([passes, loop.busy, loop.stopping]).toEqual([3, false, true])
   })
+
+  it('with minIntervalMs, wakes within the interval make one pass when it is over; stop runs the one asked for', async () => {
+    jest.useFakeTimers({ now: 1_000_000 })
+    try {
+      let passes = 0
+      const loop = new WakeLoop({
+        pass: async () => void passes++,
+        pollMs: 3_600_000,
+        onError: () => {},
+        minIntervalMs: 20,
+      })
+      loop.start()
+      await loop.settled()
+      expect(passes).toBe(1)
+      for (let i = 0; i < 5; i++) loop.wake()
+      await Promise.resolve()
+      expect([passes, loop.busy]).toEqual([1, true])
+      await jest.advanceTimersByTimeAsync(20)
+      expect([passes, loop.busy]).toEqual([2, false])
+      loop.wake() // within the interval of the second pass
+      await loop.stop()
+      expect([passes, loop.busy]).toEqual([3, false])
+    } finally {
+      jest.useRealTimers()
+    }
+  })
 })

@@ -1,8 +1,15 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
+import { routeConfig } from '@clinic/platform'
 import type { AccessLog } from '../access-log'
 import { isPublic } from './authenticate'
 import { codalmacenOf } from './centers'
+
+/** The URL's path, without its query string. */
+const pathOf = (url: string) => {
+  const q = url.indexOf('?')
+  return q < 0 ? url : url.slice(0, q)
+}
 
 /**
  * An `http.request` event for the audit trail for every non-public answer, committed before the
@@ -14,32 +21,34 @@ import { codalmacenOf } from './centers'
  */
 export const accessEvents = fp(
   async (app: FastifyInstance, { accessLog }: { accessLog: AccessLog }) => {
-    app.addHook('onSend', async (req, reply, payload) => {
-      if (req.method === 'OPTIONS' || req.routeOptions.config?.webhook === true) {
+    // A callback hook: the answer waits for its event's commit, and for nothing else.
+    app.addHook('onSend', (req, reply, payload, done) => {
+      if (req.method === 'OPTIONS' || routeConfig(req).webhook === true) {
         const { method, ip } = req
-        accessLog.publicRequest({ method, status: reply.statusCode, ip, path: req.url.split('?')[0]! })
-        return payload
+        accessLog.publicRequest({ method, status: reply.statusCode, ip, path: pathOf(req.url) })
+        return done(null, payload)
       }
-      if (isPublic(req)) return payload
+      if (isPublic(req)) return done(null, payload)
       // Refused before it had a principal (no token, an unknown, revoked or expired one, another
       // user's, or refused before the check: 401, 400, 429): counted per company (of a token that
       // was found; else 0), address and minute, not a row each.
       if (!req.principal) {
-        accessLog.refused({ ip: req.ip, path: req.url.split('?')[0]!, companyId: req.refusedCompany })
-        return payload
+        accessLog.refused({ ip: req.ip, path: pathOf(req.url), companyId: req.refusedCompany })
+        return done(null, payload)
       }
       const code = codalmacenOf(req.query)
-      await accessLog.record({
-        method: req.method,
-        path: req.url.split('?')[0]!,
-        status: reply.statusCode,
-        durationMs: reply.elapsedTime,
-        ip: req.ip,
-        requestId: String(req.id),
-        principal: req.principal,
-        codalmacen: typeof code === 'string' && req.principal?.companyCenters.includes(code) ? code : null,
-      })
-      return payload
+      accessLog
+        .record({
+          method: req.method,
+          path: pathOf(req.url),
+          status: reply.statusCode,
+          durationMs: reply.elapsedTime,
+          ip: req.ip,
+          requestId: String(req.id),
+          principal: req.principal,
+          codalmacen: typeof code === 'string' && req.principal.companyCenters.includes(code) ? code : null,
+        })
+        .then(() => done(null, payload), done)
     })
   },
   { name: 'access-events', dependencies: ['authenticate'] },

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
-import { AppError, RateLimited, Unauthenticated, type Principal } from '@clinic/platform'
+import { AppError, RateLimited, Unauthenticated, routeConfig, type Principal } from '@clinic/platform'
 import { addressKey } from '../address-key'
 import type { AuthResult, Authenticator } from '../auth/authenticator'
 import type { Scope } from '../scopes'
@@ -36,11 +36,11 @@ export class AmbiguousCredentials extends AppError {
  * Preflights, routes marked `config: { public: true }`, the Swagger UI and the platform's internal
  * routes (/metrics, /openapi.json: internal addresses only, the platform checks) need no token.
  */
-export const isPublic = (req: FastifyRequest) =>
-  req.method === 'OPTIONS' ||
-  req.routeOptions.config?.public === true ||
-  req.routeOptions.config?.internal === true ||
-  req.url.startsWith('/api/docs')
+export function isPublic(req: FastifyRequest): boolean {
+  if (req.method === 'OPTIONS') return true
+  const config = routeConfig(req)
+  return config.public === true || config.internal === true || req.url.startsWith('/api/docs')
+}
 
 /**
  * A client that sent no token in a form the gateway reads (none, `Authorization: Bearer`, a Basic

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { BODY_LIMIT, PayloadTooLarge, UnsupportedMediaType } from '@clinic/platform'
+import { BODY_LIMIT, PayloadTooLarge, UnsupportedMediaType, routeConfig } from '@clinic/platform'
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i
 /** Provider callbacks (Twilio) post forms. */
@@ -14,7 +14,7 @@ const MULTIPART_TYPE = /^multipart\/form-data\s*(;|$)/i
 
 /** The byte limit of an upload route's POST (streamed, services.json `uploads`), else undefined. */
 export const uploadLimitOf = (req: FastifyRequest): number | undefined =>
-  req.method === 'POST' ? req.routeOptions.config?.upload : undefined
+  req.method === 'POST' ? routeConfig(req).upload : undefined
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -42,10 +42,10 @@ function refusal(req: FastifyRequest): Error | null {
   const hasBody = length > 0 || req.headers['transfer-encoding'] !== undefined
   if (!hasBody) return null
   const upload = uploadLimitOf(req)
-  const limit = upload ?? req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
+  const config = routeConfig(req)
+  const limit = upload ?? config.bodyLimit ?? BODY_LIMIT
   if (length > limit) return new PayloadTooLarge(limit)
   const type = req.headers['content-type'] ?? ''
-  const config = req.routeOptions.config
   if (upload !== undefined) return MULTIPART_TYPE.test(type) ? null : new UnsupportedMediaType()
   const allowed = config?.page ? FORM_TYPE : config?.webhook ? WEBHOOK_TYPE : JSON_TYPE
   return allowed.test(type) ? null : new UnsupportedMediaType()

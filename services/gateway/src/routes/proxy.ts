@@ -10,6 +10,7 @@ import {
   AssertionBatcher,
   UpstreamUnavailable,
   requestClaims,
+  routeConfig,
   sendProblem,
   signAssertionInBatch,
   type AssertionSigner,
@@ -26,10 +27,20 @@ import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
  */
 const SPOOFABLE =
   /^(x-clinic-|x-idempresa|idempresa|x-empresa|x-tenant|x-company|x-user|x-forwarded-|forwarded$|x-real-ip$|x-original-url$|x-rewrite-url$|x-original-uri$)/i
-const CREDENTIALS = ['authorization', 'x-service-token', 'cookie']
 // Between the client and the gateway only: the gateway has read the body already (undici refuses an
-// `expect` header outright, which answered 503), and connections are per hop.
-const HOP_BY_HOP = ['expect', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection']
+// `expect` header outright, which answered 503), and connections are per hop. And credentials.
+const NOT_FORWARDED = new Set([
+  'authorization',
+  'x-service-token',
+  'cookie',
+  'expect',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-connection',
+])
 /**
  * How long the gateway waits for a service's answer headers, and then between body chunks, before
  * 503: above the longest wait a route may hold on purpose, the change feed's 30 s long poll
@@ -173,10 +184,9 @@ function forwardHeaders(
   headers: Record<string, string | string[] | undefined>,
 ): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase()
-    if (!SPOOFABLE.test(name) && !CREDENTIALS.includes(lower) && !HOP_BY_HOP.includes(lower))
-      out[name] = value
+  // Node gives header names in lower case; a name that is not is lowered to be checked.
+  for (const name in headers) {
+    if (!NOT_FORWARDED.has(name.toLowerCase()) && !SPOOFABLE.test(name)) out[name] = headers[name]
   }
   if (req.assertion) out[ASSERTION_HEADER] = req.assertion
   out['x-request-id'] = String(req.id)
@@ -255,7 +265,7 @@ function streamedUpload(body: Readable, limit: number): Readable {
  * forwarded, so that the assertion can carry its hash; the proxy then sends exactly these bytes.
  */
 async function readBody(req: FastifyRequest, body: Readable) {
-  const limit = req.routeOptions.config?.bodyLimit ?? BODY_LIMIT
+  const limit = routeConfig(req).bodyLimit ?? BODY_LIMIT
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body as AsyncIterable<Buffer>) {
