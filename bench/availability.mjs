@@ -2,7 +2,8 @@
 // booked appointments over the two weeks from next Monday; a week's free slots through the gateway,
 // and holds + bookings racing for the same slots. Figures as ratios against a bare node:http
 // server measured in the same run (the machine is shared and noisy).
-// Run: node bench/availability.mjs after `npm run build` (seeding takes a few seconds).
+// Run: node bench/availability.mjs after `npm run build` (seeding takes a few seconds). DURATION: seconds
+// per read row (8); BENCH_SERVICES_ROOT: the build of another checkout (lib.mjs), for before/after runs.
 import http from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
@@ -35,6 +36,8 @@ const WINDOWS = [
 const PER_SLOT = 8
 const RACE_CONNECTIONS = 32
 const RACE_SECONDS = 10
+// Seconds of each read row (and of the bare server's).
+const DURATION = Number(process.env.DURATION ?? 8)
 
 const { env, token } = await benchTenant('clinic_bench_availability', {
   services: ['appointments'],
@@ -160,8 +163,11 @@ const slotKey = (s) => `${s.practitioner} ${s.codalmacen} ${s.starts_at} ${s.end
 const free = await expectedFree(week.from, week.to)
 
 // The statement the service sends, built by its own code from the build (nothing hand-copied), then
-// explained and timed as the service role under row-level security.
-const service = createRequire(join(ROOT, 'services', 'appointments', 'package.json'))
+// explained and timed as the service role under row-level security (BENCH_SERVICES_ROOT: the build of
+// another checkout, the one whose services run).
+const service = createRequire(
+  join(process.env.BENCH_SERVICES_ROOT ?? ROOT, 'services', 'appointments', 'package.json'),
+)
 const { findAvailability } = service('./dist/domain/availability.js')
 const { availabilityStatement, stretches } = service('./dist/db/repositories/calendar-sql.js')
 if (typeof availabilityStatement !== 'function')
@@ -287,7 +293,7 @@ const reads = [
 await load({ url: api + reads[0].path, headers, connections: 8, duration: 2 }) // warm-up
 const bareRead = {}
 for (const connections of [8, 50])
-  bareRead[connections] = await load({ url: bareUrl, connections, duration: 8 })
+  bareRead[connections] = await load({ url: bareUrl, connections, duration: DURATION })
 const readRows = []
 const readCpu = []
 let target
@@ -296,7 +302,7 @@ for (const r of reads)
     // A load that ends leaves its queued requests in the service: one request waits them out.
     await get(r.path)
     const out = await cpuPerRequest(async () => {
-      const result = await load({ url: api + r.path, headers, connections, duration: 8 })
+      const result = await load({ url: api + r.path, headers, connections, duration: DURATION })
       return { result, requests: result.requests.total }
     })
     const { result } = out
@@ -490,7 +496,7 @@ its prefixes.
 
 ## Availability through the gateway
 
-Token auth, rate limit, access event, proxy, row-level security; 8 s per row. The bare node:http
+Token auth, rate limit, access event, proxy, row-level security; ${DURATION} s per row. The bare node:http
 server answers the first page's very bytes (${Buffer.byteLength(pageBody)} bytes) in the same run: the ratio is
 its req/s divided by the row's.
 

@@ -5,6 +5,7 @@ import {
   companyPageStatement,
   companyTransaction,
   isoInstant,
+  runPrepared,
 } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
@@ -20,7 +21,7 @@ import { APPOINTMENT_KEYSETS } from '../../domain/list-appointments'
 import { Appointment, type AppointmentFields } from '../../schemas/appointment'
 import type { Hold, Slot } from '../../schemas/availability'
 import {
-  availabilityStatement,
+  availabilityQuery,
   conflictCenters,
   holdColumns,
   purgeExpiredHolds,
@@ -215,7 +216,7 @@ export class AppointmentsRepository
   /**
    * Free slots (calendar-sql.ts), stretch after stretch in one transaction under the company's
    * row-level security, until `limit` slots: each stretch's slots start after the last one's, so
-   * the pages join in order.
+   * the pages join in order. Prepared (runPrepared): planned once per connection, not per request.
    */
   availability(companyId: number, f: StoreFilter): Promise<Slot[]> {
     const now = this.clock()
@@ -223,8 +224,9 @@ export class AppointmentsRepository
       const slots: Slot[] = []
       for (const stretch of stretches(f.from, f.to)) {
         const limit = f.limit - slots.length
-        const { rows } = await availabilityStatement(trx, companyId, { ...f, ...stretch, limit, now })
-        slots.push(...(rows as SlotRow[]).map(toSlot))
+        const { sql, bindings } = availabilityQuery(companyId, { ...f, ...stretch, limit, now })
+        const rows = await runPrepared<SlotRow>(trx, sql, bindings)
+        slots.push(...rows.map(toSlot))
         if (slots.length >= f.limit) break
       }
       return slots
