@@ -201,14 +201,53 @@ await db.query(`SELECT set_config('app.idempresa', '1', true)`)
 const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${availabilitySql}`, bindings)).rows
   .map((r) => r['QUERY PLAN'])
   .join('\n')
-const statementMs = []
-for (let i = 0; i < 30; i++) {
-  const t = process.hrtime.bigint()
-  await db.query(availabilitySql, bindings)
-  statementMs.push(Number(process.hrtime.bigint() - t) / 1e6)
+/** Median ms of `runs` calls of `run`, from this script's connection. */
+async function medianMs(runs, run) {
+  const ms = []
+  for (let i = 0; i < runs; i++) {
+    const t = process.hrtime.bigint()
+    await run()
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6)
+  }
+  return quantile(ms, 0.5)
 }
+// Unnamed (parsed and planned on every call), then as a named prepared statement (as the service
+// runs it since 2026-11-27) with each plan_cache_mode: a custom plan made for every call's values,
+// the generic plan made once (what "auto" picks after five calls when it costs no more), and auto.
+// Rounds alternate, so a busy moment of the machine does not fall on one of them only.
+const named = { name: 'bench_availability', text: availabilitySql, values: bindings }
+const statementMedians = { unnamed: [], force_custom_plan: [], force_generic_plan: [], auto: [] }
+for (let round = 0; round < 3; round++)
+  for (const mode of Object.keys(statementMedians)) {
+    await db.query(`SET LOCAL plan_cache_mode = ${mode === 'unnamed' ? 'auto' : mode}`)
+    statementMedians[mode].push(
+      await medianMs(20, () =>
+        db.query(mode === 'unnamed' ? { text: availabilitySql, values: bindings } : named),
+      ),
+    )
+  }
+const statementMedian = quantile(statementMedians.unnamed, 0.5)
+const statementMedianOf = (mode) => quantile(statementMedians[mode], 0.5)
+await db.query('SET LOCAL plan_cache_mode = auto')
+const planCache = (
+  await db.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, [
+    named.name,
+  ])
+).rows[0]
+// The generic plan itself, through SQL EXECUTE of the same prepared statement (its values as literals).
+const literal = (v) =>
+  v === null
+    ? 'NULL'
+    : db.escapeLiteral(Array.isArray(v) ? `{${v.map((x) => `"${x}"`).join(',')}}` : String(v))
+await db.query('SET LOCAL plan_cache_mode = force_generic_plan')
+const genericPlan = (
+  await db.query(
+    `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ${named.name}(${bindings.map(literal).join(', ')})`,
+  )
+).rows
+  .map((r) => r['QUERY PLAN'])
+  .join('\n')
 await db.query('ROLLBACK')
-const statementMedian = quantile(statementMs, 0.5)
 
 const { api, procs, stop } = await behindGateway('appointments', {
   ...env,
@@ -258,17 +297,40 @@ async function cpuPerRequest(work) {
     gw: cpuSeconds(procs.gateway.pid),
     svc: cpuSeconds(procs.service.pid),
     pg: postgresCpu(),
+    backends: await backendCpu(),
     self: process.cpuUsage(),
   }
   const out = await work()
   const us = (seconds) => (out.requests ? ((seconds / out.requests) * 1e6).toFixed(0) : '-')
   const self = process.cpuUsage(before.self)
+  let backends = 0
+  for (const [pid, seconds] of await backendCpu()) backends += seconds - (before.backends.get(pid) ?? 0)
   out.cpu = [
     us(cpuSeconds(procs.gateway.pid) - before.gw),
     us(cpuSeconds(procs.service.pid) - before.svc),
+    us(backends),
     us(postgresCpu() - before.pg),
     us((self.user + self.system) / 1e6),
   ]
+  return out
+}
+
+/**
+ * CPU seconds of each backend connected to this run's database but this script's own: the
+ * services' (a backend that appears during a load counts from 0). The server is shared, so its
+ * total (postgresCpu) carries other work too.
+ */
+async function backendCpu() {
+  const { rows } = await db.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  )
+  const out = new Map()
+  for (const { pid } of rows)
+    try {
+      out.set(pid, cpuSeconds(pid))
+    } catch {
+      // gone meanwhile
+    }
   return out
 }
 
@@ -512,12 +574,18 @@ CPU per request (us, user + system from /proc) on the ${machine().split(', ')[1]
 the gateway's and the service's figures are mostly their idle work (timers, access-event batches) shared
 out over few requests, PostgreSQL's are the statement:
 
-| call | connections | gateway | appointments | PostgreSQL (all) | load generator |
-|---|---|---|---|---|---|
+| call | connections | gateway | appointments | PostgreSQL, this database's backends | PostgreSQL (all, shared) | load generator |
+|---|---|---|---|---|---|---|
 ${readCpu.join('\n')}
 
-The statement alone (the first page, as the service role, in one open transaction): median
-${statementMedian.toFixed(1)} ms over 30 runs from this script's connection.
+The statement alone (the first page, as the service role, in one open transaction), median ms of
+3 × 20 runs from this script's connection, rounds alternating:
+
+| unnamed (parsed and planned each call) | prepared, custom plan each call | prepared, generic plan | prepared, \`plan_cache_mode = auto\` |
+|---|---|---|---|
+| ${statementMedian.toFixed(2)} | ${statementMedianOf('force_custom_plan').toFixed(2)} | ${statementMedianOf('force_generic_plan').toFixed(2)} | ${statementMedianOf('auto').toFixed(2)} |
+
+Under \`auto\` PostgreSQL made ${planCache.custom_plans} custom plans, then used the generic plan ${planCache.generic_plans} times.
 
 ## Holds and bookings racing for the same slots
 
@@ -542,8 +610,8 @@ ${raceRow('convert', '`POST /appointments` with `hold_id`')}
   practitioner; ${checks.raced_appointments} appointments and ${checks.raced_holds} holds in week 3; ${checks.active} active
   appointments and ${checks.calendar_appointments} appointment rows in the calendar.
 ${problems.length ? `\n**Problems** (the race should give none):\n\n${problems.map((l) => `- ${l}`).join('\n')}\n` : ''}
-CPU per request of the race (us, as above): gateway ${r.cpu[0]}, appointments ${r.cpu[1]}, PostgreSQL ${r.cpu[2]},
-load generator ${r.cpu[3]}.
+CPU per request of the race (us, as above): gateway ${r.cpu[0]}, appointments ${r.cpu[1]}, PostgreSQL
+${r.cpu[2]} (this database's backends; ${r.cpu[3]} all), load generator ${r.cpu[4]}.
 
 ## The availability statement's plan
 
@@ -552,6 +620,13 @@ load generator ${r.cpu[3]}.
 
 \`\`\`
 ${plan}
+\`\`\`
+
+The generic plan of the same statement, prepared (\`EXECUTE\` with \`plan_cache_mode = force_generic_plan\`,
+the plan \`auto\` uses after five calls): planned once, so its planning time is the plan cache's lookup.
+
+\`\`\`
+${genericPlan}
 \`\`\`
 `,
 )
