@@ -8,17 +8,7 @@ import http from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import pg from 'pg'
-import {
-  ROOT,
-  behindGateway,
-  benchTenant,
-  cpuSeconds,
-  postgresCpu,
-  freePort,
-  load,
-  machine,
-  record,
-} from './lib.mjs'
+import { ROOT, behindGateway, benchTenant, cpuSeconds, freePort, load, machine, record } from './lib.mjs'
 
 const CENTER = 'ALM1'
 const TZ = 'Europe/Madrid'
@@ -217,23 +207,29 @@ async function medianMs(runs, run) {
 // Rounds alternate, so a busy moment of the machine does not fall on one of them only.
 const named = { name: 'bench_availability', text: availabilitySql, values: bindings }
 const statementMedians = { unnamed: [], force_custom_plan: [], force_generic_plan: [], auto: [] }
+const planCounts = async () =>
+  (
+    await db.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, [
+      named.name,
+    ])
+  ).rows[0] ?? { generic_plans: 0, custom_plans: 0 }
+const planCache = { generic_plans: 0, custom_plans: 0 }
 for (let round = 0; round < 3; round++)
   for (const mode of Object.keys(statementMedians)) {
     await db.query(`SET LOCAL plan_cache_mode = ${mode === 'unnamed' ? 'auto' : mode}`)
+    const before = await planCounts()
     statementMedians[mode].push(
       await medianMs(20, () =>
         db.query(mode === 'unnamed' ? { text: availabilitySql, values: bindings } : named),
       ),
     )
+    if (mode !== 'auto') continue
+    const after = await planCounts()
+    planCache.generic_plans += after.generic_plans - before.generic_plans
+    planCache.custom_plans += after.custom_plans - before.custom_plans
   }
 const statementMedian = quantile(statementMedians.unnamed, 0.5)
 const statementMedianOf = (mode) => quantile(statementMedians[mode], 0.5)
-await db.query('SET LOCAL plan_cache_mode = auto')
-const planCache = (
-  await db.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, [
-    named.name,
-  ])
-).rows[0]
 // The generic plan itself, through SQL EXECUTE of the same prepared statement (its values as literals).
 const literal = (v) =>
   v === null
@@ -296,7 +292,6 @@ async function cpuPerRequest(work) {
   const before = {
     gw: cpuSeconds(procs.gateway.pid),
     svc: cpuSeconds(procs.service.pid),
-    pg: postgresCpu(),
     backends: await backendCpu(),
     self: process.cpuUsage(),
   }
@@ -309,7 +304,6 @@ async function cpuPerRequest(work) {
     us(cpuSeconds(procs.gateway.pid) - before.gw),
     us(cpuSeconds(procs.service.pid) - before.svc),
     us(backends),
-    us(postgresCpu() - before.pg),
     us((self.user + self.system) / 1e6),
   ]
   return out
@@ -317,8 +311,8 @@ async function cpuPerRequest(work) {
 
 /**
  * CPU seconds of each backend connected to this run's database but this script's own: the
- * services' (a backend that appears during a load counts from 0). The server is shared, so its
- * total (postgresCpu) carries other work too.
+ * services' (a backend that appears during a load counts from 0). The server is shared: the sum
+ * over all its processes carried other work, and went negative when a busy backend exited.
  */
 async function backendCpu() {
   const { rows } = await db.query(
@@ -574,8 +568,8 @@ CPU per request (us, user + system from /proc) on the ${machine().split(', ')[1]
 the gateway's and the service's figures are mostly their idle work (timers, access-event batches) shared
 out over few requests, PostgreSQL's are the statement:
 
-| call | connections | gateway | appointments | PostgreSQL, this database's backends | PostgreSQL (all, shared) | load generator |
-|---|---|---|---|---|---|---|
+| call | connections | gateway | appointments | PostgreSQL (this database's backends) | load generator |
+|---|---|---|---|---|---|
 ${readCpu.join('\n')}
 
 The statement alone (the first page, as the service role, in one open transaction), median ms of
@@ -585,7 +579,8 @@ The statement alone (the first page, as the service role, in one open transactio
 |---|---|---|---|
 | ${statementMedian.toFixed(2)} | ${statementMedianOf('force_custom_plan').toFixed(2)} | ${statementMedianOf('force_generic_plan').toFixed(2)} | ${statementMedianOf('auto').toFixed(2)} |
 
-Under \`auto\` PostgreSQL made ${planCache.custom_plans} custom plans, then used the generic plan ${planCache.generic_plans} times.
+In the \`auto\` rounds (the forced ones before them) PostgreSQL made ${planCache.custom_plans} custom plans and used the
+generic plan ${planCache.generic_plans} times.
 
 ## Holds and bookings racing for the same slots
 
@@ -611,7 +606,7 @@ ${raceRow('convert', '`POST /appointments` with `hold_id`')}
   appointments and ${checks.calendar_appointments} appointment rows in the calendar.
 ${problems.length ? `\n**Problems** (the race should give none):\n\n${problems.map((l) => `- ${l}`).join('\n')}\n` : ''}
 CPU per request of the race (us, as above): gateway ${r.cpu[0]}, appointments ${r.cpu[1]}, PostgreSQL
-${r.cpu[2]} (this database's backends; ${r.cpu[3]} all), load generator ${r.cpu[4]}.
+${r.cpu[2]} (this database's backends), load generator ${r.cpu[3]}.
 
 ## The availability statement's plan
 
