@@ -2,22 +2,13 @@
 // booked appointments over the two weeks from next Monday; a week's free slots through the gateway,
 // and holds + bookings racing for the same slots. Figures as ratios against a bare node:http
 // server measured in the same run (the machine is shared and noisy).
-// Run: node bench/availability.mjs after `npm run build` (seeding takes a few seconds).
+// Run: node bench/availability.mjs after `npm run build` (seeding takes a few seconds). DURATION: seconds
+// per read row (8); BENCH_SERVICES_ROOT: the build of another checkout (lib.mjs), for before/after runs.
 import http from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import pg from 'pg'
-import {
-  ROOT,
-  behindGateway,
-  benchTenant,
-  cpuSeconds,
-  postgresCpu,
-  freePort,
-  load,
-  machine,
-  record,
-} from './lib.mjs'
+import { ROOT, behindGateway, benchTenant, cpuSeconds, freePort, load, machine, record } from './lib.mjs'
 
 const CENTER = 'ALM1'
 const TZ = 'Europe/Madrid'
@@ -35,6 +26,8 @@ const WINDOWS = [
 const PER_SLOT = 8
 const RACE_CONNECTIONS = 32
 const RACE_SECONDS = 10
+// Seconds of each read row (and of the bare server's).
+const DURATION = Number(process.env.DURATION ?? 8)
 
 const { env, token } = await benchTenant('clinic_bench_availability', {
   services: ['appointments'],
@@ -160,8 +153,11 @@ const slotKey = (s) => `${s.practitioner} ${s.codalmacen} ${s.starts_at} ${s.end
 const free = await expectedFree(week.from, week.to)
 
 // The statement the service sends, built by its own code from the build (nothing hand-copied), then
-// explained and timed as the service role under row-level security.
-const service = createRequire(join(ROOT, 'services', 'appointments', 'package.json'))
+// explained and timed as the service role under row-level security (BENCH_SERVICES_ROOT: the build of
+// another checkout, the one whose services run).
+const service = createRequire(
+  join(process.env.BENCH_SERVICES_ROOT ?? ROOT, 'services', 'appointments', 'package.json'),
+)
 const { findAvailability } = service('./dist/domain/availability.js')
 const { availabilityStatement, stretches } = service('./dist/db/repositories/calendar-sql.js')
 if (typeof availabilityStatement !== 'function')
@@ -195,14 +191,59 @@ await db.query(`SELECT set_config('app.idempresa', '1', true)`)
 const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${availabilitySql}`, bindings)).rows
   .map((r) => r['QUERY PLAN'])
   .join('\n')
-const statementMs = []
-for (let i = 0; i < 30; i++) {
-  const t = process.hrtime.bigint()
-  await db.query(availabilitySql, bindings)
-  statementMs.push(Number(process.hrtime.bigint() - t) / 1e6)
+/** Median ms of `runs` calls of `run`, from this script's connection. */
+async function medianMs(runs, run) {
+  const ms = []
+  for (let i = 0; i < runs; i++) {
+    const t = process.hrtime.bigint()
+    await run()
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6)
+  }
+  return quantile(ms, 0.5)
 }
+// Unnamed (parsed and planned on every call), then as a named prepared statement (as the service
+// runs it since 2026-11-27) with each plan_cache_mode: a custom plan made for every call's values,
+// the generic plan made once (what "auto" picks after five calls when it costs no more), and auto.
+// Rounds alternate, so a busy moment of the machine does not fall on one of them only.
+const named = { name: 'bench_availability', text: availabilitySql, values: bindings }
+const statementMedians = { unnamed: [], force_custom_plan: [], force_generic_plan: [], auto: [] }
+const planCounts = async () =>
+  (
+    await db.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, [
+      named.name,
+    ])
+  ).rows[0] ?? { generic_plans: 0, custom_plans: 0 }
+const planCache = { generic_plans: 0, custom_plans: 0 }
+for (let round = 0; round < 3; round++)
+  for (const mode of Object.keys(statementMedians)) {
+    await db.query(`SET LOCAL plan_cache_mode = ${mode === 'unnamed' ? 'auto' : mode}`)
+    const before = await planCounts()
+    statementMedians[mode].push(
+      await medianMs(20, () =>
+        db.query(mode === 'unnamed' ? { text: availabilitySql, values: bindings } : named),
+      ),
+    )
+    if (mode !== 'auto') continue
+    const after = await planCounts()
+    planCache.generic_plans += after.generic_plans - before.generic_plans
+    planCache.custom_plans += after.custom_plans - before.custom_plans
+  }
+const statementMedian = quantile(statementMedians.unnamed, 0.5)
+const statementMedianOf = (mode) => quantile(statementMedians[mode], 0.5)
+// The generic plan itself, through SQL EXECUTE of the same prepared statement (its values as literals).
+const literal = (v) =>
+  v === null
+    ? 'NULL'
+    : db.escapeLiteral(Array.isArray(v) ? `{${v.map((x) => `"${x}"`).join(',')}}` : String(v))
+await db.query('SET LOCAL plan_cache_mode = force_generic_plan')
+const genericPlan = (
+  await db.query(
+    `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ${named.name}(${bindings.map(literal).join(', ')})`,
+  )
+).rows
+  .map((r) => r['QUERY PLAN'])
+  .join('\n')
 await db.query('ROLLBACK')
-const statementMedian = quantile(statementMs, 0.5)
 
 const { api, procs, stop } = await behindGateway('appointments', {
   ...env,
@@ -251,18 +292,39 @@ async function cpuPerRequest(work) {
   const before = {
     gw: cpuSeconds(procs.gateway.pid),
     svc: cpuSeconds(procs.service.pid),
-    pg: postgresCpu(),
+    backends: await backendCpu(),
     self: process.cpuUsage(),
   }
   const out = await work()
   const us = (seconds) => (out.requests ? ((seconds / out.requests) * 1e6).toFixed(0) : '-')
   const self = process.cpuUsage(before.self)
+  let backends = 0
+  for (const [pid, seconds] of await backendCpu()) backends += seconds - (before.backends.get(pid) ?? 0)
   out.cpu = [
     us(cpuSeconds(procs.gateway.pid) - before.gw),
     us(cpuSeconds(procs.service.pid) - before.svc),
-    us(postgresCpu() - before.pg),
+    us(backends),
     us((self.user + self.system) / 1e6),
   ]
+  return out
+}
+
+/**
+ * CPU seconds of each backend connected to this run's database but this script's own: the
+ * services' (a backend that appears during a load counts from 0). The server is shared: the sum
+ * over all its processes carried other work, and went negative when a busy backend exited.
+ */
+async function backendCpu() {
+  const { rows } = await db.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  )
+  const out = new Map()
+  for (const { pid } of rows)
+    try {
+      out.set(pid, cpuSeconds(pid))
+    } catch {
+      // gone meanwhile
+    }
   return out
 }
 
@@ -287,7 +349,7 @@ const reads = [
 await load({ url: api + reads[0].path, headers, connections: 8, duration: 2 }) // warm-up
 const bareRead = {}
 for (const connections of [8, 50])
-  bareRead[connections] = await load({ url: bareUrl, connections, duration: 8 })
+  bareRead[connections] = await load({ url: bareUrl, connections, duration: DURATION })
 const readRows = []
 const readCpu = []
 let target
@@ -296,7 +358,7 @@ for (const r of reads)
     // A load that ends leaves its queued requests in the service: one request waits them out.
     await get(r.path)
     const out = await cpuPerRequest(async () => {
-      const result = await load({ url: api + r.path, headers, connections, duration: 8 })
+      const result = await load({ url: api + r.path, headers, connections, duration: DURATION })
       return { result, requests: result.requests.total }
     })
     const { result } = out
@@ -490,7 +552,7 @@ its prefixes.
 
 ## Availability through the gateway
 
-Token auth, rate limit, access event, proxy, row-level security; 8 s per row. The bare node:http
+Token auth, rate limit, access event, proxy, row-level security; ${DURATION} s per row. The bare node:http
 server answers the first page's very bytes (${Buffer.byteLength(pageBody)} bytes) in the same run: the ratio is
 its req/s divided by the row's.
 
@@ -506,12 +568,19 @@ CPU per request (us, user + system from /proc) on the ${machine().split(', ')[1]
 the gateway's and the service's figures are mostly their idle work (timers, access-event batches) shared
 out over few requests, PostgreSQL's are the statement:
 
-| call | connections | gateway | appointments | PostgreSQL (all) | load generator |
+| call | connections | gateway | appointments | PostgreSQL (this database's backends) | load generator |
 |---|---|---|---|---|---|
 ${readCpu.join('\n')}
 
-The statement alone (the first page, as the service role, in one open transaction): median
-${statementMedian.toFixed(1)} ms over 30 runs from this script's connection.
+The statement alone (the first page, as the service role, in one open transaction), median ms of
+3 × 20 runs from this script's connection, rounds alternating:
+
+| unnamed (parsed and planned each call) | prepared, custom plan each call | prepared, generic plan | prepared, \`plan_cache_mode = auto\` |
+|---|---|---|---|
+| ${statementMedian.toFixed(2)} | ${statementMedianOf('force_custom_plan').toFixed(2)} | ${statementMedianOf('force_generic_plan').toFixed(2)} | ${statementMedianOf('auto').toFixed(2)} |
+
+In the \`auto\` rounds (the forced ones before them) PostgreSQL made ${planCache.custom_plans} custom plans and used the
+generic plan ${planCache.generic_plans} times.
 
 ## Holds and bookings racing for the same slots
 
@@ -536,8 +605,8 @@ ${raceRow('convert', '`POST /appointments` with `hold_id`')}
   practitioner; ${checks.raced_appointments} appointments and ${checks.raced_holds} holds in week 3; ${checks.active} active
   appointments and ${checks.calendar_appointments} appointment rows in the calendar.
 ${problems.length ? `\n**Problems** (the race should give none):\n\n${problems.map((l) => `- ${l}`).join('\n')}\n` : ''}
-CPU per request of the race (us, as above): gateway ${r.cpu[0]}, appointments ${r.cpu[1]}, PostgreSQL ${r.cpu[2]},
-load generator ${r.cpu[3]}.
+CPU per request of the race (us, as above): gateway ${r.cpu[0]}, appointments ${r.cpu[1]}, PostgreSQL
+${r.cpu[2]} (this database's backends), load generator ${r.cpu[3]}.
 
 ## The availability statement's plan
 
@@ -546,6 +615,13 @@ load generator ${r.cpu[3]}.
 
 \`\`\`
 ${plan}
+\`\`\`
+
+The generic plan of the same statement, prepared (\`EXECUTE\` with \`plan_cache_mode = force_generic_plan\`,
+the plan \`auto\` uses after five calls): planned once, so its planning time is the plan cache's lookup.
+
+\`\`\`
+${genericPlan}
 \`\`\`
 `,
 )

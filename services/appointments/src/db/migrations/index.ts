@@ -130,4 +130,18 @@ export const migrations: Migration[] = [
     },
   },
   calendarMigration(SCHEMA, APP_ROLE, TENANT),
+  {
+    // Availability's index range on the calendar, usable by the service role. Under row-level
+    // security PostgreSQL only puts leakproof conditions into an index scan, and lower(anyrange)
+    // is not leakproof: calendar_by_start (on lower(during)) was never used, every availability
+    // statement read the whole calendar. A stored copy of lower(during) is compared with
+    // timestamptz operators, which are leakproof.
+    name: '0006_calendar_starts_at',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE calendar ADD COLUMN starts_at timestamptz GENERATED ALWAYS AS (lower(during)) STORED;
+        CREATE INDEX calendar_by_starts_at ON calendar (idempresa, starts_at);
+        DROP INDEX calendar_by_start`)
+    },
+  },
 ]

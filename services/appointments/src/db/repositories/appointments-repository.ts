@@ -5,6 +5,7 @@ import {
   companyPageStatement,
   companyTransaction,
   isoInstant,
+  runPrepared,
 } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
@@ -20,16 +21,14 @@ import { APPOINTMENT_KEYSETS } from '../../domain/list-appointments'
 import { Appointment, type AppointmentFields } from '../../schemas/appointment'
 import type { Hold, Slot } from '../../schemas/availability'
 import {
-  availabilityStatement,
+  availabilityQuery,
   conflictCenters,
   holdColumns,
   purgeExpiredHolds,
   stretches,
   sweepExpiredHolds,
   toHold,
-  toSlot,
   workingCheck,
-  type SlotRow,
 } from './calendar-sql'
 
 const TABLE = 'appointments'
@@ -213,22 +212,23 @@ export class AppointmentsRepository
   }
 
   /**
-   * Free slots (calendar-sql.ts), stretch after stretch in one transaction under the company's
-   * row-level security, until `limit` slots: each stretch's slots start after the last one's, so
-   * the pages join in order.
+   * Free slots (calendar-sql.ts), stretch after stretch until `limit` slots: each stretch's slots
+   * start after the last one's, so the pages join in order. Each stretch is one statement that sets
+   * the company for row-level security itself (its own transaction, one round trip; a transaction
+   * around them would give no more: at read committed each statement has its own snapshot), run
+   * prepared (runPrepared): planned once per connection, not per request.
    */
-  availability(companyId: number, f: StoreFilter): Promise<Slot[]> {
+  async availability(companyId: number, f: StoreFilter): Promise<Slot[]> {
     const now = this.clock()
-    return companyTransaction(this.knex, companyId, async (trx) => {
-      const slots: Slot[] = []
-      for (const stretch of stretches(f.from, f.to)) {
-        const limit = f.limit - slots.length
-        const { rows } = await availabilityStatement(trx, companyId, { ...f, ...stretch, limit, now })
-        slots.push(...(rows as SlotRow[]).map(toSlot))
-        if (slots.length >= f.limit) break
-      }
-      return slots
-    })
+    const slots: Slot[] = []
+    for (const stretch of stretches(f.from, f.to)) {
+      const limit = f.limit - slots.length
+      const { sql, bindings } = availabilityQuery(companyId, { ...f, ...stretch, limit, now })
+      // The statement gives each slot as the API shows it (instants already RFC 3339 text).
+      slots.push(...(await runPrepared<Slot>(this.knex, sql, bindings)))
+      if (slots.length >= f.limit) break
+    }
+    return slots
   }
 
   /** The centers of what takes that time from the practitioner or the patient (calendar-sql.ts). */

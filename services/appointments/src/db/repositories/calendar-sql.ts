@@ -2,7 +2,7 @@ import { isoInstant } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { AvailabilityFilter as StoreFilter, ConflictQuery, Span } from '../../domain/appointment-store'
 import type { NotWorking } from '../../domain/errors'
-import type { Hold, Slot } from '../../schemas/availability'
+import type { Hold } from '../../schemas/availability'
 
 /**
  * The statements of the calendar (migration 0005): free slots, whether a registered practitioner
@@ -21,30 +21,45 @@ export type AvailabilityFilter = StoreFilter & { now: Date }
 const BUSY = `
   SELECT b.practitioner, range_agg(b.during) AS during FROM (
     SELECT c.practitioner, c.during FROM calendar c
-    WHERE c.idempresa = :company
-      -- claims last at most 12 h (appointments and holds alike): an index range (calendar_by_start)
-      AND lower(c.during) >= CAST(:from AS timestamptz) - interval '12 hours'
-      AND lower(c.during) < CAST(:to AS timestamptz) + interval '12 hours'
+    WHERE setting.tenant IS NOT NULL AND c.idempresa = :company
+      -- claims last at most 12 h (appointments and holds alike): an index range (calendar_by_starts_at;
+      -- starts_at is lower(during), stored: row-level security lets no lower() into an index scan)
+      AND c.starts_at >= CAST(:from AS timestamptz) - interval '12 hours'
+      AND c.starts_at < CAST(:to AS timestamptz) + interval '12 hours'
       AND c.during && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
       AND (c.expires_at IS NULL OR c.expires_at > CAST(:now AS timestamptz))
     UNION ALL
     SELECT t.practitioner, tstzrange(t.starts_at, t.ends_at) FROM time_off t
-    WHERE t.idempresa = :company
+    WHERE setting.tenant IS NOT NULL AND t.idempresa = :company
       AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:from AS timestamptz), CAST(:to AS timestamptz) + interval '12 hours')
   ) b GROUP BY b.practitioner`
+
+/**
+ * An instant as the API shows it (RFC 3339 in UTC with milliseconds, as Date#toISOString), written
+ * by PostgreSQL: a page of slots goes to the response as the driver reads it, with no Date parsed
+ * and formatted again per instant.
+ */
+// (Its colons quoted: a colon before a letter would read as a named binding.)
+const ISO = `'YYYY-MM-DD"T"HH24":"MI":"SS.MS"Z"'`
 
 /**
  * The slot grid of the asked practitioners at the center (each working window from its start, every
  * slot_minutes, slots that fit in it), minus the past, minus what is busy: `busy` is computed once
  * (MATERIALIZED: inlined, the planner recomputed it for every working window) and each slot is one
  * in-memory test against its practitioner's multirange, not an index probe.
+ *
+ * The company's setting comes first, in the same statement (as platform's companyRead): one round
+ * trip and its own transaction, no BEGIN, set_config and COMMIT around it. Every part that reads a
+ * table under row-level security refers to the setting's row (`setting.tenant IS NOT NULL`, always
+ * true), so it runs laterally, after set_config; the setting's row is fenced (OFFSET 0) and so is
+ * the page (its LIMIT). The outer query restates the page's order (a join keeps none).
  */
-const AVAILABILITY = `
+const PAGE = `
   WITH asked AS (
     SELECT p.id, p.time_zone, p.slot_minutes, p.working_hours,
            make_interval(mins => coalesce(CAST(:duration AS integer), p.slot_minutes)) AS length
     FROM practitioners p
-    WHERE p.idempresa = :company AND p.active
+    WHERE setting.tenant IS NOT NULL AND p.idempresa = :company AND p.active
       AND p.working_hours @> CAST(:at_center AS jsonb)
       AND (CAST(:ids AS text[]) IS NULL OR p.id = ANY (CAST(:ids AS text[])))
   ),
@@ -60,18 +75,45 @@ const AVAILABILITY = `
       AND s < CAST(:to AS timestamptz)
   ),
   busy AS MATERIALIZED (${BUSY})
-  SELECT s.practitioner, CAST(:center AS text) AS codalmacen, s.starts_at, s.ends_at
+  SELECT s.practitioner, CAST(:center AS text) AS codalmacen,
+         to_char(s.starts_at AT TIME ZONE 'UTC', ${ISO}) AS starts_at,
+         to_char(s.ends_at AT TIME ZONE 'UTC', ${ISO}) AS ends_at
   FROM slots s LEFT JOIN busy b ON b.practitioner = s.practitioner
   WHERE b.during IS NULL OR NOT b.during && tstzrange(s.starts_at, s.ends_at)
   ORDER BY s.starts_at, s.practitioner
   LIMIT :limit`
+const AVAILABILITY = `
+  SELECT q.practitioner, q.codalmacen, q.starts_at, q.ends_at
+  FROM (SELECT set_config('app.idempresa', CAST(:company AS text), true) AS tenant OFFSET 0) setting
+  CROSS JOIN LATERAL (${PAGE}) q
+  -- The same order as the page's: fixed-width RFC 3339 text sorts as its instants do.
+  ORDER BY q.starts_at COLLATE "C", q.practitioner`
 
 /**
- * The statement availability sends for one stretch [from, to) (the benchmark explains this very
- * statement; the repository asks stretch after stretch until it has `limit` slots).
+ * AVAILABILITY with `?` placeholders, its names in their order: one text for every request, so it
+ * runs as a prepared statement (runPrepared) that PostgreSQL parses and plans once per connection.
+ * Its generic plan (chosen after five executions) is the custom plans' shape: the parameters only
+ * bound ranges and pick the company, whose rows row-level security reads alike for any value.
  */
-export function availabilityStatement(db: Knex, companyId: number, f: AvailabilityFilter): Knex.Raw {
-  return db.raw(AVAILABILITY, {
+const { sql: AVAILABILITY_SQL, names: AVAILABILITY_NAMES } = positional(AVAILABILITY)
+
+function positional(text: string): { sql: string; names: string[] } {
+  const names: string[] = []
+  // As knex reads named bindings: `:name`, never part of a `::` cast (the texts above use none).
+  const sql = text.replace(/(?<!:):(\w+)(?!:)/g, (_, name: string) => (names.push(name), '?'))
+  return { sql, names }
+}
+
+/**
+ * The statement availability sends for one stretch [from, to), as text and bindings (the benchmark
+ * explains this very statement; the repository asks stretch after stretch until it has `limit`
+ * slots).
+ */
+export function availabilityQuery(
+  companyId: number,
+  f: AvailabilityFilter,
+): { sql: string; bindings: Knex.Value[] } {
+  const values: Record<string, Knex.Value> = {
     company: companyId,
     center: f.center,
     at_center: JSON.stringify([{ codalmacen: f.center }]),
@@ -81,7 +123,14 @@ export function availabilityStatement(db: Knex, companyId: number, f: Availabili
     to: f.to,
     now: f.now.toISOString(),
     limit: f.limit,
-  })
+  }
+  return { sql: AVAILABILITY_SQL, bindings: AVAILABILITY_NAMES.map((n) => values[n] as Knex.Value) }
+}
+
+/** availabilityQuery as a knex statement (`.toSQL().toNative()` gives what PostgreSQL receives). */
+export function availabilityStatement(db: Knex, companyId: number, f: AvailabilityFilter): Knex.Raw {
+  const { sql, bindings } = availabilityQuery(companyId, f)
+  return db.raw(sql, bindings)
 }
 
 /**
@@ -97,13 +146,6 @@ export function* stretches(from: string, to: string): Generator<{ from: string; 
     yield { from: new Date(start).toISOString(), to: new Date(until).toISOString() }
     start = until
   }
-}
-
-export interface SlotRow {
-  practitioner: string
-  codalmacen: string
-  starts_at: Date
-  ends_at: Date
 }
 
 /** A hold's columns as the API shows them (the calendar keeps its time as one range). */
@@ -131,7 +173,6 @@ export function toHold(row: Record<string, unknown>): Hold {
     created_at: iso(row.created_at),
   }
 }
-export const toSlot = (r: SlotRow): Slot => ({ ...r, starts_at: iso(r.starts_at), ends_at: iso(r.ends_at) })
 
 const WORKING = `
   SELECT p.active,
