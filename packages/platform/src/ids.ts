@@ -5,25 +5,25 @@ let seq = 0
 // Random bytes are drawn 4 KiB at a time: one syscall per 256 ids instead of two per id.
 const pool = Buffer.alloc(4096)
 let poolAt = pool.length
-function random16(): Buffer {
-  if (poolAt + 16 > pool.length) {
-    randomFillSync(pool)
-    poolAt = 0
-  }
-  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16))
-  poolAt += 16
-  return b
-}
-
-/** `bytes` random bytes as base64url, drawn from the same pool (no Buffer made per call). */
-export function randomBase64url(bytes: number): string {
+/** Where the next `bytes` random bytes of the pool begin (refilled when too few are left). */
+function take(bytes: number): number {
   if (poolAt + bytes > pool.length) {
     randomFillSync(pool)
     poolAt = 0
   }
-  const text = pool.toString('base64url', poolAt, poolAt + bytes)
+  const at = poolAt
   poolAt += bytes
-  return text
+  return at
+}
+function random16(): Buffer {
+  const at = take(16)
+  return Buffer.from(pool.subarray(at, at + 16))
+}
+
+/** `bytes` random bytes as base64url, drawn from the same pool (no Buffer made per call). */
+export function randomBase64url(bytes: number): string {
+  const at = take(bytes)
+  return pool.toString('base64url', at, at + bytes)
 }
 
 /**

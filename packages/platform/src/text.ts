@@ -22,24 +22,6 @@ const isPlainObject = (v: object) => {
   return proto === null || proto === Object.prototype || Object.getPrototypeOf(proto) === null
 }
 
-let safeBudget = 0
-/** unsafeTextErrors' walk without its paths: true when every string is safe, false when unsure. */
-function allSafe(v: unknown, depth: number): boolean {
-  if (--safeBudget < 0) return false
-  if (typeof v === 'string') return isSafeText(v)
-  if (v === null || typeof v !== 'object' || depth > 64) return true
-  if (Array.isArray(v)) {
-    for (const item of v) if (!allSafe(item, depth + 1)) return false
-    return true
-  }
-  if (!isPlainObject(v)) return true
-  for (const key in v) {
-    if (!Object.prototype.hasOwnProperty.call(v, key)) continue
-    if (!isSafeText(key) || !allSafe((v as Record<string, unknown>)[key], depth + 1)) return false
-  }
-  return true
-}
-
 /**
  * Every string in `value` (field names too, at any depth) that is not safe text, as field errors with
  * JSON pointers (`/first_name`, `/guardian/name`, `/tags/0`). Only parsed JSON is walked: arrays and
@@ -47,35 +29,44 @@ function allSafe(v: unknown, depth: number): boolean {
  * skipped, and the walk stops after `limit` findings or 100,000 values, whichever comes first.
  */
 export function unsafeTextErrors(value: unknown, base = '', limit = 20): FieldError[] {
-  // Most requests hold safe text only: that is found without a path built per field.
-  safeBudget = 100_000
-  if (allSafe(value, 0)) return []
   const out: FieldError[] = []
+  // The keys from `value` down to the value walked: a pointer is built only for a finding, so a
+  // request of safe text (most) builds none.
+  const keys: string[] = []
+  const pointerTo = (last?: string) => {
+    let path = base
+    for (const key of keys) path += `/${pointer(key)}`
+    return last === undefined ? path : `${path}/${pointer(last)}`
+  }
   let budget = 100_000
-  const walk = (v: unknown, path: string, depth: number) => {
+  const walk = (v: unknown, depth: number) => {
     if (out.length >= limit || --budget < 0) return
     if (typeof v === 'string') {
-      if (!isSafeText(v)) out.push({ path, message: BAD_TEXT_MESSAGE })
+      if (!isSafeText(v)) out.push({ path: pointerTo(), message: BAD_TEXT_MESSAGE })
       return
     }
     if (v === null || typeof v !== 'object' || depth > 64) return
     if (Array.isArray(v)) {
-      v.forEach((item, i) => walk(item, `${path}/${i}`, depth + 1))
+      for (let i = 0; i < v.length; i++) {
+        keys.push(String(i))
+        walk(v[i], depth + 1)
+        keys.pop()
+      }
       return
     }
     if (!isPlainObject(v)) return
-    for (const [key, item] of Object.entries(v)) {
+    for (const key in v) {
+      if (!Object.prototype.hasOwnProperty.call(v, key)) continue
       if (!isSafeText(key)) {
-        out.push({
-          path: `${path}/${pointer(key.replace(BAD_CODE_UNITS_GLOBAL, '\ufffd'))}`,
-          message: BAD_TEXT_MESSAGE,
-        })
+        out.push({ path: pointerTo(key.replace(BAD_CODE_UNITS_GLOBAL, '\ufffd')), message: BAD_TEXT_MESSAGE })
         continue
       }
-      walk(item, `${path}/${pointer(key)}`, depth + 1)
+      keys.push(key)
+      walk((v as Record<string, unknown>)[key], depth + 1)
+      keys.pop()
     }
   }
-  walk(value, base, 0)
+  walk(value, 0)
   return out
 }
 
