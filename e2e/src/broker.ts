@@ -1,7 +1,5 @@
 import { createBrokerUsers, newBrokerPrefix, removeBrokerUsers } from '@clinic/platform/broker-users'
-
-/** Where rabbitmqctl runs: here, or in the broker's container. */
-type BrokerAccess = { container?: string }
+import type { BrokerAccess } from '@clinic/platform/testing'
 
 /**
  * Broker users of one stack on its RabbitMQ (the machine's, or the run's container): every service logs in as
