@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { promisify } from 'node:util'
 import pg from 'pg'
-
-const exec = promisify(execFile)
+// The package's own CommonJS file (the Compose step and the e2e stack run it too); the same path from src and dist.
+import { rabbitmqctl } from '../../broker-users.cjs'
 
 export const TEST_DEFAULTS = {
   DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -48,9 +46,6 @@ export async function dropTestDatabase(url: string) {
 export interface BrokerAccess {
   container?: string
 }
-
-const rabbitmqctl = (args: string[], { container }: BrokerAccess) =>
-  container ? exec('docker', ['exec', container, 'rabbitmqctl', ...args]) : exec('rabbitmqctl', args)
 
 /**
  * Creates a RabbitMQ vhost for one test run (rabbitmqctl, here or in the broker's container, or
