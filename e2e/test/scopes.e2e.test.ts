@@ -68,7 +68,8 @@ beforeAll(async () => {
   // Two admin CLI runs per scope, three at a time: each is mostly its own start-up, and two dozen
   // at once on a busy machine starve one another past the CLI's 10 s wait for a connection.
   const runs = scopes.flatMap((scope) => [
-    async () => without.set(scope, await tokenFor(t, '--scopes', scopes.filter((s) => s !== scope).join(','))),
+    async () =>
+      without.set(scope, await tokenFor(t, '--scopes', scopes.filter((s) => s !== scope).join(','))),
     async () => only.set(scope, await tokenFor(t, '--scopes', scope)),
   ])
   const lane = async (): Promise<void> => {
