@@ -151,29 +151,56 @@ export const OUTBOX_ROWS = `INSERT INTO outbox (event_id, idempresa, type, paylo
      SELECT (e->>'id')::uuid, (e->>'idempresa')::integer, e->>'type', e FROM jsonb_array_elements(?::jsonb) e`
 
 /**
+ * companyInsert's statements by shape (table, the columns given, returning): knex builds each once.
+ * `order` is the row's columns in the order of their placeholders.
+ */
+const insertStatements = new Map<string, { sql: string; order: string[] }>()
+
+function insertStatement(knex: Knex, table: string, columns: string[], returning: readonly string[]) {
+  const shape = `${table}\u0000${columns.join(',')}\u0000${returning.join(',')}`
+  let statement = insertStatements.get(shape)
+  if (statement === undefined) {
+    // Each column's name as its own value: the bindings knex returns give the placeholders' order.
+    const insert = knex(table)
+      .insert({
+        ...Object.fromEntries(columns.map((c) => [c, c])),
+        idempresa: knex.raw('(SELECT c.tenant::integer FROM c)'),
+      })
+      .returning([...returning])
+      .toSQL()
+    statement = {
+      sql: `WITH c AS (SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0),
+     o AS (${OUTBOX_ROWS})
+     ${insert.sql}`,
+      order: insert.bindings as string[],
+    }
+    insertStatements.set(shape, statement)
+  }
+  return statement
+}
+
+/**
  * A new row of the company in `table` and its events in the outbox, in one statement: its own
  * transaction, so one round trip instead of BEGIN, the setting, the insert, the outbox and COMMIT.
  * The row and its events exist together or not at all, as in a transaction. The row's `idempresa`
  * is read from the setting's row (`c`), so PostgreSQL computes the setting before it checks the
  * row against the table's row-level security policy. Returns the `returning` columns; rejects
- * with the driver's error (a unique violation keeps its constraint's name). Prepared (runPrepared).
+ * with the driver's error (a unique violation keeps its constraint's name). Prepared (runPrepared);
+ * the text is built once per shape of row (columns left undefined take their defaults; values are
+ * plain, never knex.raw).
  */
 export async function companyInsert<T>(
   knex: Knex,
   companyId: number,
   q: { table: string; row: Record<string, unknown>; returning: readonly string[]; events: CloudEvent[] },
 ): Promise<T> {
-  const insert = knex(q.table)
-    .insert({ ...q.row, idempresa: knex.raw('(SELECT c.tenant::integer FROM c)') })
-    .returning([...q.returning])
-    .toSQL()
-  const [row] = await runPrepared<T>(
-    knex,
-    `WITH c AS (SELECT set_config('app.idempresa', ?, true) AS tenant OFFSET 0),
-     o AS (${OUTBOX_ROWS})
-     ${insert.sql}`,
-    [String(companyId), JSON.stringify(q.events), ...insert.bindings],
-  )
+  const columns = Object.keys(q.row).filter((c) => q.row[c] !== undefined)
+  const { sql, order } = insertStatement(knex, q.table, columns, q.returning)
+  const [row] = await runPrepared<T>(knex, sql, [
+    String(companyId),
+    JSON.stringify(q.events),
+    ...order.map((c) => q.row[c] as Knex.Value),
+  ])
   if (!row) throw new Error(`companyInsert: no row returned from ${q.table}`)
   return row
 }

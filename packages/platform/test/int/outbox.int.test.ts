@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { Amqp, EXCHANGE, OutboxRelay, enqueueEvents } from '@clinic/platform'
+import { createDb } from '@clinic/platform/db'
 import { freshCompanyId, waitFor } from '@clinic/platform/testing'
 import { amqpUrl, databaseUrl, eventTap, testEvent, testLog, testSchema } from './helpers'
 
@@ -121,6 +122,33 @@ describe('OutboxRelay', () => {
     expect(await r.drain()).toBeGreaterThanOrEqual(1)
     expect(await unpublished([e.id])).toBe(0)
     await waitFor(() => tap.idsFor(company).includes(e.id), { what: 'the pending event' })
+  })
+
+  it("commits a pass without waiting for the disk, and leaves its connection's later commits durable", async () => {
+    const company = freshCompanyId()
+    await main.stop() // only the relay under test may touch these rows
+    // One connection: the relay's pass and the check after it share it.
+    const one = createDb(databaseUrl(), { schema: db.schema, poolMax: 1 })
+    try {
+      const e = testEvent(company)
+      await enqueueEvents(one, [e])
+      const r = new OutboxRelay({ knex: one, schema: db.schema, databaseUrl: databaseUrl(), amqp, log })
+      const modes: unknown[] = []
+      const onResponse = (response: { rows?: Array<{ commit_mode?: unknown }> }) =>
+        response.rows?.forEach((row) => 'commit_mode' in row && modes.push(row.commit_mode))
+      one.on('query-response', onResponse)
+      expect(await r.drain()).toBeGreaterThanOrEqual(1)
+      one.off('query-response', onResponse)
+      expect(modes.length).toBeGreaterThanOrEqual(1)
+      expect(new Set(modes)).toEqual(new Set(['off']))
+      const { rows } = await one.raw<{ rows: Array<{ synchronous_commit: string }> }>(
+        'SHOW synchronous_commit',
+      )
+      expect(rows[0]!.synchronous_commit).toBe('on')
+      await waitFor(() => tap.idsFor(company).includes(e.id), { what: 'the event' })
+    } finally {
+      await one.destroy()
+    }
   })
 
   it('keeps the rows of a batch whose publish failed (taken and deleted in one statement, rolled back)', async () => {

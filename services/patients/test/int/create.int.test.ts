@@ -414,6 +414,22 @@ describe('events', () => {
     expect(Number(count?.n)).toBe(1)
   })
 
+  test('creates of different shapes in turn each store their own fields (one statement text per shape)', async () => {
+    const c = newCompany(h.app)
+    const bodies = [
+      makePatient({ codalmacen: 'ALM1', email: 'una@example.test', national_id: 'SHAPE0001' }),
+      makePatient(),
+      makePatient({ codalmacen: 'ALM2', email: 'otra@example.test', national_id: 'SHAPE0002' }),
+      makePatient({ notes: 'nota ficticia', address: { city: 'Ejemplo' } }),
+    ]
+    for (const body of bodies) {
+      const res = await c.post('/patients', body)
+      expect(res.statusCode).toBe(201)
+      expect(res.json()).toMatchObject(body)
+      expect((await c.get(`/patients/${res.json().id}`)).json()).toEqual(res.json())
+    }
+  })
+
   test('a create refused by the database (a duplicate national id) writes no event and counts nothing', async () => {
     const c = newCompany(h.app)
     const first = await c.post('/patients', makePatient({ national_id: 'DUP00001', codalmacen: 'ALM1' }))

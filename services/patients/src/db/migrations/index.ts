@@ -4,8 +4,13 @@ import type { Knex } from 'knex'
 export const SCHEMA = 'patients'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
 export const APP_ROLE = 'clinic_patients_app'
-/** Counter rows per (company, center): spreading writes over a few slots keeps inserts of one busy center from queueing on one row. */
+/** Counter rows per (company, center) of migration 0002: spreading writes over a few slots keeps inserts of one busy center from queueing on one row. */
 export const COUNTER_SLOTS = 4
+/**
+ * The slots since migration 0006: with 4, a pool's ten concurrent creates in one center queued on
+ * the counter rows' locks (and the waits cost PostgreSQL CPU); a list sums a few more tiny rows.
+ */
+export const COUNTER_SLOTS_SPREAD = 32
 
 const TENANT = `idempresa = nullif(current_setting('app.idempresa', true), '')::integer`
 
@@ -167,6 +172,47 @@ export const migrations: Migration[] = [
     async up(knex) {
       // Keys were per company, so another user of the company could replay a stored answer.
       await commonTables.idempotencyKeysPerToken(knex)
+    },
+  },
+  {
+    name: '0006_counter_slots_spread',
+    async up(knex) {
+      // The count triggers of 0002, the same but for the number of slots (COUNTER_SLOTS_SPREAD).
+      // Existing rows keep their slots: a total is the sum over whatever slots a center has.
+      await knex.raw(`
+        CREATE OR REPLACE FUNCTION patient_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, coalesce(codalmacen, ''), s, count(*) FROM new_rows
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION patient_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, center, s, sum(d) FROM (
+            SELECT idempresa, coalesce(codalmacen, '') AS center, 1 AS d FROM new_rows
+            UNION ALL
+            SELECT idempresa, coalesce(codalmacen, ''), -1 FROM old_rows
+          ) x
+          GROUP BY idempresa, center HAVING sum(d) <> 0
+          ORDER BY idempresa, center
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION patient_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, coalesce(codalmacen, ''), s, -count(*) FROM old_rows
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+      `)
     },
   },
 ]
