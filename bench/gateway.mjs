@@ -8,6 +8,9 @@
 //   DURATION   seconds of each load (10), after WARMUP seconds (3) of the same load
 //   ROOTS      checkouts whose gateway builds alternate in one run (default BENCH_SERVICES_ROOT, else
 //              this one), ROUNDS times (1): before/after in the same minutes, the floors each round
+//   RATE       requests per second offered in all (autocannon overallRate) instead of as many as 32
+//              connections get answered: on a busy machine the database's commits set a saturated
+//              gateway's rate, and with it its batches' sizes and its CPU per request
 //   STEPS=1    the gateway's steps one by one (gateway-steps.mjs): fastify + http-proxy with the
 //              gateway's own modules added in its order, from the first root's build; each row's
 //              CPU over the row before it is that step's
@@ -37,6 +40,7 @@ const ROOTS = (process.env.ROOTS ?? process.env.BENCH_SERVICES_ROOT ?? ROOT)
   .split(',')
   .map((r) => path.resolve(r))
 const ROUNDS = Number(process.env.ROUNDS ?? 1)
+const RATE = process.env.RATE ? Number(process.env.RATE) : undefined
 const STEPS = process.env.STEPS === '1'
 const PROFILE = process.env.PROFILE === '1'
 // JS frames named in perf's stacks (for the gateways started by startService). The V8 log this
@@ -71,12 +75,13 @@ const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/
 /** CPU per request of `child` over one load of `url` (after a warm-up), and its RSS after; then stopped. */
 async function measured(child, url, hdrs = {}, profile = false) {
   await waitOk(url, 90_000) // a loaded machine starts a process slowly
-  await load({ url, headers: hdrs, duration: WARMUP })
+  const rate = RATE ? { overallRate: RATE } : {}
+  await load({ url, headers: hdrs, duration: WARMUP, ...rate })
   const perf = profile
     ? startPerf([child.pid], { raw: true, groups: STEP_GROUPS, steps: STEP_GROUPS.length - 3 })
     : null
   const before = cpuSeconds(child.pid)
-  const r = await load({ url, headers: hdrs, duration: DURATION })
+  const r = await load({ url, headers: hdrs, duration: DURATION, ...rate })
   const m = { r, cpuUs: ((cpuSeconds(child.pid) - before) / r.requests.total) * 1e6, rss: rssMiB(child.pid) }
   if (perf) {
     const p = [...(await perf.stop()).values()][0]
@@ -221,7 +226,7 @@ record(
   'gateway',
   `# The gateway alone (${machine()})
 
-32 connections, ${DURATION} s each after a ${WARMUP} s warm-up, GET /api/patients against a trivial upstream; each
+32 connections${RATE ? ` offering ${RATE} requests/s in all` : ''}, ${DURATION} s each after a ${WARMUP} s warm-up, GET /api/patients against a trivial upstream; each
 proxy pinned to core 1 (taskset), the load generator and the upstream on core 0 (run the script under
 \`taskset -c 0\`). CPU per request is the proxy process's user+system time from /proc over the load;
 RSS its VmRSS after it. "upstream direct" is the bare node:http server the proxies stand in front of.

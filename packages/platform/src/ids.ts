@@ -15,10 +15,8 @@ function take(bytes: number): number {
   poolAt += bytes
   return at
 }
-function random16(): Buffer {
-  const at = take(16)
-  return Buffer.from(pool.subarray(at, at + 16))
-}
+/** The id being made: 16 random bytes of the pool copied in, then stamped (no Buffer made per id). */
+const id = Buffer.alloc(16)
 
 /** `bytes` random bytes as base64url, drawn from the same pool (no Buffer made per call). */
 export function randomBase64url(bytes: number): string {
@@ -32,7 +30,10 @@ export function randomBase64url(bytes: number): string {
  * A 12-bit counter in rand_a keeps ids monotonic within one millisecond in this process.
  */
 export function uuidv7(now = Date.now()): string {
-  const b = random16()
+  const b = id
+  const at = take(16)
+  // Byte by byte: Buffer#copy of a part of the pool makes a view of it first.
+  for (let i = 0; i < 16; i++) b[i] = pool[at + i]!
   if (now <= lastMs) {
     seq = (seq + 1) & 0xfff
     if (seq === 0) lastMs += 1

@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
 import { OUTBOX_ROWS } from './db/company'
+import { runPrepared } from './db/prepared'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
 import { WakeLoop } from './wake-loop'
@@ -11,12 +12,19 @@ import { WakeLoop } from './wake-loop'
  * the pool itself, on their own: one statement commits the whole batch or none of it.
  * One statement and one parameter whatever the batch size (a JSON array, unpacked by PostgreSQL).
  * The relay publishes them as this service's broker user, which is what consumers believe about
- * their origin (event-origin.ts), whatever the row says.
+ * their origin (event-origin.ts), whatever the row says. Prepared (runPrepared): one text for every
+ * call, parsed and planned once per connection (the gateway writes one per group commit).
  */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudEvent[]): Promise<void> {
   if (!events.length) return
-  await trx.raw(OUTBOX_ROWS, [JSON.stringify(events)])
+  await runPrepared(trx, OUTBOX_ROWS, [JSON.stringify(events)])
 }
+
+/** The relay's pass: the oldest pending rows, taken and deleted (prepared: one text, every pass). */
+const TAKE_ROWS = `DELETE FROM outbox WHERE id IN (
+     SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+   RETURNING id, event_id, type, payload::text AS payload,
+             set_config('synchronous_commit', 'off', true) AS commit_mode`
 
 export interface RelayOptions {
   knex: Knex
@@ -88,13 +96,11 @@ export class OutboxRelay {
         // PostgreSQL holds: no parse and re-serialise per event. The commit need not wait for the
         // disk (synchronous_commit off, for this transaction only, set by the statement itself):
         // a delete lost in a crash only publishes its events again, and consumers are idempotent.
-        const { rows } = (await trx.raw(
-          `DELETE FROM outbox WHERE id IN (
-             SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
-           RETURNING id, event_id, type, payload::text AS payload,
-                     set_config('synchronous_commit', 'off', true) AS commit_mode`,
+        const rows = await runPrepared<{ id: string; event_id: string; type: string; payload: string }>(
+          trx,
+          TAKE_ROWS,
           [this.batchSize],
-        )) as { rows: Array<{ id: string; event_id: string; type: string; payload: string }> }
+        )
         if (!rows.length) return 0
         // In the order they were written (RETURNING promises none).
         rows.sort((a, b) => Number(a.id) - Number(b.id))

@@ -64,6 +64,10 @@ export async function proxyRoutes(
 ) {
   for (const { service } of ROUTED_SERVICES)
     if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
+  // Declared, so that every request object has them from its construction: set on some requests
+  // only, they would give those another shape (slower reads, and a property store allocated each).
+  app.decorateRequest('rawBody', undefined)
+  app.decorateRequest('assertion', undefined)
   const batcher = new AssertionBatcher(signer)
   for (const base of BASES) {
     for (const { family, area } of PLANNED) {
