@@ -8,7 +8,17 @@ import http from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import pg from 'pg'
-import { ROOT, behindGateway, benchTenant, cpuSeconds, freePort, load, machine, record } from './lib.mjs'
+import {
+  ROOT,
+  behindGateway,
+  benchTenant,
+  cpuSeconds,
+  databaseBackendCpu,
+  freePort,
+  load,
+  machine,
+  record,
+} from './lib.mjs'
 
 const CENTER = 'ALM1'
 const TZ = 'Europe/Madrid'
@@ -292,39 +302,21 @@ async function cpuPerRequest(work) {
   const before = {
     gw: cpuSeconds(procs.gateway.pid),
     svc: cpuSeconds(procs.service.pid),
-    backends: await backendCpu(),
+    backends: await databaseBackendCpu(db),
     self: process.cpuUsage(),
   }
   const out = await work()
   const us = (seconds) => (out.requests ? ((seconds / out.requests) * 1e6).toFixed(0) : '-')
   const self = process.cpuUsage(before.self)
   let backends = 0
-  for (const [pid, seconds] of await backendCpu()) backends += seconds - (before.backends.get(pid) ?? 0)
+  for (const [pid, seconds] of await databaseBackendCpu(db))
+    backends += seconds - (before.backends.get(pid) ?? 0)
   out.cpu = [
     us(cpuSeconds(procs.gateway.pid) - before.gw),
     us(cpuSeconds(procs.service.pid) - before.svc),
     us(backends),
     us((self.user + self.system) / 1e6),
   ]
-  return out
-}
-
-/**
- * CPU seconds of each backend connected to this run's database but this script's own: the
- * services' (a backend that appears during a load counts from 0). The server is shared: the sum
- * over all its processes carried other work, and went negative when a busy backend exited.
- */
-async function backendCpu() {
-  const { rows } = await db.query(
-    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
-  )
-  const out = new Map()
-  for (const { pid } of rows)
-    try {
-      out.set(pid, cpuSeconds(pid))
-    } catch {
-      // gone meanwhile
-    }
   return out
 }
 

@@ -115,6 +115,25 @@ export function postgresCpu() {
   return seconds
 }
 
+/**
+ * CPU seconds of each backend connected to `db`'s database but `db`'s own, by pid: the services'
+ * (a backend that appears during a load counts from 0). The server is shared: the sum over all its
+ * processes carried other work, and went negative when a busy backend exited.
+ */
+export async function databaseBackendCpu(db) {
+  const { rows } = await db.query(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  )
+  const out = new Map()
+  for (const { pid } of rows)
+    try {
+      out.set(pid, cpuSeconds(pid))
+    } catch {
+      // gone meanwhile
+    }
+  return out
+}
+
 /** pids of every process whose command is `name` (PostgreSQL backends, RabbitMQ's beam.smp). */
 export const pidsOf = (name) =>
   readdirSync('/proc')

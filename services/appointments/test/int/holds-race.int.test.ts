@@ -1,4 +1,5 @@
 import { waitFor } from '@clinic/platform/testing'
+import { conflictQuery, purgeQuery } from '../../src/db/repositories/calendar-sql'
 import { companyOf, startApp, type Company, type Harness } from '../helpers'
 import {
   availability,
@@ -372,6 +373,53 @@ describe('holds', () => {
     expect((await book(c, s)).statusCode).toBe(201)
   })
 
+  test('claims of 12 h (the longest) ending minutes into a slot: an expired hold is cleared for it; a live one is a conflict found at its center', async () => {
+    const c = companyOf(h)
+    const [first, second, third] = [await setUp(c), await setUp(c), await setUp(c)]
+    // The claims' own statements look for claims by their start, at most 12 h before the slot:
+    // these start 11 h 55 min before it (at ALM2, outside the practitioners' hours).
+    const s = slotAt(first, '09:00')
+    const end = Date.parse(s.starts_at) + 5 * 60_000
+    const long = { codalmacen: 'ALM2', starts_at: iso(end - 12 * 3600_000), ends_at: iso(end) }
+    await h.owner('calendar').insert({
+      idempresa: c.principal.companyId,
+      id: crypto.randomUUID(),
+      kind: 'hold',
+      practitioner: first,
+      codalmacen: long.codalmacen,
+      during: h.owner.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [
+        long.starts_at,
+        long.ends_at,
+      ]),
+      expires_at: new Date(clock.now().getTime() - 1000),
+    })
+    // A booking takes no other expired hold away (a new hold sweeps some): this one went because
+    // it overlaps the slot.
+    expect((await book(c, s)).statusCode).toBe(201)
+    expect(await claims(c, s)).toEqual([{ kind: 'appointment' }])
+
+    const patient = c.newPatient()
+    const live = await book(
+      c,
+      { ...slotAt(second, '09:00'), ...long },
+      { patient_id: patient, outside_hours: true },
+    )
+    expect(live.statusCode).toBe(201)
+    // A token limited to centers is told who holds the time only when it sees where: the
+    // statements must find the long claim's center (none found reads as hidden).
+    const limited = companyOf(h, { companyId: c.principal.companyId, allowedCenters: ['ALM1', 'ALM2'] })
+    const held = await hold(limited, slotAt(second, '09:00'))
+    expect([held.statusCode, held.json().detail]).toEqual([
+      409,
+      'The practitioner already has an overlapping appointment or hold',
+    ])
+    const twice = await book(limited, slotAt(third, '09:00'), { patient_id: patient })
+    expect([twice.statusCode, twice.json().detail]).toEqual([
+      409,
+      'The patient already has an overlapping appointment',
+    ])
+  })
+
   test('a new hold sweeps the company’s expired holds away (no timer), never another company’s', async () => {
     const c = companyOf(h)
     const other = companyOf(h)
@@ -388,5 +436,44 @@ describe('holds', () => {
     const fresh = (await hold(c, slotAt(p1, '15:00'))).json()
     expect(await holdsOf(c)).toEqual([fresh.id])
     expect(await holdsOf(other)).toEqual([othersHold.json().id])
+  })
+})
+
+describe('query plans', () => {
+  test("a claim's statements read the practitioner's calendar near its time, under row-level security", async () => {
+    const c = companyOf(h)
+    const company = c.principal.companyId
+    // Two years of one practitioner's days (8 claims and an expired hold a day), then fresh statistics.
+    await h.owner.raw(
+      `insert into calendar (idempresa, id, kind, practitioner, codalmacen, during, expires_at)
+       select ?, gen_random_uuid(), s.kind, 'dr-plan', 'ALM1', tstzrange(s.t, s.t + interval '30 minutes'),
+              case when s.kind = 'hold' then timestamptz '2030-01-01Z' end
+         from generate_series(0, 729) d, generate_series(0, 8) i,
+              lateral (select timestamptz '2032-01-01 08:00Z' + d * interval '1 day' + i * interval '1 hour' as t,
+                              case when i = 8 then 'hold' else 'appointment' end as kind) s`,
+      [company],
+    )
+    await h.owner.raw('analyze calendar')
+    const near = {
+      practitioner: 'dr-plan',
+      starts_at: '2033-03-01T10:00:00.000Z',
+      ends_at: '2033-03-01T10:30:00.000Z',
+      now: clock.now(),
+    }
+    for (const q of [
+      purgeQuery(h.knex, company, near),
+      conflictQuery(h.knex, company, { ...near, holder: 'practitioner' }),
+    ]) {
+      const { sql, bindings } = q.toSQL()
+      const plan = await h.knex.transaction(async (trx) => {
+        await trx.raw(`select set_config('app.idempresa', ?, true)`, [String(company)])
+        const { rows } = await trx.raw(`explain ${sql}`, bindings)
+        return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')
+      })
+      // Not every claim of the practitioner (calendar_overlap's prefix), nor a sequential scan.
+      expect(plan).toMatch(/Index Scan using calendar_by_practitioner/)
+      expect(plan).toMatch(/Index Cond: .*practitioner.*starts_at > .*starts_at < /)
+      expect(plan).not.toMatch(/Seq Scan/)
+    }
   })
 })

@@ -144,4 +144,15 @@ export const migrations: Migration[] = [
         DROP INDEX calendar_by_start`)
     },
   },
+  {
+    // A claim's own statements (the purge of expired holds before it, the conflict a 409 explains)
+    // read one practitioner's calendar near a time. With only leakproof conditions reaching an index
+    // scan under row-level security, they read every claim the practitioner ever had through
+    // calendar_overlap's (idempresa, practitioner), or every expired hold of the company; with this
+    // index and starts_at bounds (a claim lasts at most 12 h), the few claims near that time.
+    name: '0007_calendar_by_practitioner',
+    async up(knex) {
+      await knex.raw('CREATE INDEX calendar_by_practitioner ON calendar (idempresa, practitioner, starts_at)')
+    },
+  },
 ]

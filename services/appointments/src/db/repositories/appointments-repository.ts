@@ -3,7 +3,7 @@ import {
   TenantRepository,
   applyKeyset,
   companyPageStatement,
-  companyTransaction,
+  companyRead,
   isoInstant,
   runPrepared,
 } from '@clinic/platform/db'
@@ -22,7 +22,7 @@ import { Appointment, type AppointmentFields } from '../../schemas/appointment'
 import type { Hold, Slot } from '../../schemas/availability'
 import {
   availabilityQuery,
-  conflictCenters,
+  conflictQuery,
   holdColumns,
   purgeExpiredHolds,
   stretches,
@@ -82,8 +82,10 @@ async function lockCalendars(
   const keys = [`appointments:${companyId}:practitioner:${practitioner}`]
   if (patientId) keys.push(`appointments:${companyId}:patient:${patientId}`)
   keys.sort()
-  // One statement; PostgreSQL evaluates the target list left to right, so in this order.
-  await trx.raw(`SELECT ${keys.map(() => 'pg_advisory_xact_lock(hashtextextended(?, 0))').join(', ')}`, keys)
+  // One statement (prepared: two texts, with and without a patient); PostgreSQL evaluates the
+  // target list left to right, so in this order.
+  const locks = keys.map(() => 'pg_advisory_xact_lock(hashtextextended(?, 0))')
+  await runPrepared(trx, `SELECT ${locks.join(', ')}`, keys)
 }
 
 /**
@@ -101,42 +103,56 @@ async function prepareClaim(
   await purgeExpiredHolds(trx, companyId, { ...c, now: clock() })
 }
 
-/** What a transaction does with the calendar beyond appointments: holds and working hours. */
+/** Runs a knex statement prepared (runPrepared) on the transaction's connection; its rows. */
+function prepared<T>(trx: Knex.Transaction, q: Knex.QueryBuilder): Promise<T[]> {
+  const { sql, bindings } = q.toSQL()
+  return runPrepared<T>(trx, sql, bindings)
+}
+
+/**
+ * What a transaction does with the calendar beyond appointments: holds and working hours. Each
+ * statement runs prepared: one text per call site (a release by n centers is one per n).
+ */
 function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date) {
   const holds = () => trx('calendar').where({ idempresa: companyId, kind: 'hold' })
   const columns = holdColumns(trx)
   return {
     workingCheck: (s: Span) => workingCheck(trx, companyId, s),
     async findHold(id: string) {
-      const row = await holds().where('id', id).where('expires_at', '>', clock()).first(columns).forUpdate()
+      const live = holds().where('id', id).where('expires_at', '>', clock())
+      const [row] = await prepared<Record<string, unknown>>(trx, live.select(columns).forUpdate())
       return row ? toHold(row) : null
     },
     async releaseHold(id: string, centers: string[] | null) {
       const q = holds().where('id', id).where('expires_at', '>', clock())
       if (centers) q.whereIn('codalmacen', centers)
-      return (await q.delete()) > 0
+      return (await prepared(trx, q.delete().returning('id'))).length > 0
     },
     async insertHold(hold: Omit<Hold, 'created_at'>) {
       await prepareClaim(trx, companyId, clock, { ...hold, patientId: null })
       await sweepExpiredHolds(trx, companyId, clock())
       const [row] = await translate(
-        trx('calendar')
-          .insert({
-            idempresa: companyId,
-            id: hold.id,
-            kind: 'hold',
-            practitioner: hold.practitioner,
-            codalmacen: hold.codalmacen,
-            during: trx.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [
-              hold.starts_at,
-              hold.ends_at,
-            ]),
-            patient_id: hold.patient_id,
-            expires_at: hold.expires_at,
-          })
-          .returning(columns),
+        prepared<Record<string, unknown>>(
+          trx,
+          trx('calendar')
+            .insert({
+              idempresa: companyId,
+              id: hold.id,
+              kind: 'hold',
+              practitioner: hold.practitioner,
+              codalmacen: hold.codalmacen,
+              during: trx.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [
+                hold.starts_at,
+                hold.ends_at,
+              ]),
+              patient_id: hold.patient_id,
+              expires_at: hold.expires_at,
+            })
+            .returning(columns),
+        ),
       )
-      return toHold(row as Record<string, unknown>)
+      if (!row) throw new Error('insertHold: no row returned')
+      return toHold(row)
     },
   }
 }
@@ -231,11 +247,14 @@ export class AppointmentsRepository
     return slots
   }
 
-  /** The centers of what takes that time from the practitioner or the patient (calendar-sql.ts). */
-  conflictCenters(companyId: number, c: ConflictQuery): Promise<string[]> {
-    return companyTransaction(this.knex, companyId, (trx) =>
-      conflictCenters(trx, companyId, { ...c, now: this.clock() }),
-    )
+  /**
+   * The centers of what takes that time from the practitioner or the patient (calendar-sql.ts), in
+   * one round trip with the company's setting, prepared (companyRead).
+   */
+  async conflictCenters(companyId: number, c: ConflictQuery): Promise<string[]> {
+    const q = conflictQuery(this.knex, companyId, { ...c, now: this.clock() })
+    const rows = await companyRead<{ codalmacen: string }>(this.knex, companyId, q)
+    return rows.map((r) => r.codalmacen)
   }
 }
 

@@ -1,4 +1,4 @@
-import { isoInstant } from '@clinic/platform/db'
+import { isoInstant, runPrepared } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { AvailabilityFilter as StoreFilter, ConflictQuery, Span } from '../../domain/appointment-store'
 import type { NotWorking } from '../../domain/errors'
@@ -187,28 +187,30 @@ const WORKING = `
         AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz))
     ) AS off
   FROM practitioners p WHERE p.idempresa = :company AND p.id = :practitioner`
+const { sql: WORKING_SQL, names: WORKING_NAMES } = positional(WORKING)
 
 /**
  * Whether `practitioner` works at `center` for the whole of [starts, ends) (windows that touch, as
- * 09:00-12:00 and 12:00-14:00, count as one): null when no such
- * practitioner is registered (free-text practitioners book as before), else why not, or 'ok'.
+ * 09:00-12:00 and 12:00-14:00, count as one): null when no such practitioner is registered
+ * (free-text practitioners book as before), else why not, or 'ok'. Prepared (runPrepared).
  */
 export async function workingCheck(
   db: Knex | Knex.Transaction,
   companyId: number,
   s: Span,
 ): Promise<NotWorking | 'ok' | null> {
-  const { rows } = await db.raw<{ rows: Array<{ active: boolean; in_hours: boolean; off: boolean }> }>(
-    WORKING,
-    {
-      company: companyId,
-      practitioner: s.practitioner,
-      center: s.center,
-      starts: s.starts_at,
-      ends: s.ends_at,
-    },
+  const values: Record<string, Knex.Value> = {
+    company: companyId,
+    practitioner: s.practitioner,
+    center: s.center,
+    starts: s.starts_at,
+    ends: s.ends_at,
+  }
+  const [row] = await runPrepared<{ active: boolean; in_hours: boolean; off: boolean }>(
+    db,
+    WORKING_SQL,
+    WORKING_NAMES.map((n) => values[n] as Knex.Value),
   )
-  const row = rows[0]
   if (!row) return null
   if (!row.active) return 'inactive'
   if (!row.in_hours) return 'outside_hours'
@@ -216,44 +218,64 @@ export async function workingCheck(
 }
 
 /**
- * The centers of what takes [starts, ends) from the practitioner (live claims) or the patient
- * (appointments that hold their slot), `self` (an appointment being moved) aside.
+ * Claims near [starts, ends), on the stored `starts_at` (a claim lasts at most 12 h, so one that
+ * overlaps starts in (starts - 12 h, ends)): an index range of the practitioner's calendar
+ * (calendar_by_practitioner). Under row-level security only leakproof conditions reach an index
+ * scan, and neither `&&` nor lower() is one: with `during &&` alone every claim the practitioner
+ * ever had was read. The statements still test `during &&` for the overlap itself.
  */
-export async function conflictCenters(
-  db: Knex | Knex.Transaction,
-  companyId: number,
-  c: ConflictQuery & { now: Date },
-): Promise<string[]> {
-  const range = db.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [c.starts_at, c.ends_at])
+const NEAR = `starts_at > CAST(? AS timestamptz) - interval '12 hours' AND starts_at < CAST(? AS timestamptz)`
+
+/**
+ * The centers of what takes [starts, ends) from the practitioner (live claims) or the patient
+ * (appointments that hold their slot), `self` (an appointment being moved) aside. Appointments
+ * too last at most 12 h (appointments_length).
+ */
+export function conflictQuery(db: Knex, companyId: number, c: ConflictQuery & { now: Date }) {
+  const near = [c.starts_at, c.ends_at]
+  const range = db.raw('tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', near)
   const q =
     c.holder === 'practitioner'
       ? db('calendar')
           .where({ idempresa: companyId, practitioner: c.practitioner })
+          .whereRaw(NEAR, near)
           .whereRaw('during && ?', [range])
           .where((w) => w.whereNull('expires_at').orWhere('expires_at', '>', c.now))
       : db('appointments')
           .where({ idempresa: companyId, patient_id: c.patientId ?? null })
           .whereNotIn('status', ['cancelled', 'no_show'])
+          .whereRaw(NEAR, near)
           .whereRaw('tstzrange(starts_at, ends_at) && ?', [range])
   if (c.self) q.whereNot('id', c.self)
-  const rows: Array<{ codalmacen: string }> = await q.distinct('codalmacen')
-  return rows.map((r) => r.codalmacen)
+  return q.distinct('codalmacen')
 }
 
 /**
- * Removes the expired holds of the practitioner that overlap [starts, ends) before a claim of that
- * time: an expired hold blocks nothing, even before anything else removed it.
+ * The expired holds of the practitioner that overlap [starts, ends): a claim of that time removes
+ * them first (purgeExpiredHolds): an expired hold blocks nothing, even before anything removed it.
  */
-export function purgeExpiredHolds(
+export function purgeQuery(
+  db: Knex,
+  companyId: number,
+  c: { practitioner: string; starts_at: string; ends_at: string; now: Date },
+) {
+  const near = [c.starts_at, c.ends_at]
+  return db('calendar')
+    .where({ idempresa: companyId, practitioner: c.practitioner, kind: 'hold' })
+    .where('expires_at', '<=', c.now)
+    .whereRaw(NEAR, near)
+    .whereRaw('during && tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', near)
+    .delete()
+}
+
+/** Runs purgeQuery in the claim's transaction, prepared. */
+export async function purgeExpiredHolds(
   trx: Knex.Transaction,
   companyId: number,
   c: { practitioner: string; starts_at: string; ends_at: string; now: Date },
 ) {
-  return trx('calendar')
-    .where({ idempresa: companyId, practitioner: c.practitioner, kind: 'hold' })
-    .where('expires_at', '<=', c.now)
-    .whereRaw('during && tstzrange(CAST(? AS timestamptz), CAST(? AS timestamptz))', [c.starts_at, c.ends_at])
-    .delete()
+  const { sql, bindings } = purgeQuery(trx, companyId, c).toSQL()
+  await runPrepared(trx, sql, bindings)
 }
 
 /** How many of the company's other expired holds a new hold clears away. */
@@ -263,9 +285,11 @@ const SWEEP_BATCH = 50
  * Clears away some of the company's other expired holds (they block nothing, they only take room),
  * so the calendar keeps no dead rows without a timer: each new hold sweeps a few. SKIP LOCKED: a
  * row another transaction is removing is left to it, so this never waits and never deadlocks.
+ * Prepared.
  */
-export function sweepExpiredHolds(trx: Knex.Transaction, companyId: number, now: Date) {
-  return trx.raw(
+export async function sweepExpiredHolds(trx: Knex.Transaction, companyId: number, now: Date) {
+  await runPrepared(
+    trx,
     `DELETE FROM calendar WHERE idempresa = ? AND id IN (
        SELECT id FROM calendar
        WHERE idempresa = ? AND kind = 'hold' AND expires_at <= CAST(? AS timestamptz)
