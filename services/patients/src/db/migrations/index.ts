@@ -22,6 +22,45 @@ async function createExtension(knex: Knex, name: string) {
 }
 
 /** Applied in order; never edited after they land. */
+/**
+ * The count triggers' functions, each adding to one of `slots` rows per center picked at random (so
+ * concurrent writers of a center seldom wait on one row). Made by 0002, remade with more slots by 0006.
+ */
+const countFunctions = (slots: number) => `
+        CREATE OR REPLACE FUNCTION patient_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${slots});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, coalesce(codalmacen, ''), s, count(*) FROM new_rows
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION patient_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${slots});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, center, s, sum(d) FROM (
+            SELECT idempresa, coalesce(codalmacen, '') AS center, 1 AS d FROM new_rows
+            UNION ALL
+            SELECT idempresa, coalesce(codalmacen, ''), -1 FROM old_rows
+          ) x
+          GROUP BY idempresa, center HAVING sum(d) <> 0
+          ORDER BY idempresa, center
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION patient_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE s smallint := floor(random() * ${slots});
+        BEGIN
+          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
+          SELECT idempresa, coalesce(codalmacen, ''), s, -count(*) FROM old_rows
+          GROUP BY 1, 2 ORDER BY 1, 2
+          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+          RETURN NULL;
+        END $$;
+`
+
 export const migrations: Migration[] = [
   {
     name: '0001_base',
@@ -84,38 +123,7 @@ export const migrations: Migration[] = [
       `)
       // A transition table exists only for the events that define it, so one trigger per event.
       await knex.raw(`
-        CREATE FUNCTION patient_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, coalesce(codalmacen, ''), s, count(*) FROM new_rows
-          GROUP BY 1, 2 ORDER BY 1, 2
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
-        CREATE FUNCTION patient_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, center, s, sum(d) FROM (
-            SELECT idempresa, coalesce(codalmacen, '') AS center, 1 AS d FROM new_rows
-            UNION ALL
-            SELECT idempresa, coalesce(codalmacen, ''), -1 FROM old_rows
-          ) x
-          GROUP BY idempresa, center HAVING sum(d) <> 0
-          ORDER BY idempresa, center
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
-        CREATE FUNCTION patient_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, coalesce(codalmacen, ''), s, -count(*) FROM old_rows
-          GROUP BY 1, 2 ORDER BY 1, 2
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
+        ${countFunctions(COUNTER_SLOTS)}
         CREATE TRIGGER patient_counts_insert AFTER INSERT ON patients
           REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION patient_counts_insert();
         CREATE TRIGGER patient_counts_update AFTER UPDATE ON patients
@@ -179,40 +187,7 @@ export const migrations: Migration[] = [
     async up(knex) {
       // The count triggers of 0002, the same but for the number of slots (COUNTER_SLOTS_SPREAD).
       // Existing rows keep their slots: a total is the sum over whatever slots a center has.
-      await knex.raw(`
-        CREATE OR REPLACE FUNCTION patient_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, coalesce(codalmacen, ''), s, count(*) FROM new_rows
-          GROUP BY 1, 2 ORDER BY 1, 2
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
-        CREATE OR REPLACE FUNCTION patient_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, center, s, sum(d) FROM (
-            SELECT idempresa, coalesce(codalmacen, '') AS center, 1 AS d FROM new_rows
-            UNION ALL
-            SELECT idempresa, coalesce(codalmacen, ''), -1 FROM old_rows
-          ) x
-          GROUP BY idempresa, center HAVING sum(d) <> 0
-          ORDER BY idempresa, center
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
-        CREATE OR REPLACE FUNCTION patient_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE s smallint := floor(random() * ${COUNTER_SLOTS_SPREAD});
-        BEGIN
-          INSERT INTO ${SCHEMA}.patient_counts AS c (idempresa, codalmacen, slot, n)
-          SELECT idempresa, coalesce(codalmacen, ''), s, -count(*) FROM old_rows
-          GROUP BY 1, 2 ORDER BY 1, 2
-          ON CONFLICT (idempresa, codalmacen, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-          RETURN NULL;
-        END $$;
-      `)
+      await knex.raw(countFunctions(COUNTER_SLOTS_SPREAD))
     },
   },
 ]
