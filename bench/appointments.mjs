@@ -15,7 +15,7 @@ import {
   benchTenant,
   cpuSeconds,
   databaseBackendCpu,
-  freePort,
+  patientsSayingYes,
   node,
   postgresCpu,
   load,
@@ -108,20 +108,12 @@ await db.query('ROLLBACK')
 if (!/appointments_center_day/.test(plan) || /Seq Scan/.test(plan))
   throw new Error(`not the center-day index:\n${plan}`)
 
-// A booking asks the patients service whether the patient exists: a stub that always says yes (its
-// answer is the patient's id, the shape appointments checks), so the claims measure this service.
-const patientsPort = await freePort()
-const patients = http
-  .createServer((req, res) => {
-    req.resume()
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ id: req.url.split('?')[0].split('/').pop() }))
-  })
-  .listen(patientsPort, '127.0.0.1')
+// A booking asks the patients service whether the patient exists: a stand-in that always says yes.
+const patients = await patientsSayingYes()
 
 const { api, procs, stop } = await behindGateway('appointments', {
   ...env,
-  PATIENTS_URL: `http://127.0.0.1:${patientsPort}`,
+  PATIENTS_URL: patients.url,
 })
 process.on('exit', stop) // also when a check below throws
 const path = `/appointments?codalmacen=${day.center}&from=${encodeURIComponent(day.from)}&to=${encodeURIComponent(day.to)}`
@@ -263,7 +255,7 @@ if (CASES.includes('claims')) {
   agent.destroy()
 }
 stop()
-patients.close()
+patients.server.close()
 
 // The claim's own statements, as the build writes them (purgeQuery, conflictQuery: builds before
 // 2026-11-27 export none), explained as the service role under row-level security for a slot

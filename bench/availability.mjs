@@ -15,6 +15,7 @@ import {
   cpuSeconds,
   databaseBackendCpu,
   freePort,
+  patientsSayingYes,
   load,
   machine,
   record,
@@ -44,17 +45,8 @@ const { env, token } = await benchTenant('clinic_bench_availability', {
   centers: [CENTER],
 })
 
-// A booking asks the patients service whether the patient exists: a stub that always says yes, so
-// the race measures the appointments service (every booking still makes that call).
-const patientsPort = await freePort()
-const patients = http
-  .createServer((req, res) => {
-    req.resume()
-    // What the internal lookup answers (appointments checks the answer's shape): the patient's id.
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ id: req.url.split('?')[0].split('/').pop() }))
-  })
-  .listen(patientsPort, '127.0.0.1')
+// A booking asks the patients service whether the patient exists: a stand-in that always says yes.
+const patients = await patientsSayingYes()
 
 const db = new pg.Client({ connectionString: env.DATABASE_URL })
 await db.connect()
@@ -257,7 +249,7 @@ await db.query('ROLLBACK')
 
 const { api, procs, stop } = await behindGateway('appointments', {
   ...env,
-  PATIENTS_URL: `http://127.0.0.1:${patientsPort}`,
+  PATIENTS_URL: patients.url,
 })
 process.on('exit', stop) // also when a check below throws
 const headers = { 'x-service-token': token }
@@ -503,7 +495,7 @@ const checks = (
 ).rows[0]
 stop()
 bare.close()
-patients.close()
+patients.server.close()
 await db.end()
 
 const pct = (part) => `${((part / attempts) * 100).toFixed(1)}%`

@@ -4,6 +4,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { serviceEnv } from '../scripts/lib.mjs'
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { createServer as httpServer } from 'node:http'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +23,21 @@ export async function freshDatabase(name) {
   const u = new URL(BASE_DB)
   u.pathname = `/${name}`
   return u.toString()
+}
+
+/**
+ * A stand-in for the patients service that says every patient exists (its answer is the patient's
+ * id, the shape appointments checks), so a bench of bookings measures the appointments service; every
+ * booking still makes that call. Its URL (PATIENTS_URL) and the server, to close.
+ */
+export async function patientsSayingYes() {
+  const port = await freePort()
+  const server = httpServer((req, res) => {
+    req.resume()
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ id: req.url.split('?')[0].split('/').pop() }))
+  }).listen(port, '127.0.0.1')
+  return { url: `http://127.0.0.1:${port}`, server }
 }
 
 export async function freePort() {
