@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { CloudEvent } from '../events'
-import { runPrepared } from './prepared'
+import { runPrepared, runPreparedQuery } from './prepared'
 
 /**
  * A transaction in which row-level security sees one company: `app.idempresa` (what the services'
@@ -38,8 +38,7 @@ const afterSetting = (part: Knex.QueryBuilder) => part.clone().whereRaw('c.tenan
  * no COMMIT). It runs prepared (runPrepared): PostgreSQL plans each text once per connection.
  */
 export async function companyRead<T>(knex: Knex, companyId: number, query: Knex.QueryBuilder): Promise<T[]> {
-  const { sql, bindings } = readStatement(knex, companyId, query).toSQL()
-  return runPrepared<T>(knex, sql, bindings)
+  return runPreparedQuery<T>(knex, readStatement(knex, companyId, query))
 }
 
 const readStatement = (knex: Knex, companyId: number, query: Knex.QueryBuilder): Knex.Raw =>
@@ -135,8 +134,10 @@ export async function companyPage<T extends { id: unknown }>(
   companyId: number,
   q: { page: Knex.QueryBuilder; total: Knex.QueryBuilder; orderBy: string },
 ): Promise<{ rows: T[]; total: number }> {
-  const { sql, bindings } = companyPageStatement(knex, companyId, q).toSQL()
-  const list = await runPrepared<T & { page_total: unknown }>(knex, sql, bindings)
+  const list = await runPreparedQuery<T & { page_total: unknown }>(
+    knex,
+    companyPageStatement(knex, companyId, q),
+  )
   return {
     rows: list.filter((r) => r.id !== null),
     total: Number(list[0]?.page_total ?? 0),

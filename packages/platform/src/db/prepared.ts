@@ -53,3 +53,13 @@ export async function runPrepared<T>(
   const { rows } = await (name === undefined ? query : query.options({ name }))
   return rows as T[]
 }
+
+/** A knex statement (a query builder or a raw), run as runPrepared runs its text; its rows. */
+export function runPreparedQuery<T>(
+  knex: Knex,
+  statement: Knex.QueryBuilder | Knex.Raw,
+  names: StatementNames = processNames,
+): Promise<T[]> {
+  const { sql, bindings } = statement.toSQL()
+  return runPrepared<T>(knex, sql, bindings, names)
+}

@@ -6,6 +6,7 @@ import {
   companyRead,
   isoInstant,
   runPrepared,
+  runPreparedQuery,
 } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
@@ -103,12 +104,6 @@ async function prepareClaim(
   await purgeExpiredHolds(trx, companyId, { ...c, now: clock() })
 }
 
-/** Runs a knex statement prepared (runPrepared) on the transaction's connection; its rows. */
-function prepared<T>(trx: Knex.Transaction, q: Knex.QueryBuilder): Promise<T[]> {
-  const { sql, bindings } = q.toSQL()
-  return runPrepared<T>(trx, sql, bindings)
-}
-
 /**
  * What a transaction does with the calendar beyond appointments: holds and working hours. Each
  * statement runs prepared: one text per call site (a release by n centers is one per n).
@@ -120,19 +115,19 @@ function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date)
     workingCheck: (s: Span) => workingCheck(trx, companyId, s),
     async findHold(id: string) {
       const live = holds().where('id', id).where('expires_at', '>', clock())
-      const [row] = await prepared<Record<string, unknown>>(trx, live.select(columns).forUpdate())
+      const [row] = await runPreparedQuery<Record<string, unknown>>(trx, live.select(columns).forUpdate())
       return row ? toHold(row) : null
     },
     async releaseHold(id: string, centers: string[] | null) {
       const q = holds().where('id', id).where('expires_at', '>', clock())
       if (centers) q.whereIn('codalmacen', centers)
-      return (await prepared(trx, q.delete().returning('id'))).length > 0
+      return (await runPreparedQuery(trx, q.delete().returning('id'))).length > 0
     },
     async insertHold(hold: Omit<Hold, 'created_at'>) {
       await prepareClaim(trx, companyId, clock, { ...hold, patientId: null })
       await sweepExpiredHolds(trx, companyId, clock())
       const [row] = await translate(
-        prepared<Record<string, unknown>>(
+        runPreparedQuery<Record<string, unknown>>(
           trx,
           trx('calendar')
             .insert({

@@ -1,4 +1,4 @@
-import { isoInstant, runPrepared } from '@clinic/platform/db'
+import { isoInstant, runPrepared, runPreparedQuery } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { AvailabilityFilter as StoreFilter, ConflictQuery, Span } from '../../domain/appointment-store'
 import type { NotWorking } from '../../domain/errors'
@@ -274,8 +274,7 @@ export async function purgeExpiredHolds(
   companyId: number,
   c: { practitioner: string; starts_at: string; ends_at: string; now: Date },
 ) {
-  const { sql, bindings } = purgeQuery(trx, companyId, c).toSQL()
-  await runPrepared(trx, sql, bindings)
+  await runPreparedQuery(trx, purgeQuery(trx, companyId, c))
 }
 
 /** How many of the company's other expired holds a new hold clears away. */
