@@ -90,18 +90,24 @@ const AVAILABILITY = `
   ORDER BY q.starts_at COLLATE "C", q.practitioner`
 
 /**
- * AVAILABILITY with `?` placeholders, its names in their order: one text for every request, so it
+ * AVAILABILITY with `?` placeholders, bound to a request's values: one text for every request, so it
  * runs as a prepared statement (runPrepared) that PostgreSQL parses and plans once per connection.
  * Its generic plan (chosen after five executions) is the custom plans' shape: the parameters only
  * bound ranges and pick the company, whose rows row-level security reads alike for any value.
  */
-const { sql: AVAILABILITY_SQL, names: AVAILABILITY_NAMES } = positional(AVAILABILITY)
+const availability = positional(AVAILABILITY)
 
-function positional(text: string): { sql: string; names: string[] } {
+/**
+ * A text with knex's named bindings (`:name`) made positional once: what binds it to values, the
+ * text (`?` placeholders) always the same and the bindings in its placeholders' order.
+ */
+function positional(
+  text: string,
+): (values: Record<string, Knex.Value>) => { sql: string; bindings: Knex.Value[] } {
   const names: string[] = []
   // As knex reads named bindings: `:name`, never part of a `::` cast (the texts above use none).
   const sql = text.replace(/(?<!:):(\w+)(?!:)/g, (_, name: string) => (names.push(name), '?'))
-  return { sql, names }
+  return (values) => ({ sql, bindings: names.map((n) => values[n] as Knex.Value) })
 }
 
 /**
@@ -113,7 +119,7 @@ export function availabilityQuery(
   companyId: number,
   f: AvailabilityFilter,
 ): { sql: string; bindings: Knex.Value[] } {
-  const values: Record<string, Knex.Value> = {
+  return availability({
     company: companyId,
     center: f.center,
     at_center: JSON.stringify([{ codalmacen: f.center }]),
@@ -123,8 +129,7 @@ export function availabilityQuery(
     to: f.to,
     now: f.now.toISOString(),
     limit: f.limit,
-  }
-  return { sql: AVAILABILITY_SQL, bindings: AVAILABILITY_NAMES.map((n) => values[n] as Knex.Value) }
+  })
 }
 
 /** availabilityQuery as a knex statement (`.toSQL().toNative()` gives what PostgreSQL receives). */
@@ -187,7 +192,7 @@ const WORKING = `
         AND tstzrange(t.starts_at, t.ends_at) && tstzrange(CAST(:starts AS timestamptz), CAST(:ends AS timestamptz))
     ) AS off
   FROM practitioners p WHERE p.idempresa = :company AND p.id = :practitioner`
-const { sql: WORKING_SQL, names: WORKING_NAMES } = positional(WORKING)
+const working = positional(WORKING)
 
 /**
  * Whether `practitioner` works at `center` for the whole of [starts, ends) (windows that touch, as
@@ -199,18 +204,14 @@ export async function workingCheck(
   companyId: number,
   s: Span,
 ): Promise<NotWorking | 'ok' | null> {
-  const values: Record<string, Knex.Value> = {
+  const { sql, bindings } = working({
     company: companyId,
     practitioner: s.practitioner,
     center: s.center,
     starts: s.starts_at,
     ends: s.ends_at,
-  }
-  const [row] = await runPrepared<{ active: boolean; in_hours: boolean; off: boolean }>(
-    db,
-    WORKING_SQL,
-    WORKING_NAMES.map((n) => values[n] as Knex.Value),
-  )
+  })
+  const [row] = await runPrepared<{ active: boolean; in_hours: boolean; off: boolean }>(db, sql, bindings)
   if (!row) return null
   if (!row.active) return 'inactive'
   if (!row.in_hours) return 'outside_hours'
