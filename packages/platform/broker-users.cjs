@@ -1,7 +1,8 @@
 'use strict'
 // Local stacks (npm start, the e2e stack, the faults harness, the benches, service tests that run
-// consumers) run each service as its own broker user with the permissions deploy/rabbitmq/
-// definitions.json gives it, as deploy does, so the broker's checks (user_id, write and topic
+// consumers) import the broker's topology (topology.cjs) as the administrator and run each service
+// as its own broker user with the permissions deploy/rabbitmq/definitions.json gives it, as deploy
+// does, so the broker's checks (user_id, write and topic
 // permissions) are tested where they run. Broker users are machine-wide, so a stack's users carry
 // a prefix of its own (`<prefix>clinic-<name>`; consumers expect their sources' users after the
 // same prefix, event-origin.ts) and are removed with the stack. Each password is derived from a
@@ -16,6 +17,7 @@ const { tmpdir } = require('node:os')
 const path = require('node:path')
 const { promisify } = require('node:util')
 const { apps, namesOf } = require('./naming.cjs')
+const { topology, workQueues } = require('./topology.cjs')
 
 const exec = promisify(execFile)
 const DEFINITIONS = path.resolve(__dirname, '../../deploy/rabbitmq/definitions.json')
@@ -71,11 +73,23 @@ function rabbitmqctl(args, { container, input } = {}) {
 const vhostOf = (amqpUrl) => decodeURIComponent(new URL(amqpUrl).pathname.slice(1)) || '/'
 
 /**
- * Creates (or updates) the stack's users on the vhost of `amqpUrl`: deploy's definitions, the vhost
- * `clinic` read as the stack's, each user `clinic-<name>` as `<prefix>clinic-<name>` with its
- * derived password. One `rabbitmqctl import_definitions` (in `container` when the broker runs there).
+ * Creates (or updates) the stack's broker on the vhost of `amqpUrl`: the topology (topology.cjs:
+ * exchanges, queues, bindings; `queueType` classic on one node, quorum in a cluster;
+ * `retryDelayMs` how long a failed attempt waits, the services.json value by default; none with
+ * `withTopology: false`, for tests that bring queues of their own), and deploy's users, each `clinic-<name>` as `<prefix>clinic-<name>` with its derived password and deploy's
+ * permissions, on this vhost. One `rabbitmqctl import_definitions`, as the administrator (in
+ * `container` when the broker runs there).
  */
-async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions = DEFINITIONS, container }) {
+async function createBrokerUsers({
+  amqpUrl,
+  prefix = '',
+  rootSecret,
+  definitions = DEFINITIONS,
+  container,
+  queueType = 'classic',
+  retryDelayMs,
+  withTopology = true,
+}) {
   if (!rootSecret) throw new Error('createBrokerUsers: a root secret is needed for the passwords')
   const vhost = vhostOf(amqpUrl)
   const rename = (user) => (user.startsWith('clinic-') ? `${prefix}${user}` : user)
@@ -88,11 +102,18 @@ async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions
   })
   for (const key of ['permissions', 'topic_permissions'])
     defs[key] = defs[key].map((p) => ({ ...p, user: rename(p.user), vhost }))
-  defs.exchanges = (defs.exchanges ?? []).map((e) => ({ ...e, vhost }))
+  const none = { exchanges: [], queues: [], bindings: [] }
+  Object.assign(defs, withTopology ? topology({ vhost, queueType, retryDelayMs }) : none)
+  await importDefinitions(defs, { container })
+  return defs.users.map((u) => u.name)
+}
+
+/** `rabbitmqctl import_definitions` of `defs` (an object), here or in `container`. */
+async function importDefinitions(defs, { container } = {}) {
   // The container's rabbitmqctl reads them on stdin (the host's files are not in the container).
   if (container) {
     await rabbitmqctl(['-q', 'import_definitions'], { container, input: JSON.stringify(defs) })
-    return defs.users.map((u) => u.name)
+    return
   }
   // A file the broker's user can read (rabbitmqctl may run as it); it holds hashes, no password.
   const dir = await mkdtemp(path.join(tmpdir(), 'clinic-broker-users-'))
@@ -104,7 +125,39 @@ async function createBrokerUsers({ amqpUrl, prefix = '', rootSecret, definitions
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
-  return defs.users.map((u) => u.name)
+}
+
+/**
+ * Before the broker's topology came from the definitions, each consumer declared its work queue
+ * itself, dead-lettering through `<queue>.retry` into `<queue>.delay`; an import leaves an existing
+ * queue as it is. Deletes those queues of the vhost (the work queue and its old delay queue) when
+ * they are empty, so that the import makes them anew; returns the ones left because they hold
+ * messages (drain them first: deploy/README.md, "Upgrading the broker's topology").
+ */
+async function retireLegacyQueues({ amqpUrl, container }) {
+  const vhost = vhostOf(amqpUrl)
+  const listed = JSON.parse(
+    (await rabbitmqctl(
+      ['list_queues', '-q', '--formatter', 'json', '-p', vhost, 'name', 'messages', 'arguments'],
+      { container },
+    )) || '[]',
+  )
+  const byName = new Map(listed.map((q) => [q.name, q]))
+  const left = []
+  for (const { queue } of workQueues()) {
+    const q = byName.get(queue)
+    // rabbitmqctl lists arguments as [name, AMQP type, value] triples.
+    const dlx = q?.arguments.find(([name]) => name === 'x-dead-letter-exchange')?.[2]
+    if (!q || dlx === `${queue}.wait`) continue
+    const old = [q, byName.get(`${queue}.delay`)].filter(Boolean)
+    if (old.some((o) => o.messages > 0)) {
+      left.push(...old.filter((o) => o.messages > 0).map((o) => `${o.name} (${o.messages} messages)`))
+      continue
+    }
+    for (const o of old)
+      await rabbitmqctl(['-q', 'delete_queue', '-p', vhost, '--if-empty', o.name], { container })
+  }
+  return left
 }
 
 /** Removes the stack's users (one `rabbitmqctl eval`; a user already gone is no error). */
@@ -128,6 +181,7 @@ const newBrokerPrefix = () => `t${randomBytes(4).toString('hex')}-`
 
 module.exports = {
   rabbitmqctl,
+  retireLegacyQueues,
   brokerPassword,
   stackBrokerUser,
   stackAmqpUrl,

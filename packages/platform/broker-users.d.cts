@@ -15,6 +15,14 @@ export function createBrokerUsers(o: {
   definitions?: string
   /** The broker's container: rabbitmqctl runs in it (`docker exec`). */
   container?: string
+  /** classic (the default: one node) or quorum (a cluster). */
+  queueType?: 'classic' | 'quorum'
+  /** How long a failed attempt waits before the next (default: services.json's, else 5 s). */
+  retryDelayMs?: number
+  /** false: the users alone, for a test that declares its own queues (default true). */
+  withTopology?: boolean
 }): Promise<string[]>
+/** Deletes the vhost's empty queues of the topology before the definitions; returns those left. */
+export function retireLegacyQueues(o: { amqpUrl: string; container?: string }): Promise<string[]>
 export function removeBrokerUsers(o: { prefix: string; container?: string }): Promise<void>
 export function newBrokerPrefix(): string

@@ -1,10 +1,10 @@
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib'
 import type { Logger } from 'pino'
+import { DEAD_LETTER_EXCHANGE, EXCHANGE } from '../topology.cjs'
 import { amqpUserOf } from './event-origin'
 import type { CloudEvent } from './events'
 
-export const EXCHANGE = 'clinic.events'
-export const DEAD_LETTER_EXCHANGE = 'clinic.events.dlx'
+export { DEAD_LETTER_EXCHANGE, EXCHANGE, QUORUM_DELIVERY_LIMIT, queueNames } from '../topology.cjs'
 
 export interface AmqpOptions {
   url: string
@@ -16,8 +16,6 @@ export interface AmqpOptions {
   log: Logger
   /** Connection name shown in the RabbitMQ management UI. */
   name: string
-  /** 'quorum' in production clusters; 'classic' is fine for one node. */
-  queueType?: 'classic' | 'quorum'
   /** How long a publish waits for the broker's confirms before it fails (default 10 s). */
   confirmTimeoutMs?: number
 }
@@ -40,13 +38,11 @@ export class Amqp {
   /** The node of `hosts` the next connect tries. */
   private node = 0
   private readyWaiters: Array<() => void> = []
-  readonly queueType: 'classic' | 'quorum'
   /** The broker user this connection logs in as: every message goes out with it as `user_id`. */
   readonly user: string
   private readonly confirmTimeoutMs: number
 
   constructor(private readonly opts: AmqpOptions) {
-    this.queueType = opts.queueType ?? 'classic'
     this.user = amqpUserOf(opts.url)
     this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 10_000
   }
@@ -120,7 +116,7 @@ export class Amqp {
         this.pub = null
         void conn.close().catch(() => undefined)
       })
-      await assertExchanges(pub)
+      await checkExchanges(conn)
       this.conn = conn
       for (const setup of this.setups) await setup(conn)
       this.pub = pub
@@ -200,8 +196,8 @@ export class Amqp {
   }
 
   /**
-   * Publishes one message to an exchange of this service's own (a consumer's retry exchange), as
-   * this connection's user, and waits for the confirm.
+   * Publishes one message to `exchange` as this connection's user (`user_id`) and waits for the
+   * confirm: a consumer parking a message in its dead-letter queue.
    */
   async publishTo(
     exchange: string,
@@ -224,62 +220,29 @@ export class Amqp {
   }
 }
 
-async function assertExchanges(ch: Channel) {
-  await ch.assertExchange(EXCHANGE, 'topic', { durable: true })
-  await ch.assertExchange(DEAD_LETTER_EXCHANGE, 'direct', { durable: true })
+/**
+ * The exchanges exist (deploy's definitions made them: services declare nothing, DESIGN.md section
+ * 17). A passive declare needs no permission; a missing exchange fails the connect, which is retried.
+ */
+async function checkExchanges(conn: ChannelModel) {
+  await checkOn(conn, (ch) =>
+    Promise.all([ch.checkExchange(EXCHANGE), ch.checkExchange(DEAD_LETTER_EXCHANGE)]),
+  )
 }
 
 /**
- * Deliveries of one message before a quorum queue dead-letters it: the consumer holds a message up
- * to 10 s per redelivery while the database is away, so this is about 27 hours of outage.
+ * Runs passive checks on a channel of their own (a failed check closes its channel): what is
+ * missing is named with where it comes from.
  */
-export const QUORUM_DELIVERY_LIMIT = 10_000
-
-/**
- * A consumer's own retry exchange (direct): routing key RETRY_DELAY_KEY to its delay queue
- * `<q>.delay`, RETRY_BACK_KEY back to its work queue. No other user may write to it.
- */
-export const retryExchangeOf = (queue: string) => `${queue}.retry`
-export const RETRY_DELAY_KEY = 'delay'
-export const RETRY_BACK_KEY = 'back'
-
-/**
- * A durable work queue bound to `clinic.events`, with a dead-letter queue (`<q>.dlq`) and a delay
- * queue (`<q>.delay`) whose expired messages the broker dead-letters back into the work queue,
- * both through the service's own retry exchange `<q>.retry`: no write on `amq.default`, which would
- * reach every queue. (The delay queue was `<q>.retry`, dead-lettering through `amq.default`; left
- * from an older deployment, it still empties into the work queue by itself and may then be deleted.)
- */
-export async function assertWorkQueue(
-  ch: Channel,
-  queue: string,
-  bindings: string[],
-  queueType: 'classic' | 'quorum',
-): Promise<void> {
-  await assertExchanges(ch)
-  await ch.assertQueue(queue, {
-    durable: true,
-    arguments: {
-      'x-queue-type': queueType,
-      'x-dead-letter-exchange': DEAD_LETTER_EXCHANGE,
-      'x-dead-letter-routing-key': queue,
-      // RabbitMQ 4 dead-letters a quorum queue's message after 20 deliveries by default; a
-      // consumer hands messages back (no attempt spent) for as long as the database is away, so
-      // its limit is set far above what an outage costs (attempts are counted by the consumer).
-      ...(queueType === 'quorum' ? { 'x-delivery-limit': QUORUM_DELIVERY_LIMIT } : {}),
-    },
-  })
-  for (const key of bindings) await ch.bindQueue(queue, EXCHANGE, key)
-  await ch.assertQueue(`${queue}.dlq`, { durable: true, arguments: { 'x-queue-type': queueType } })
-  await ch.bindQueue(`${queue}.dlq`, DEAD_LETTER_EXCHANGE, queue)
-  await ch.assertExchange(retryExchangeOf(queue), 'direct', { durable: true })
-  await ch.assertQueue(`${queue}.delay`, {
-    durable: true,
-    arguments: {
-      'x-dead-letter-exchange': retryExchangeOf(queue),
-      'x-dead-letter-routing-key': RETRY_BACK_KEY,
-    },
-  })
-  await ch.bindQueue(`${queue}.delay`, retryExchangeOf(queue), RETRY_DELAY_KEY)
-  await ch.bindQueue(queue, retryExchangeOf(queue), RETRY_BACK_KEY)
+export async function checkOn(conn: ChannelModel, check: (ch: Channel) => Promise<unknown>): Promise<void> {
+  const ch = await conn.createChannel()
+  ch.on('error', () => undefined) // the rejection below says it
+  try {
+    await check(ch)
+  } catch (err) {
+    throw new Error(
+      `${(err as Error).message.replace(/^Operation failed: \w+; /, '')}: the broker's topology comes from deploy/rabbitmq/definitions.json (npm start and the test stacks import it)`,
+    )
+  }
+  await ch.close().catch(() => undefined)
 }

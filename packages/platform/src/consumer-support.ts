@@ -1,10 +1,34 @@
 import type { Channel, ConsumeMessage } from 'amqplib'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
+import type { Counter, Registry } from 'prom-client'
 import type { CloudEvent } from './events'
+import { registryCounter } from './http/metrics'
 
 // The consumer's parts (consumer.ts): what it holds, how it acks and requeues (its batches are a
 // GroupCommit with a linger).
+
+/** Why a message was parked (a header of the parked copy, beside the headers it came with). */
+export const PARKED_HEADER = 'x-clinic-parked'
+/** The parked message's `user_id` and routing key as the broker delivered them (for operators). */
+export const PARKED_USER_HEADER = 'x-clinic-parked-user-id'
+export const PARKED_KEY_HEADER = 'x-clinic-parked-routing-key'
+
+/**
+ * The attempt a delivery is: 1 + the rejections the broker counted for `queue` in `x-death`. A
+ * publisher may have set `x-death` itself; that can only park its own message sooner.
+ */
+export function attemptOf(msg: Pick<ConsumeMessage, 'properties'>, queue: string): number {
+  const deaths: unknown = msg.properties.headers?.['x-death']
+  if (!Array.isArray(deaths)) return 1
+  let rejected = 0
+  for (const d of deaths as Array<Record<string, unknown>>) {
+    const count = Number(d?.count)
+    if (d?.queue === queue && d?.reason === 'rejected' && Number.isSafeInteger(count) && count > 0)
+      rejected += count
+  }
+  return rejected + 1
+}
 
 export type Delivery = { ch: Channel; msg: ConsumeMessage }
 export type Admitted = Delivery & { event: CloudEvent }
@@ -110,4 +134,14 @@ function oldestOf(open: Set<number>, tags: number[]): boolean {
     if (t !== tags[i++]) return false
   }
   return i === tags.length
+}
+
+const REFUSED = 'events_refused_total'
+/** One counter per registry, shared by the consumers of a process. */
+export function refusedCounter(metrics: Registry): Counter<'queue' | 'reason'> {
+  return registryCounter(metrics, {
+    name: REFUSED,
+    help: 'Events refused by a consumer (malformed, or not from the broker user of their source), sent to its dead-letter queue',
+    labelNames: ['queue', 'reason'],
+  })
 }

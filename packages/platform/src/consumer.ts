@@ -1,23 +1,38 @@
-import type { Channel } from 'amqplib'
+import type { Channel, ConsumeMessage } from 'amqplib'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import type { ConsumeMessage } from 'amqplib'
-import { RETRY_BACK_KEY, RETRY_DELAY_KEY, assertWorkQueue, retryExchangeOf, type Amqp } from './amqp'
+import { DEAD_LETTER_EXCHANGE, checkOn, type Amqp } from './amqp'
 import type { Counter, Registry } from 'prom-client'
-import { registryCounter } from './http/metrics'
 import { isConnectionError } from './errors'
-import { checkOrigin, type DeliveryOrigin, type EventOrigins, type OriginCheck } from './event-origin'
+import { checkOrigin, type EventOrigins, type OriginCheck } from './event-origin'
 import { parseEvent, type CloudEvent } from './events'
-import { Holds, Unsettled, ack, recordFresh, requeue, type Admitted, type Delivery } from './consumer-support'
+import {
+  Holds,
+  PARKED_HEADER,
+  PARKED_KEY_HEADER,
+  PARKED_USER_HEADER,
+  Unsettled,
+  ack,
+  attemptOf,
+  refusedCounter,
+  recordFresh,
+  requeue,
+  type Admitted,
+  type Delivery,
+} from './consumer-support'
 import { GroupCommit } from './group-commit'
+
+export { PARKED_HEADER, PARKED_KEY_HEADER, PARKED_USER_HEADER, attemptOf } from './consumer-support'
 
 export interface ConsumerOptions {
   amqp: Amqp
   knex: Knex
   log: Logger
+  /**
+   * Its work queue, as the broker's topology declares it (topology.cjs): bound to clinic.events,
+   * a failed attempt waiting in `<queue>.wait` before it comes back, parked in `<queue>.dlq`.
+   */
   queue: string
-  /** Routing keys on `clinic.events` (event types; `#` for all). */
-  bindings: string[]
   /** Runs inside the transaction that also records the event id. Throw to retry. */
   handle: (event: CloudEvent, trx: Knex.Transaction) => Promise<void>
   /**
@@ -36,37 +51,18 @@ export interface ConsumerOptions {
   /**
    * When set, an event is handled only when the broker vouches for its `source` (event-origin.ts):
    * `user_id` is that source's broker user, the source emits its type, and the routing key is the
-   * type. Anything else goes to the dead-letter queue at once (never retried), counted in
+   * type. Anything else is parked in the dead-letter queue at once (never retried), counted in
    * `events_refused_total{queue, reason}` of `metrics`. Every service's consumer sets it; only
    * tests of the consumer's mechanics leave it out.
    */
   origins?: EventOrigins
   /** The service's registry (`app.metrics`). */
   metrics?: Registry
+  /** Attempts before a failing event is parked (the delay between two is the topology's). */
   maxAttempts?: number
-  /** Delay before retry n (1-based), in ms. */
-  backoffMs?: (attempt: number) => number
   /** Longest hold of a message while the database is away (default 10 s). */
   maxHoldMs?: number
 }
-
-const REFUSED = 'events_refused_total'
-/** One counter per registry, shared by the consumers of a process. */
-function refusedCounter(metrics: Registry): Counter<'queue' | 'reason'> {
-  return registryCounter(metrics, {
-    name: REFUSED,
-    help: 'Events refused by a consumer (malformed, or not from the broker user of their source), sent to its dead-letter queue',
-    labelNames: ['queue', 'reason'],
-  })
-}
-
-export const ATTEMPT_HEADER = 'x-clinic-attempt'
-/**
- * On a retry, the first delivery's `user_id` and routing key: the retried copy goes out as the
- * consumer's own user, through its own retry exchange, which no other service may write to.
- */
-export const ORIGIN_USER_HEADER = 'x-clinic-origin-user'
-export const ORIGIN_KEY_HEADER = 'x-clinic-origin-routing-key'
 
 export interface Consumer {
   /** Stop taking messages and wait for the ones in hand. */
@@ -75,7 +71,6 @@ export interface Consumer {
 
 class IdempotentConsumer implements Consumer {
   private readonly maxAttempts: number
-  private readonly backoff: (attempt: number) => number
   private readonly maxHoldMs: number
   private readonly refused: Counter<'queue' | 'reason'> | null
   private readonly inFlight = new Set<Promise<void>>()
@@ -90,7 +85,6 @@ class IdempotentConsumer implements Consumer {
 
   constructor(private readonly o: ConsumerOptions) {
     this.maxAttempts = o.maxAttempts ?? 5
-    this.backoff = o.backoffMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** (n - 1)))
     this.maxHoldMs = o.maxHoldMs ?? 10_000
     this.refused = o.metrics ? refusedCounter(o.metrics) : null
     if (o.batch)
@@ -107,12 +101,12 @@ class IdempotentConsumer implements Consumer {
   async subscribe() {
     await this.o.amqp.onConnect(async (conn) => {
       if (this.stopping) return
+      await checkOn(conn, (ch) => ch.checkQueue(this.o.queue))
       const ch = await conn.createChannel()
       ch.on('error', (err) =>
         this.o.log.warn({ err: err.message, queue: this.o.queue }, 'consumer channel error'),
       )
       this.unsettled.track(ch)
-      await assertWorkQueue(ch, this.o.queue, this.o.bindings, this.o.amqp.queueType)
       await ch.prefetch(this.o.prefetch ?? 16)
       const ok = await ch.consume(this.o.queue, (msg) => {
         if (!msg) return // cancelled by the broker; the reconnect sets up again
@@ -141,17 +135,32 @@ class IdempotentConsumer implements Consumer {
   }
 
   private receive(d: Delivery): Promise<void> {
-    const event = this.admit(d)
-    if (!event) return Promise.resolve()
-    return this.batch ? this.batch.submit({ ...d, event }) : this.processOne({ ...d, event })
+    const admitted = this.admit(d)
+    if (typeof admitted === 'string') return this.park(d, admitted)
+    return this.batch
+      ? this.batch.submit({ ...d, event: admitted })
+      : this.processOne({ ...d, event: admitted })
   }
 
-  /** The event, or null when the message was dead-lettered (not an event, or not from its source). */
-  private admit({ ch, msg }: Delivery): CloudEvent | null {
+  /**
+   * The event, or why it is refused: not an event, or not from its source by the broker's word
+   * alone (the `user_id` RabbitMQ validated on its first publish, and the routing key it has kept
+   * since, also after a retry: the broker moved it, nobody republished it).
+   */
+  private admit({ msg }: Delivery): CloudEvent | Exclude<OriginCheck, 'ok'> {
     const event = parseEvent(msg.content)
-    let check: OriginCheck = 'malformed'
-    if (event) check = this.o.origins ? checkOrigin(event, this.originOf(msg), this.o.origins) : 'ok'
-    if (event && check === 'ok') return event
+    if (!event) return this.refuse(msg, 'malformed', null)
+    if (!this.o.origins) return event
+    const origin = { userId: msg.properties.userId as string | undefined, routingKey: msg.fields.routingKey }
+    const check = checkOrigin(event, origin, this.o.origins)
+    return check === 'ok' ? event : this.refuse(msg, check, event)
+  }
+
+  private refuse<R extends Exclude<OriginCheck, 'ok'>>(
+    msg: ConsumeMessage,
+    check: R,
+    event: CloudEvent | null,
+  ): R {
     // Type and source as claimed, never the data: a forgery may carry anything.
     this.o.log.error(
       {
@@ -160,30 +169,12 @@ class IdempotentConsumer implements Consumer {
         source: event?.source,
         event_type: event?.type,
         event_id: event?.id,
+        user_id: msg.properties.userId,
       },
-      'event refused; dead-lettered',
+      'event refused; parked in the dead-letter queue',
     )
     this.refused?.inc({ queue: this.o.queue, reason: check })
-    this.unsettled.settle({ ch, msg })
-    ch.nack(msg, false, false)
-    return null
-  }
-
-  /**
-   * What the broker says of a delivery. A message back from this consumer's delay queue (through
-   * its own retry exchange, which no other user may write to, published as this service's user)
-   * carries its first delivery's user and routing key, checked then.
-   */
-  private originOf(msg: ConsumeMessage): DeliveryOrigin {
-    const headers = msg.properties.headers ?? {}
-    const retried =
-      msg.fields.exchange === retryExchangeOf(this.o.queue) &&
-      msg.fields.routingKey === RETRY_BACK_KEY &&
-      msg.properties.userId === this.o.amqp.user &&
-      typeof headers[ORIGIN_USER_HEADER] === 'string' &&
-      typeof headers[ORIGIN_KEY_HEADER] === 'string'
-    if (retried) return { userId: headers[ORIGIN_USER_HEADER], routingKey: headers[ORIGIN_KEY_HEADER] }
-    return { userId: msg.properties.userId as string | undefined, routingKey: msg.fields.routingKey }
+    return check
   }
 
   private logOf(event: CloudEvent) {
@@ -242,50 +233,60 @@ class IdempotentConsumer implements Consumer {
   }
 
   /**
-   * Through the service's own retry exchange into `<queue>.delay`, back after the attempt's backoff;
-   * dead-lettered after the last attempt.
+   * Rejected: the broker dead-letters it into `<queue>.wait` and, after the topology's delay, back
+   * into the queue, `user_id` and routing key as they were. The last attempt is parked instead.
    */
-  private async retryLater({ ch, msg }: Delivery, log: Logger, err: unknown) {
-    const attempt = Number(msg.properties.headers?.[ATTEMPT_HEADER] ?? 0) + 1
+  private async retryLater(d: Delivery, log: Logger, err: unknown) {
+    const attempt = attemptOf(d.msg, this.o.queue)
     if (attempt >= this.maxAttempts) {
-      log.error({ err, attempt }, 'event failed for the last time; dead-lettered')
-      // If the channel is gone, the redelivery fails once more and is dead-lettered then.
-      this.unsettled.settle({ ch, msg })
-      ch.nack(msg, false, false)
-      return
+      log.error({ err, attempt }, 'event failed for the last time; parked in the dead-letter queue')
+      return this.park(d, 'failed')
     }
     log.warn({ err, attempt }, 'event failed; will retry')
+    this.unsettled.settle(d)
     try {
-      const origin = this.originOf(msg)
-      await this.o.amqp.publishTo(retryExchangeOf(this.o.queue), RETRY_DELAY_KEY, msg.content, {
-        ...msg.properties,
-        expiration: String(this.backoff(attempt)),
+      d.ch.nack(d.msg, false, false)
+    } catch {
+      // The channel is gone: the broker hands the message out again, this attempt not counted.
+    }
+  }
+
+  /**
+   * Copies the message into `<queue>.dlq` (clinic.events.dlx, routing key the queue), with why and
+   * what the broker said of it, then acks it. The copy goes out as this service's user: the
+   * dead-letter queues are for operators, and no service reads them. If the broker cannot take it,
+   * the message is handed back after a pause.
+   */
+  private async park({ ch, msg }: Delivery, why: string): Promise<void> {
+    const { userId, expiration: _, ...properties } = msg.properties
+    try {
+      await this.o.amqp.publishTo(DEAD_LETTER_EXCHANGE, this.o.queue, msg.content, {
+        ...properties,
         headers: {
-          ...msg.properties.headers,
-          [ATTEMPT_HEADER]: attempt,
-          ...(origin.userId === undefined ? {} : { [ORIGIN_USER_HEADER]: origin.userId }),
-          [ORIGIN_KEY_HEADER]: origin.routingKey,
+          ...properties.headers,
+          [PARKED_HEADER]: why,
+          [PARKED_USER_HEADER]: typeof userId === 'string' ? userId : '',
+          [PARKED_KEY_HEADER]: msg.fields.routingKey,
         },
       })
-    } catch (sendErr) {
-      // Broker trouble: hand it back (after a pause, not in a tight loop) with no attempt spent.
-      log.warn({ err: sendErr, attempt }, 'could not schedule the retry; event requeued')
+    } catch (err) {
+      this.o.log.warn({ err, queue: this.o.queue }, 'could not park the message; handed back')
       if (!this.stopping) await this.holds.wait(1000)
       this.unsettled.settle({ ch, msg })
       return requeue({ ch, msg })
     }
-    // The retry is in the broker; if this ack is lost, the original is handled again too, and
-    // one of the two is skipped as a duplicate.
+    // Parked; if this ack is lost, the message comes again and is parked once more.
     this.unsettled.settle({ ch, msg })
-    ch.ack(msg)
+    ack({ ch, msg }, this.o.log)
   }
 }
 
 /**
  * An idempotent, competing consumer. Each message is handled in one database transaction that
  * first records the event id in `processed_events`: a redelivered event is a no-op. The ack goes
- * out only after the commit. A failing message is retried after a growing delay (through the
- * service's own `<queue>.retry` exchange and `<queue>.delay` queue) and after `maxAttempts` lands in `<queue>.dlq`, never looping.
+ * out only after the commit. A failing message is rejected, and the broker brings it back after the
+ * topology's delay (through `<queue>.wait`, topology.cjs); after `maxAttempts` it is parked in
+ * `<queue>.dlq`, never looping. A message not from its source is parked at once.
  *
  * A database that is away is not the message's fault: such a failure spends no attempt. The
  * message is held, then handed back to the queue, the hold growing while the outage lasts (up to

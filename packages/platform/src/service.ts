@@ -28,7 +28,6 @@ export const sharedConfig = {
     protocols: ['amqp:', 'amqps:'],
     secret: true,
   }),
-  AMQP_QUEUE_TYPE: v.string({ default: 'classic', choices: ['classic', 'quorum'] }),
   /**
    * The nodes of a RabbitMQ cluster, host:port,host:port: a connection lost (a node stopped) is
    * made again to the next. Unset: AMQP_URL's host alone.
@@ -119,7 +118,6 @@ export async function connectService(o: {
     hosts: config.AMQP_HOSTS,
     log: logger,
     name: o.service,
-    queueType: config.AMQP_QUEUE_TYPE as 'classic' | 'quorum',
   })
   void amqp.start()
   const relay = o.outbox

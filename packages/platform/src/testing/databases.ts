@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 // The package's own CommonJS file (the Compose step and the e2e stack run it too); the same path from src and dist.
 import { rabbitmqctl } from '../../broker-users.cjs'
+import { declareSharedExchanges } from './broker'
 
 export const TEST_DEFAULTS = {
   DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -49,7 +50,9 @@ export interface BrokerAccess {
 
 /**
  * Creates a RabbitMQ vhost for one test run (rabbitmqctl, here or in the broker's container, or
- * the management API when RABBITMQ_MANAGEMENT_URL is set); returns the AMQP URL for it.
+ * the management API when RABBITMQ_MANAGEMENT_URL is set), with the two shared exchanges (services
+ * declare nothing; a test declares the work queues it consumes, `declareWorkQueue`); returns the
+ * AMQP URL for it.
  */
 export async function createTestVhost(
   baseUrl = process.env.TEST_AMQP_URL ?? TEST_DEFAULTS.AMQP_URL,
@@ -71,6 +74,7 @@ export async function createTestVhost(
   }
   const u = new URL(baseUrl)
   u.pathname = `/${vhost}`
+  await declareSharedExchanges(u.toString())
   return u.toString()
 }
 

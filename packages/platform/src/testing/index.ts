@@ -21,6 +21,7 @@ export async function waitFor<T>(
   }
 }
 
+export * from './broker'
 export * from './databases'
 export * from './host'
 export * from './proxy'

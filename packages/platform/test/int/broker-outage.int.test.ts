@@ -1,7 +1,8 @@
 import type { Knex } from 'knex'
 import { Amqp, OutboxRelay, enqueueEvents, startConsumer, type Consumer } from '@clinic/platform'
-import { freshCompanyId, waitFor } from '@clinic/platform/testing'
+import { declareWorkQueue, freshCompanyId, waitFor } from '@clinic/platform/testing'
 import {
+  amqpUrl,
   brokerProxy,
   databaseUrl,
   eventTap,
@@ -42,13 +43,12 @@ beforeAll(async () => {
   await amqp.start()
   relay = new OutboxRelay({ knex, schema: db.schema, databaseUrl: databaseUrl(), amqp, log, pollMs: 100 })
   await relay.start()
+  await declareWorkQueue(amqpUrl(), queue, ['appointment.checked_in'], { retryDelayMs: 50 })
   consumer = await startConsumer({
     amqp,
     knex,
     log,
     queue,
-    bindings: ['appointment.checked_in'],
-    backoffMs: () => 50,
     handle: async (event, trx) => {
       if (event.idempresa !== company) return // the run's vhost is shared with other test files
       await trx('effects').insert({ event_id: event.id, idempresa: event.idempresa })
@@ -66,8 +66,7 @@ afterAll(async () => {
   await proxy?.close()
   await tap?.close()
   const raw = await rawChannel()
-  for (const q of [queue, `${queue}.delay`, `${queue}.dlq`])
-    await raw.ch.deleteQueue(q).catch(() => undefined)
+  for (const q of [queue, `${queue}.wait`, `${queue}.dlq`]) await raw.ch.deleteQueue(q).catch(() => undefined)
   await raw.close()
   await db?.drop()
 })

@@ -3,16 +3,19 @@ import { randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import type { Knex } from 'knex'
 import {
-  ATTEMPT_HEADER,
   Amqp,
+  PARKED_HEADER,
+  PARKED_KEY_HEADER,
+  PARKED_USER_HEADER,
   QUORUM_DELIVERY_LIMIT,
+  attemptOf,
   eventOrigins,
   startConsumer,
   type CloudEvent,
   type Consumer,
   type ConsumerOptions,
 } from '@clinic/platform'
-import { freshCompanyId, waitFor } from '@clinic/platform/testing'
+import { declareWorkQueue, freshCompanyId, waitFor } from '@clinic/platform/testing'
 import {
   createBrokerUsers,
   newBrokerPrefix,
@@ -45,20 +48,34 @@ afterAll(async () => {
   await Promise.all(consumers.map((c) => c.stop()))
   await Promise.all([amqp, ...extraAmqp].map((a) => a.close()))
   for (const q of queues) {
-    for (const n of [q, `${q}.delay`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
-    await raw.ch.deleteExchange(`${q}.retry`).catch(() => undefined)
+    for (const n of [q, `${q}.wait`, `${q}.dlq`]) await raw.ch.deleteQueue(n).catch(() => undefined)
+    for (const x of [`${q}.wait`, `${q}.back`]) await raw.ch.deleteExchange(x).catch(() => undefined)
   }
   await raw?.close()
   await db?.drop()
 })
 
-/** A consumer on a queue of its own, without bindings: the test sends straight to the queue. */
+/**
+ * A consumer on a queue of its own, declared as topology.cjs declares every work queue (a failed
+ * attempt waits 50 ms); without bindings, the test sends straight to the queue.
+ */
 async function consume(
-  o: Partial<ConsumerOptions> & Pick<ConsumerOptions, 'handle'>,
+  {
+    bindings = [],
+    queueType,
+    ...o
+  }: Partial<ConsumerOptions> &
+    Pick<ConsumerOptions, 'handle'> & {
+      bindings?: string[]
+      queueType?: 'classic' | 'quorum'
+    },
   queue = `${schemaName()}.q`,
 ) {
-  if (!queues.includes(queue)) queues.push(queue)
-  const c = await startConsumer({ amqp, knex, log, queue, bindings: [], backoffMs: () => 50, ...o })
+  if (!queues.includes(queue)) {
+    queues.push(queue)
+    await declareWorkQueue(amqpUrl(), queue, bindings, { retryDelayMs: 50, queueType })
+  }
+  const c = await startConsumer({ amqp, knex, log, queue, ...o })
   consumers.push(c)
   return { queue, consumer: c }
 }
@@ -124,7 +141,7 @@ describe('startConsumer', () => {
     expect(seenInFailure).toEqual([1, 1])
     // Only the successful attempt's effect is left.
     expect(await knex('effects').where({ event_id: e.id }).pluck('note')).toEqual(['attempt 3'])
-    await waitFor(async () => (await ready(queue)) === 0 && (await ready(`${queue}.delay`)) === 0)
+    await waitFor(async () => (await ready(queue)) === 0 && (await ready(`${queue}.wait`)) === 0)
     expect(await ready(`${queue}.dlq`)).toBe(0)
   })
 
@@ -148,7 +165,7 @@ describe('startConsumer', () => {
     expect(calls).toEqual([e.id, marker.id])
     expect(await count('effects', { event_id: e.id })).toBe(1)
     await waitFor(async () => (await ready(queue)) === 0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
   })
 
   it('handles copies delivered at the same time once (the processed_events row is the lock)', async () => {
@@ -170,7 +187,7 @@ describe('startConsumer', () => {
     expect(await count('effects', { event_id: e.id })).toBe(1)
     // Every copy was acked: none came back to the queue when the channel closed.
     expect(await ready(queue)).toBe(0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
   })
 
   it('dead-letters an event that always fails after maxAttempts, without looping', async () => {
@@ -191,12 +208,14 @@ describe('startConsumer', () => {
     expect(dead).not.toBe(false)
     if (!dead) return
     expect(JSON.parse(dead.content.toString('utf8'))).toEqual(e)
-    expect(dead.properties.headers?.[ATTEMPT_HEADER]).toBe(2)
+    // Parked after its third attempt: the broker counted the two rejections before it.
+    expect(dead.properties.headers?.[PARKED_HEADER]).toBe('failed')
+    expect(attemptOf(dead, queue)).toBe(3)
     expect(calls).toBe(3)
     expect(await count('effects', { event_id: e.id })).toBe(0)
     expect(await count('processed_events', { event_id: e.id })).toBe(0)
     expect(await ready(queue)).toBe(0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
   })
 
   it('spends no attempt while the database is away: held, requeued, committed once it is back', async () => {
@@ -218,19 +237,16 @@ describe('startConsumer', () => {
     expect(calls).toBe(6)
     expect(await count('processed_events', { event_id: e.id })).toBe(1)
     expect(await ready(`${queue}.dlq`)).toBe(0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
   })
 
   it('on quorum queues (RabbitMQ 4): retried, dead-lettered, and held past 20 redeliveries without a dead letter', async () => {
-    const quorum = new Amqp({ url: amqpUrl(), log, name: 'platform-quorum-test', queueType: 'quorum' })
-    extraAmqp.push(quorum)
-    await quorum.start()
     const company = freshCompanyId()
     const queue = `${schemaName()}.quorum`
     let held = 0
     await consume(
       {
-        amqp: quorum,
+        queueType: 'quorum',
         maxAttempts: 2,
         maxHoldMs: 5,
         handle: async (e, trx) => {
@@ -273,19 +289,27 @@ describe('startConsumer', () => {
     expect(Object.fromEntries(listed.map((q) => [q.name, q.type]))).toEqual({
       [queue]: 'quorum',
       [`${queue}.dlq`]: 'quorum',
-      // Per-message TTL is what the delay queue is for: it stays classic.
-      [`${queue}.delay`]: 'classic',
+      [`${queue}.wait`]: 'quorum',
     })
-    const limit = listed
-      .find((q) => q.name === queue)!
-      .arguments.find(([name]) => name === 'x-delivery-limit')
-    expect(limit?.[2]).toBe(QUORUM_DELIVERY_LIMIT)
+    const args = (name: string) =>
+      Object.fromEntries(listed.find((q) => q.name === name)!.arguments.map(([k, , v]) => [k, v]))
+    expect(args(queue)).toMatchObject({
+      'x-delivery-limit': QUORUM_DELIVERY_LIMIT,
+      // The broker keeps a rejected message until its wait queue has it, and back.
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-dead-letter-exchange': `${queue}.wait`,
+    })
+    expect(args(`${queue}.wait`)).toMatchObject({
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-dead-letter-exchange': `${queue}.back`,
+      'x-message-ttl': 50,
+    })
   })
 
   it.each([
     ['not JSON', '{"specversion": "1.0", '],
     ['a broken envelope', JSON.stringify({ specversion: '1.0', id: 'nope', type: 'x', data: {} })],
-  ])('dead-letters %s at once, without calling the handler', async (_what, content) => {
+  ])('parks %s at once, without calling the handler', async (_what, content) => {
     let calls = 0
     const { queue } = await consume({
       handle: async () => {
@@ -296,8 +320,9 @@ describe('startConsumer', () => {
     await waitFor(async () => (await ready(`${queue}.dlq`)) === 1, { what: 'the dead letter' })
     const dead = await raw.ch.get(`${queue}.dlq`, { noAck: true })
     expect(dead && dead.content.toString('utf8')).toBe(content)
+    expect(dead && dead.properties.headers?.[PARKED_HEADER]).toBe('malformed')
     expect(calls).toBe(0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
   })
 
   it('in batches: one transaction for many events, a duplicate once, a poison event alone', async () => {
@@ -385,7 +410,7 @@ describe('startConsumer', () => {
     await consumer.stop()
     consumers.splice(consumers.indexOf(consumer), 1)
     expect(await ready(queue)).toBe(0)
-    expect(await ready(`${queue}.delay`)).toBe(0)
+    expect(await ready(`${queue}.wait`)).toBe(0)
     const rows = await knex('effects').where({ idempresa: company }).select('event_id')
     expect(rows).toHaveLength(150)
     expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(events.map((e) => e.id)))
@@ -404,9 +429,7 @@ describe('startConsumer', () => {
       byReplica[replica].push(e.id)
     }
     await consume({ handle: handle('a'), prefetch: 4 }, queue)
-    consumers.push(
-      await startConsumer({ amqp: second, knex, log, queue, bindings: [], prefetch: 4, handle: handle('b') }),
-    )
+    consumers.push(await startConsumer({ amqp: second, knex, log, queue, prefetch: 4, handle: handle('b') }))
     const events = Array.from({ length: 100 }, () => testEvent(company))
     await Promise.all(events.map((e) => send(queue, e)))
     await waitFor(async () => (await count('effects', { idempresa: company })) === events.length, {
@@ -429,7 +452,7 @@ describe('startConsumer with origins (the broker says who published)', () => {
   const metrics = new Registry()
 
   beforeAll(async () => {
-    await createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret })
+    await createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret, withTopology: false })
     appointments = new Amqp({
       url: stackAmqpUrl(amqpUrl(), 'appointments', { prefix, rootSecret }),
       log,
@@ -481,6 +504,29 @@ describe('startConsumer with origins (the broker says who published)', () => {
       { id: wrongKey.id, type: 'appointment.updated', body: Buffer.from(JSON.stringify(wrongKey)) },
     ])
     await waitFor(async () => (await ready(`${queue}.dlq`)) === 2, { what: 'two dead letters' })
+    // Parked with why, and what the broker said of each (the user it came as, its routing key).
+    const parked = [
+      await raw.ch.get(`${queue}.dlq`, { noAck: true }),
+      await raw.ch.get(`${queue}.dlq`, { noAck: true }),
+    ]
+    expect(
+      parked
+        .map(
+          (m) =>
+            m && [
+              m.properties.messageId,
+              m.properties.headers?.[PARKED_HEADER],
+              m.properties.headers?.[PARKED_USER_HEADER],
+              m.properties.headers?.[PARKED_KEY_HEADER],
+            ],
+        )
+        .sort(),
+    ).toEqual(
+      [
+        [asGuest.id, 'wrong_user', 'guest', 'appointment.created'],
+        [wrongKey.id, 'routing_key_mismatch', appointments.user, 'appointment.updated'],
+      ].sort(),
+    )
     expect(await refused('wrong_user')).toBe(1)
     expect(await refused('routing_key_mismatch')).toBe(1)
     expect(handled).toEqual([own.id])

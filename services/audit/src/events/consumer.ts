@@ -12,9 +12,8 @@ export interface AuditConsumerOptions {
   /** Connected as the service role. */
   knex: Knex
   log: Logger
+  /** Its work queue (services.json `consumes`, declared by the broker's topology). */
   queue?: string
-  /** Routing keys the queue is bound to: every event (`#`) unless a test sends to the queue itself. */
-  bindings?: string[]
   prefetch?: number
   /**
    * Who may publish what (eventOrigins): an event not published by its source's broker user, of a
@@ -44,7 +43,6 @@ export function startAuditConsumer(o: AuditConsumerOptions): Promise<Consumer> {
     knex: o.knex,
     log: o.log,
     queue: o.queue ?? AUDIT_QUEUE,
-    bindings: o.bindings ?? ['#'],
     prefetch,
     origins: o.origins,
     metrics: o.metrics,

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex'
 import { accessBatch, uuidv7, type Amqp, type CloudEvent, type Consumer } from '@clinic/platform'
-import { gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
+import { declareWorkQueue, gatewayHeaders, testPrincipal, waitFor } from '@clinic/platform/testing'
 import { auditTrailRepository, chainReader } from '../../src/db/repositories/audit-events-repository'
 import { verifyCompany } from '../../src/domain/verify-company'
 import { startAuditConsumer } from '../../src/events/consumer'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import {
+  amqpUrl,
   brokerUsersOfFile,
   buildTestApp,
   chainKey,
@@ -58,12 +59,13 @@ async function consumer(o: {
   metrics?: App['metrics']
   bindings?: string[]
 }): Promise<Consumer> {
+  // Declared as the broker's topology declares audit.events (every event unless a test says).
+  await declareWorkQueue(amqpUrl(), o.queue, o.bindings ?? ['#'], { retryDelayMs: 50 })
   const c = await startAuditConsumer({
     amqp: o.amqp ?? amqp,
     knex: o.knex ?? knex,
     log,
     queue: o.queue,
-    bindings: o.bindings,
     prefetch: o.prefetch,
     origins: users.origins,
     trail: auditTrailRepository(chainKey()),

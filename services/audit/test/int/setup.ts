@@ -50,7 +50,7 @@ export function brokerUsersOfFile() {
   }
   return {
     origins: eventOrigins(prefix),
-    create: () => createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret }),
+    create: () => createBrokerUsers({ amqpUrl: amqpUrl(), prefix, rootSecret, withTopology: false }),
     /** The connection of `service` (`patients`, `gateway`...), made on first use. */
     as,
     /** Publishes each event as the user of its source (`clinic/<service>`). */

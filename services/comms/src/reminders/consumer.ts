@@ -9,7 +9,6 @@ import { systemCtx } from '../domain/system-ctx'
 import { REMINDER_ACTOR } from './worker'
 
 export const REMINDERS_QUEUE = 'comms.reminders'
-export const REMINDERS_BINDINGS = ['appointment.created', 'appointment.updated', 'appointment.checked_in']
 
 /** Changes of an `appointment.updated` that touch reminders. */
 const TIMING = ['starts_at', 'ends_at', 'time_zone', 'status']
@@ -74,7 +73,6 @@ export function startReminderConsumer(o: {
     knex: o.knex,
     log: o.log,
     queue: REMINDERS_QUEUE,
-    bindings: REMINDERS_BINDINGS,
     origins: o.origins,
     metrics: o.metrics,
     prefetch: 16,

@@ -4,21 +4,12 @@ import type { Logger } from 'pino'
 import type { FeedWriter } from '../domain/feed'
 
 export const EVENTS_QUEUE = 'webhooks.events'
-export const EVENTS_BINDINGS = [
-  'patient.*',
-  'appointment.*',
-  'practitioner.*',
-  'comms.message.*',
-  'clinical.#',
-  'document.*',
-  'consent.*',
-]
 
 /**
  * Takes the domain events from RabbitMQ (idempotent by event id: the platform consumer records
  * each id in the transaction that stores it), keeps them for the change feed and queues their
- * deliveries. Batched: one transaction per up to 100 events. Only events signed by their source
- * are taken.
+ * deliveries. Batched: one transaction per up to 100 events. Only events the broker says their
+ * source published are taken (event-origin.ts).
  */
 export function startEventsConsumer(o: {
   amqp: Amqp
@@ -34,7 +25,6 @@ export function startEventsConsumer(o: {
     knex: o.knex,
     log: o.log,
     queue: EVENTS_QUEUE,
-    bindings: EVENTS_BINDINGS,
     origins: o.origins,
     metrics: o.metrics,
     prefetch: 200,
