@@ -9,7 +9,7 @@
 //                           deploy/k8s/services/<name>/{values,kustomization}.yaml (+ patch.yaml and
 //                           the service's own objects if present; its assertion keys as a patch)
 //   generate/networkpolicy.mjs  deploy/k8s/networkpolicy.yaml (ingress, monitoring, egress)
-//   generate/rabbitmq.mjs   deploy/rabbitmq/definitions.json (broker users and permissions)
+//   generate/rabbitmq.mjs   deploy/rabbitmq/definitions.json (the broker topology, users and permissions)
 //   generate/contracts.mjs  packages/platform/src/contracts/index.ts (each publisher's event contracts)
 //   Dockerfile              nothing: it reads services.json and naming.cjs at build and run time
 //

@@ -46,11 +46,16 @@ try {
   createRequire(import.meta.url)(path.join(root, 'packages/platform/dist/service-list.js')).serviceList()
   console.log('> migrating')
   migrateAll(env)
-  // Each service logs in to the broker as its own user with deploy's permissions, as in production:
-  // `<BROKER_USER_PREFIX>clinic-<name>` on the vhost of AMQP_URL, its password derived from
-  // BROKER_ROOT_SECRET. Created or updated on every start (rabbitmqctl import_definitions).
+  // The broker's topology (exchanges, queues, bindings: services declare none), and each service's
+  // own user with deploy's permissions, as in production: `<BROKER_USER_PREFIX>clinic-<name>` on
+  // the vhost of AMQP_URL, its password derived from BROKER_ROOT_SECRET. Made or updated on every
+  // start (rabbitmqctl import_definitions); queues an older release declared itself are made anew.
   env.AMQP_URL ||= defaults.AMQP_URL
-  console.log('> broker users')
+  console.log('> broker topology and users')
+  for (const q of await brokerUsers.retireLegacyQueues({ amqpUrl: env.AMQP_URL }))
+    console.warn(
+      `${q} was declared by an older release and still holds messages: it keeps its old dead-lettering until drained (deploy/README.md, "Upgrading the broker's topology")`,
+    )
   await brokerUsers.createBrokerUsers({
     amqpUrl: env.AMQP_URL,
     prefix: env.BROKER_USER_PREFIX ?? '',

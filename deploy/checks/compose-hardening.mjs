@@ -2,7 +2,7 @@
 // ones: PostgreSQL 15, RabbitMQ 4, Redis 7), quorum queues, resource limits on every long-running
 // container, Redis behind a password the gateway's REDIS_URL carries, no secret on a command line,
 // no placeholder as a default value, and audit's checkpoints on a volume.
-import { SERVICES, parseUrl } from './lib.mjs'
+import { parseUrl } from './lib.mjs'
 import { pinProblem, tagOf } from './images.mjs'
 
 /** The third-party images, by service: the tag (without the digest) each must have. */
@@ -46,15 +46,6 @@ export function checkComposeHardening(services, raw, envOf, problems) {
     for (const k of ['cpus', 'memory'])
       if (!limits[k])
         problems.push(`${name}: deploy.resources.limits.${k} not set (a long-running container)`)
-  }
-
-  for (const s of SERVICES) {
-    if (!services[s]) continue
-    const type = envOf(services[s]).AMQP_QUEUE_TYPE
-    if (type !== 'quorum')
-      problems.push(
-        `${s}: AMQP_QUEUE_TYPE is ${type}; quorum (RabbitMQ 4: classic queues are not replicated)`,
-      )
   }
 
   // No secret on a command line: Compose interpolates ${VAR} into command, entrypoint and

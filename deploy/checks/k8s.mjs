@@ -176,8 +176,6 @@ export function checkK8s() {
           (/_URL$/.test(k) && /:\/\/[^/]*:[^/]*@/.test(o.data[k]))
         )
           problems.push(`ConfigMap ${name}: ${k} looks secret`)
-      if (o.data?.AMQP_QUEUE_TYPE !== 'quorum')
-        problems.push(`ConfigMap ${name}: AMQP_QUEUE_TYPE must be quorum (RabbitMQ cluster)`)
     }
   }
   checkNetworkPolicies(all, podLabels, (o) => problemsOf(o ? origin(o) : kfile))

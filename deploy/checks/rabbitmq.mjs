@@ -1,7 +1,8 @@
 // deploy/rabbitmq/definitions.json: one broker user per app of services.json (clinic-<name>), no
-// password in the file, vhost permissions for each, and topic permissions on clinic.events that
-// give every event type of the platform's contracts to exactly one user (audit: none), so that no
-// service can publish another's events.
+// password in the file, the least vhost permissions for each, topic permissions on clinic.events
+// that give every event type of the platform's contracts to exactly one user (audit: none), so that
+// no service can publish another's events, and the topology (quorum queues, internal retry
+// exchanges) that services no longer declare.
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { APPS as apps, namesOf, read, report, root, SERVICES } from './lib.mjs'
@@ -9,6 +10,7 @@ import { APPS as apps, namesOf, read, report, root, SERVICES } from './lib.mjs'
 const FILE = 'deploy/rabbitmq/definitions.json'
 const VHOST = 'clinic'
 const EXCHANGE = 'clinic.events'
+const DLX = 'clinic.events.dlx'
 
 /**
  * The event types of the registry: the top-level keys of each publisher's contracts file
@@ -67,19 +69,40 @@ export function checkRabbitDefinitions() {
     if (by.length !== 1)
       problems.push(`${type}: publishable by ${by.length ? by.join(', ') : 'no user'}, must be exactly one`)
   }
-  // Writes go to clinic.events and the user's own queues and retry exchange: never amq.default (a
-  // write there reaches any queue) nor another service's queue.
+  // The least that works: nobody configures; writes go to clinic.events (publishers) and the
+  // dead-letter exchange (consumers), never amq.default, a queue or a retry exchange; a consumer
+  // reads its own work queue alone, never the dead-letter exchange, a .wait, a .dlq or another's.
+  const exchanges = (defs.exchanges ?? []).map((e) => e.name)
+  const queues = (defs.queues ?? []).map((q) => q.name)
   for (const s of apps) {
     const u = namesOf(s).brokerUser
-    const write = (defs.permissions ?? []).find((p) => p.user === u && p.vhost === VHOST)?.write
-    if (write === undefined) continue
-    const re = regex(`${u} write`, write)
-    if (re.test('amq.default')) problems.push(`${u}: may write to amq.default`)
-    for (const o of apps)
-      for (const c of o === s ? [] : (o.consumes ?? []))
-        for (const q of [c.queue, `${c.queue}.retry`, `${c.queue}.delay`, `${c.queue}.dlq`])
-          if (re.test(q)) problems.push(`${u}: may write to ${q}, ${o.name}'s`)
+    const p = (defs.permissions ?? []).find((x) => x.user === u && x.vhost === VHOST)
+    if (!p) continue
+    if (p.configure !== '^$') problems.push(`${u}: configures ${p.configure}; services configure nothing`)
+    const write = regex(`${u} write`, p.write)
+    const read = regex(`${u} read`, p.read)
+    const own = (s.consumes ?? []).map((c) => c.queue)
+    for (const x of ['amq.default', ...exchanges])
+      if (write.test(x) && x !== EXCHANGE && !(x === DLX && own.length))
+        problems.push(`${u}: may write to ${x}`)
+    for (const q of queues) if (write.test(q)) problems.push(`${u}: may write to the queue ${q}`)
+    for (const x of [...exchanges, ...queues])
+      if (read.test(x) && !own.includes(x)) problems.push(`${u}: may read ${x}`)
   }
+  // Every queue replicated (RabbitMQ 4 clusters: classic queues are not), each work queue
+  // dead-lettering into its own wait exchange, which, like the way back, takes no client's publish.
+  for (const q of defs.queues ?? [])
+    if (q.arguments?.['x-queue-type'] !== 'quorum') problems.push(`queue ${q.name}: not a quorum queue`)
+  for (const a of apps)
+    for (const c of a.consumes ?? []) {
+      const q = (defs.queues ?? []).find((x) => x.name === c.queue)
+      if (!q) problems.push(`no queue ${c.queue} (${a.name} consumes it)`)
+      else if (q.arguments?.['x-dead-letter-exchange'] !== `${c.queue}.wait`)
+        problems.push(`queue ${c.queue}: must dead-letter into ${c.queue}.wait`)
+      for (const x of [`${c.queue}.wait`, `${c.queue}.back`])
+        if (!(defs.exchanges ?? []).some((e) => e.name === x && e.internal === true))
+          problems.push(`exchange ${x}: missing or not internal`)
+    }
   const audit = writers.get(namesOf('audit').brokerUser)
   if (audit && types.some((t) => audit.test(t))) problems.push('clinic-audit must publish nothing')
   report(

@@ -116,7 +116,7 @@ const NODES = ['rabbitmq', 'rabbitmq-2', 'rabbitmq-3']
 
 /**
  * RabbitMQ as a cluster of three nodes, as production runs it (DESIGN.md section 9): one Erlang
- * cookie, peer discovery from a fixed list, quorum queues (compose.yaml's AMQP_QUEUE_TYPE) with a
+ * cookie, peer discovery from a fixed list, quorum queues (rabbitmq/definitions.json) with a
  * replica on each node, every service given every node (AMQP_HOSTS). Compose reads JSON as YAML.
  */
 function clusterOverride(dir: string): string {

@@ -10,6 +10,7 @@ const READ_AND_WRITTEN = [
   'deploy',
   'packages/platform/services.json',
   'packages/platform/naming.cjs',
+  'packages/platform/topology.cjs',
   'packages/platform/broker-users.cjs',
   'packages/platform/package.json',
   'packages/platform/src/contracts',

@@ -9,8 +9,9 @@ import path from 'node:path'
  * an egress policy, an ipBlock open to the cloud metadata address, the database or broker port open
  * to every address, the monitoring namespace on an
  * API port, the gateway's signing key given to another service, a secret defaulting to the examples'
- * placeholder, a long-running container without limits, classic queues and a Redis password on a
- * command line.
+ * placeholder, a long-running container without limits, a Redis password on a command line, and
+ * broker definitions that give a service more than it needs (configure, a read of the dead-letter
+ * exchange, a write to a retry exchange) or a classic queue.
  */
 const ROOT = path.resolve(__dirname, '../..')
 const SERVICES = [
@@ -35,6 +36,7 @@ function copyOfRepo(): string {
     'VERSION',
     'packages/platform/services.json',
     'packages/platform/naming.cjs',
+    'packages/platform/topology.cjs',
     'packages/platform/src/service.ts',
     'packages/platform/src/contracts',
     ...SERVICES.flatMap((s) => [`services/${s}/package.json`, `services/${s}/src/config.ts`]),
@@ -92,13 +94,44 @@ describe('deploy checks', () => {
     expect(r.out).toContain('stage FROM image node:24-slim is not pinned by digest')
   })
 
+  describe('broker definitions', () => {
+    let r: { status: number | null; out: string }
+    beforeAll(() => {
+      const copy = fresh()
+      const file = 'deploy/rabbitmq/definitions.json'
+      const defs = JSON.parse(readFileSync(path.join(copy, file), 'utf8'))
+      const comms = defs.permissions.find((p: { user: string }) => p.user === 'clinic-comms')
+      // As they were: configure on the shared exchanges; now also the dead letters and a way back.
+      comms.configure = '^clinic\\.events(\\.dlx)?$'
+      comms.read = '^(comms\\.reminders|clinic\\.events\\.dlx)$'
+      comms.write = '^(clinic\\.events|clinic\\.events\\.dlx|comms\\.reminders\\.back)$'
+      defs.queues.find((q: { name: string }) => q.name === 'audit.events').arguments['x-queue-type'] =
+        'classic'
+      defs.exchanges.find((e: { name: string }) => e.name === 'audit.events.back').internal = false
+      writeFileSync(path.join(copy, file), JSON.stringify(defs))
+      r = check(copy, 'rabbitmq')
+    })
+
+    it('fail', () => expect(r.status).toBe(1))
+    it('on a service that configures', () =>
+      expect(r.out).toContain(
+        'clinic-comms: configures ^clinic\\.events(\\.dlx)?$; services configure nothing',
+      ))
+    it('on a read of the dead-letter exchange', () =>
+      expect(r.out).toContain('clinic-comms: may read clinic.events.dlx'))
+    it('on a write to a way back', () =>
+      expect(r.out).toContain('clinic-comms: may write to comms.reminders.back'))
+    it('on a classic queue', () => expect(r.out).toContain('queue audit.events: not a quorum queue'))
+    it('on a way back clients may publish to', () =>
+      expect(r.out).toContain('exchange audit.events.back: missing or not internal'))
+  })
+
   describe('Compose', () => {
     let r: { status: number | null; out: string }
     beforeAll(() => {
       const copy = fresh()
       const file = 'deploy/compose/compose.yaml'
       edit(copy, file, /(redis:7[\w.-]*)@sha256:[0-9a-f]{64}/, '$1')
-      edit(copy, file, 'AMQP_QUEUE_TYPE: quorum', 'AMQP_QUEUE_TYPE: classic')
       // Redis as it was: the password interpolated into its command line.
       edit(
         copy,
@@ -141,7 +174,6 @@ describe('deploy checks', () => {
       expect(r.out).toContain('patients: deploy.resources.limits.cpus not set')
       expect(r.out).toContain('patients: deploy.resources.limits.memory not set')
     })
-    it('on classic queues', () => expect(r.out).toContain('gateway: AMQP_QUEUE_TYPE is classic; quorum'))
     it('on a Redis password on a command line', () => {
       expect(r.out).toContain('redis: command has --requirepass: the password would be on its command line')
       expect(r.out).toContain(
