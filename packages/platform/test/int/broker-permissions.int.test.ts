@@ -4,15 +4,17 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import amqplib, { type ConfirmChannel } from 'amqplib'
-import { Amqp, EXCHANGE, RETRY_DELAY_KEY, assertWorkQueue, retryExchangeOf } from '@clinic/platform'
+import amqplib, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib'
+import { Amqp, DEAD_LETTER_EXCHANGE, EXCHANGE, PARKED_HEADER } from '@clinic/platform'
 import { apps, namesOf } from '@clinic/platform/naming'
 import { uniqueName } from '@clinic/platform/testing'
 import { amqpUrl, testLog } from './helpers'
 
 // Per-service broker users (deploy/rabbitmq/definitions.json, deploy/README.md): topic permissions
-// on clinic.events let each service publish only its own routing keys. Proven here against the
-// machine's RabbitMQ, in a vhost and with users of this run only (rabbitmqctl, removed after).
+// on clinic.events let each service publish only its own routing keys; the topology comes from the
+// definitions and services only check it. Proven here against the machine's RabbitMQ, in a vhost and
+// with users of this run only (rabbitmqctl, removed after). Every path an insider has, through the
+// running stack's consumers: e2e/test/broker-permissions.e2e.test.ts.
 
 jest.setTimeout(60_000)
 
@@ -188,26 +190,74 @@ describe('deploy/rabbitmq/definitions.json', () => {
     }
   })
 
-  // Each consumer's work queues and their bindings (services.json `consumes`).
+  /** What the broker answers `fn` on a channel of its own: 'ok', or why it refused. */
+  async function attempt(conn: ChannelModel, fn: (ch: Channel) => Promise<unknown>): Promise<string> {
+    const ch = await conn.createChannel()
+    let refusal = 'channel closed'
+    ch.on('error', (err: Error) => (refusal = err.message))
+    try {
+      await fn(ch)
+      await ch.close()
+      return 'ok'
+    } catch {
+      return refusal
+    }
+  }
+
+  // Each consumer's work queue (services.json `consumes`).
   const queues = apps.flatMap((s) =>
-    (s.consumes ?? []).map((c): [string, string, string[]] => [namesOf(s).brokerUser, c.queue, c.bindings]),
+    (s.consumes ?? []).map((c): [string, string] => [namesOf(s).brokerUser, c.queue]),
   )
+  const allQueues = queues.flatMap(([, q]) => [q, `${q}.wait`, `${q}.dlq`])
   it.each(queues)(
-    '%s declares, binds and consumes %s, schedules its retries, and cannot write to amq.default',
-    async (user, queue, bindings) => {
+    '%s consumes %s and parks in its dead-letter queue; configures, binds and reads nothing else',
+    async (user, queue) => {
       const amqp = new Amqp({ url: urlFor(service(user)), log, name: 'broker-permissions' })
+      const conn = await amqplib.connect(urlFor(service(user)))
       try {
         await within(amqp.start(), 15_000, `${user} connecting`)
-        await amqp.withChannel(async (ch) => {
-          await assertWorkQueue(ch, queue, bindings, 'classic')
-          await ch.consume(queue, () => undefined, { noAck: true })
-        })
+        expect(await attempt(conn, (ch) => ch.consume(queue, () => undefined, { noAck: false }))).toBe('ok')
+        // Parking: through the dead-letter exchange into its .dlq, as itself.
         await expect(
-          amqp.publishTo(retryExchangeOf(queue), RETRY_DELAY_KEY, Buffer.from('{}'), { expiration: '60000' }),
+          amqp.publishTo(DEAD_LETTER_EXCHANGE, queue, Buffer.from('{}'), {
+            headers: { [PARKED_HEADER]: 'test' },
+          }),
         ).resolves.toBeUndefined()
-        // Never straight into a queue (amq.default reaches every queue, its own included).
-        await expect(amqp.publishTo('', queue, Buffer.from('{}'), {})).rejects.toThrow(/closed/)
+        const refused = {
+          'its own wait queue': await attempt(conn, (ch) => ch.consume(`${queue}.wait`, () => undefined)),
+          'its own dead letters': await attempt(conn, (ch) => ch.consume(`${queue}.dlq`, () => undefined)),
+          'the way back (internal)': await attempt(conn, async (ch) => {
+            ch.publish(`${queue}.back`, '', Buffer.from('{}'))
+            await ch.checkExchange(EXCHANGE) // a round trip: the refusal arrives first
+          }),
+          'the wait exchange (internal)': await attempt(conn, async (ch) => {
+            ch.publish(`${queue}.wait`, '', Buffer.from('{}'))
+            await ch.checkExchange(EXCHANGE)
+          }),
+          'amq.default': await attempt(conn, async (ch) => {
+            ch.publish('', queue, Buffer.from('{}'))
+            await ch.checkExchange(EXCHANGE)
+          }),
+          'a binding to the dead-letter exchange': await attempt(conn, (ch) =>
+            ch.bindQueue(queue, DEAD_LETTER_EXCHANGE, 'audit.events'),
+          ),
+          'a binding of its own queue': await attempt(conn, (ch) => ch.bindQueue(queue, EXCHANGE, '#')),
+          'deleting clinic.events': await attempt(conn, (ch) => ch.deleteExchange(EXCHANGE)),
+          're-declaring clinic.events as fanout': await attempt(conn, (ch) =>
+            ch.assertExchange(EXCHANGE, 'fanout', { durable: true }),
+          ),
+          'declaring a queue of its own': await attempt(conn, (ch) => ch.assertQueue(`${queue}.mine`)),
+          'deleting its own queue': await attempt(conn, (ch) => ch.deleteQueue(queue)),
+        }
+        for (const [what, answer] of Object.entries(refused))
+          expect([what, answer]).toEqual([what, expect.stringMatching(/ACCESS_REFUSED|NOT_ALLOWED/)])
+        for (const other of allQueues.filter((q) => q !== queue))
+          expect([other, await attempt(conn, (ch) => ch.consume(other, () => undefined))]).toEqual([
+            other,
+            expect.stringMatching(/ACCESS_REFUSED/),
+          ])
       } finally {
+        await conn.close().catch(() => undefined)
         await amqp.close()
       }
     },
