@@ -51,6 +51,21 @@ describe('signing', () => {
       'clinical.exam.signed',
     ])
   })
+
+  it('refuses an exam with no finding at all (409 exam_empty); it stays a draft', async () => {
+    const exam = await c.exam({ notes: 'el paciente se fue antes de la exploracion' })
+    const res = await c.send('POST', `/clinical/exams/${exam.id}/sign`)
+    expect([res.statusCode, res.json().code]).toEqual([409, 'exam_empty'])
+    expect(res.headers['content-type']).toContain('application/problem+json')
+    const read = (await c.send('GET', `/clinical/exams/${exam.id}`)).json()
+    expect(read).toMatchObject({ status: 'draft', signed_at: null, version: exam.version })
+    // A finding added and deleted again leaves it empty: still refused.
+    const iop = await c.send('POST', `/clinical/exams/${exam.id}/iop`, FINDINGS.iop)
+    await c.send('DELETE', `/clinical/exams/${exam.id}/iop/${iop.json().id}`)
+    expect((await c.send('POST', `/clinical/exams/${exam.id}/sign`)).json().code).toBe('exam_empty')
+    await c.send('POST', `/clinical/exams/${exam.id}/iop`, FINDINGS.iop)
+    expect((await c.send('POST', `/clinical/exams/${exam.id}/sign`)).statusCode).toBe(200)
+  })
 })
 
 describe('amendments', () => {
