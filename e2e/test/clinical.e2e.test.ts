@@ -69,7 +69,7 @@ describe('clinical records through the gateway', () => {
     const amend = (code: string) =>
       post(`/clinical/exams/${exam.id}/amendments`, {
         reason: `añade ${code}`,
-        add: { diagnoses: [{ code, system: 'icd10', eye: 'right' }] },
+        add: { diagnoses: [{ code, system: 'icd10cm', eye: 'right' }] },
       })
     const answers = await Promise.all([amend('H40.11'), amend('H25.1')])
     expect(answers.map((a) => a.status)).toEqual([200, 200])
