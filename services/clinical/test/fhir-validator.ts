@@ -61,7 +61,7 @@ export function structureIssues(resource: unknown): { errors: string[]; warnings
  * What every bundle the tests make goes through: both validators, on the Bundle and on each of its
  * resources, with no error and no warning that docs/DESIGN.md does not explain.
  */
-export function expectValidBundle(bundle: { entry?: Array<{ resource: unknown }> }): void {
+export function expectValidBundle(bundle: { entry?: Array<{ resource?: unknown }> }): void {
   for (const resource of [bundle, ...(bundle.entry ?? []).map((e) => e.resource)]) {
     expect(fhirErrors(resource)).toEqual([])
     expect(structureIssues(resource)).toEqual({ errors: [], warnings: [] })
