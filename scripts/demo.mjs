@@ -165,7 +165,7 @@ else {
     ['refraction', { eye: 'right', kind: 'manifest', sphere: -1.75, cylinder: -0.5, axis: 90 }],
     [
       'diagnoses',
-      { code: 'H40.11', system: 'icd10', eye: 'right', status: 'suspected', display: 'glaucoma' },
+      { code: 'H40.11', system: 'icd10cm', eye: 'right', status: 'suspected', display: 'glaucoma' },
     ],
   ]
   for (const [i, [kind, finding]] of findings.entries()) {

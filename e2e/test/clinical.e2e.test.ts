@@ -51,6 +51,8 @@ describe('clinical records through the gateway', () => {
 
   it('needs a token that names clinical:sign to sign: one made without a list cannot', async () => {
     const exam = await post('/clinical/exams', { patient_id: patientId, practitioner: 'dra-ocular' })
+    // Something to sign: an exam with no finding at all is 409 exam_empty.
+    expect((await post(`/clinical/exams/${exam.body.id}/iop`, IOP)).status).toBe(201)
     const plain = await tokenFor(t, '--scopes', 'clinical:read,clinical:write')
     const refused = await post(`/clinical/exams/${exam.body.id}/sign`, undefined, plain)
     expect([refused.status, refused.body.code, refused.body.detail]).toEqual([
@@ -67,7 +69,7 @@ describe('clinical records through the gateway', () => {
     const amend = (code: string) =>
       post(`/clinical/exams/${exam.id}/amendments`, {
         reason: `añade ${code}`,
-        add: { diagnoses: [{ code, system: 'icd10', eye: 'right' }] },
+        add: { diagnoses: [{ code, system: 'icd10cm', eye: 'right' }] },
       })
     const answers = await Promise.all([amend('H40.11'), amend('H25.1')])
     expect(answers.map((a) => a.status)).toEqual([200, 200])

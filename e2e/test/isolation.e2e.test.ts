@@ -145,10 +145,10 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     channel: 'email',
     opted_out: true,
     // Clinical findings: an acuity as entered in the first notation (Snellen, metres), a diagnosis
-    // code of the first system (ICD-10), the instants of an exam and a pressure reading, and a
-    // prescription valid until a date to come.
+    // code of the first system (WHO ICD-10, which has H40.1 but not ICD-10-CM's H40.11), the
+    // instants of an exam and a pressure reading, and a prescription valid until a date to come.
     value: '6/9',
-    code: 'H40.11',
+    code: 'H40.1',
     performed_at: `${DAY}T09:00:00Z`,
     measured_at: `${DAY}T09:15:00Z`,
     valid_until: NEXT_DAY,

@@ -944,7 +944,7 @@ export interface paths {
         put?: never;
         /**
          * Sign an exam (final from then on)
-         * @description Needs the scope `clinical:sign`, which no token has unless created naming it. The exam becomes `signed` (`signed_at`, `signed_by`); it and its findings never change again: PATCH, a finding’s POST or DELETE answer 409 exam_signed, and corrections are amendments. Signing a signed exam is 409 exam_signed. No body needed.
+         * @description Needs the scope `clinical:sign`, which no token has unless created naming it. The exam becomes `signed` (`signed_at`, `signed_by`); it and its findings never change again: PATCH, a finding’s POST or DELETE answer 409 exam_signed, and corrections are amendments. Signing a signed exam is 409 exam_signed; an exam with no finding at all is 409 exam_empty (a visit without an examination stays a draft). No body needed.
          *
          *     Needs the token scope `clinical:sign` (else 403 insufficient_scope).
          */
@@ -1691,7 +1691,9 @@ export interface components {
             recorded_by: string;
             code: string;
             /** @enum {string} */
-            system: "icd10" | "snomed";
+            system: "icd10" | "icd10cm" | "cie10es" | "snomed";
+            /** @description only on a diagnosis whose system a migration relabelled: the system it was entered under (`icd10` before the ICD-10 editions were told apart) */
+            system_as_entered?: string;
             display: string | null;
             /** @enum {string} */
             eye: "right" | "left" | "both" | "not_applicable";
@@ -1705,10 +1707,13 @@ export interface components {
         };
         /** DiagnosisCreate */
         DiagnosisCreate: {
-            /** @description ICD-10 (H40.11) or SNOMED CT id */
+            /** @description a code of `system`: ICD-10 (H40.1), ICD-10-CM (H40.11), CIE-10-ES, or a SNOMED CT id */
             code: string;
-            /** @enum {string} */
-            system: "icd10" | "snomed";
+            /**
+             * @description `icd10`: WHO ICD-10; `icd10cm`: ICD-10-CM (US); `cie10es`: CIE-10-ES (Spain); `snomed`: SNOMED CT
+             * @enum {string}
+             */
+            system: "icd10" | "icd10cm" | "cie10es" | "snomed";
             /** @description the diagnosis in words */
             display?: string | null;
             /**
@@ -6600,7 +6605,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description exam_signed */
+            /** @description exam_signed or exam_empty */
             409: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];

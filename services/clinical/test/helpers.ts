@@ -156,7 +156,7 @@ export const FINDINGS = {
   'visual-acuity': { eye: 'right', kind: 'best_corrected', value: '6/9', notation: 'snellen_m' },
   iop: { eye: 'right', mmhg: 17.5, method: 'goldmann', measured_at: '2026-11-20T09:15:00Z' },
   refraction: { eye: 'left', kind: 'manifest', sphere: -2.25, cylinder: 0.75, axis: 30 },
-  diagnoses: { code: 'H40.11', system: 'icd10', eye: 'both', display: 'glaucoma de angulo abierto' },
+  diagnoses: { code: 'H40.11', system: 'icd10cm', eye: 'both', display: 'glaucoma de angulo abierto' },
 } as const
 
 export { outboxOf } from '@clinic/platform/testing'

@@ -35,3 +35,18 @@ export class UnknownAppointment extends AppError {
     })
   }
 }
+
+/**
+ * Signing attests what was found: an exam with no finding at all attests nothing, and once signed it
+ * could only grow by amendments. A visit without an examination stays a draft (its notes say why).
+ */
+export class ExamEmpty extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'exam_empty',
+      title: 'The exam has no findings',
+      detail: 'An exam is signed with at least one finding (acuity, IOP, refraction or a diagnosis)',
+    })
+  }
+}

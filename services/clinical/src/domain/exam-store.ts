@@ -19,6 +19,8 @@ export interface FindingRecord {
   state: 'live' | 'superseded'
   recorded_at: string
   recorded_by: string
+  /** The exam's version that added it (an amendment's, when an amendment did). */
+  added_in: number
 }
 
 /** A new history row: the exam's version after the change, who, why and what. */

@@ -1,47 +1,85 @@
+import type {
+  Bundle,
+  CodeableConcept,
+  Condition,
+  Encounter,
+  Observation,
+  Practitioner,
+  ObservationComponent,
+  Quantity,
+  Reference,
+  Resource,
+  VisionPrescription,
+} from '@medplum/fhirtypes'
 import type { Exam, Prescription } from '../schemas/exam'
 import type { Diagnosis, Iop, Refraction, VisualAcuity } from '../schemas/findings'
+import {
+  ACUITY_CODES,
+  DIAGNOSIS_SYSTEM_URIS,
+  EYE_SITES,
+  IOP_CODE,
+  IOP_METHOD_SYSTEM,
+  PRISM_BASE_SYSTEM,
+  REFRACTION_CODE,
+  REFRACTION_COMPONENTS,
+  REFRACTION_KIND_SYSTEM,
+  UCUM,
+  VALID_UNTIL_EXTENSION,
+} from './fhir-codes'
 
 /**
- * The exam as a FHIR R4 Bundle (DESIGN 14.4): an Encounter, an Observation per live measurement,
- * a Condition per live diagnosis, a VisionPrescription per prescription. Codes as the HL7 eye-care
- * IG and the EyeMatics profiles use them. Entries refer to each other by `urn:uuid:` (a collection
- * is not a server's resources: there are no relative URLs to resolve).
+ * The exam as a FHIR R4 Bundle (DESIGN 14.4): an Encounter, an Observation per live measurement, a
+ * Condition per live diagnosis, a VisionPrescription per prescription; superseded findings are left
+ * out (the history keeps them). Entries refer to each other by `urn:uuid:` (a collection is not a
+ * server's resources: there are no relative URLs to resolve); the patient and the practitioner by
+ * the ids section 19 serves them under.
  */
 
-const SNOMED = 'http://snomed.info/sct'
-const LOINC = 'http://loinc.org'
-const UCUM = 'http://unitsofmeasure.org'
-
-type Resource = Record<string, unknown> & { resourceType: string; id: string }
-
-const BODY_SITES: Record<string, { code: string; display: string }> = {
-  right: { code: '362503005', display: 'Entire right eye' },
-  left: { code: '362502000', display: 'Entire left eye' },
-  both: { code: '40638003', display: 'Both eyes' },
+/** What a finding needs beyond the API's fields: the exam version that added it. */
+export interface FindingVersions {
+  addedIn: Record<string, number>
 }
-const bodySite = (eye: string) => {
-  const site = BODY_SITES[eye]
-  return site ? { bodySite: { coding: [{ system: SNOMED, ...site }] } } : {}
+type Live = { id: string; state: string }
+
+/**
+ * A finding's status (DESIGN 14.4): `preliminary` in a draft, `final` once signed; after an
+ * amendment only what the amendment added is `amended`; a superseded finding, where a bundle shows
+ * one, is `entered-in-error`. Signing and each amendment move the exam one version on, nothing else
+ * changes a signed exam: so the version it was signed in is `version - amendments`.
+ */
+export function findingStatus(
+  exam: Pick<Exam, 'status' | 'version' | 'amendments'>,
+  finding: { state: string; addedIn: number },
+): 'preliminary' | 'final' | 'amended' | 'entered-in-error' {
+  if (finding.state === 'superseded') return 'entered-in-error'
+  if (exam.status !== 'signed') return 'preliminary'
+  return finding.addedIn > exam.version - exam.amendments ? 'amended' : 'final'
 }
 
-const ACUITY_CODES: Record<string, { code: string; display: string }> = {
-  uncorrected: { code: '420050001', display: 'Uncorrected visual acuity' },
-  best_corrected: { code: '419775003', display: 'Best corrected visual acuity' },
-  pinhole: { code: '419475002', display: 'Pinhole visual acuity' },
+/** The exam's practitioner: section 11's practitioner ids are FHIR ids; any other name is a display. */
+const PRACTITIONER_ID = /^[a-z0-9][a-z0-9-]{0,63}$/
+export const practitionerReference = (practitioner: string): Reference<Practitioner> =>
+  PRACTITIONER_ID.test(practitioner)
+    ? { reference: `Practitioner/${practitioner}`, type: 'Practitioner', display: practitioner }
+    : { type: 'Practitioner', display: practitioner }
+
+const bodySite = (eye: string): { bodySite?: CodeableConcept } => {
+  const site = EYE_SITES[eye]
+  return site ? { bodySite: { coding: [site] } } : {}
 }
-const DISTANCE_ACUITY = { code: '251739003', display: 'Visual acuity' }
+const diopters = (value: number): Quantity => ({ value, unit: 'dioptre', system: UCUM, code: '[diop]' })
+const coded = (system: string, code: string): CodeableConcept => ({ coding: [{ system, code }], text: code })
 
-const diopters = (value: number) => ({ value, unit: 'dioptre', system: UCUM, code: '[diop]' })
-const component = (code: string, display: string, valueQuantity: Record<string, unknown>) => ({
-  code: { coding: [{ system: SNOMED, code, display }] },
-  valueQuantity,
-})
-
-function observation(exam: Exam, id: string, fields: Record<string, unknown>): Resource {
+function observation(
+  exam: Exam,
+  f: Live,
+  v: FindingVersions,
+  fields: Omit<Observation, 'resourceType' | 'status'>,
+): Observation {
   return {
     resourceType: 'Observation',
-    id,
-    status: exam.status === 'signed' ? (exam.amendments > 0 ? 'amended' : 'final') : 'preliminary',
+    id: f.id,
+    status: findingStatus(exam, { state: f.state, addedIn: v.addedIn[f.id] ?? 0 }),
     category: [
       {
         coding: [
@@ -56,101 +94,143 @@ function observation(exam: Exam, id: string, fields: Record<string, unknown>): R
     subject: { reference: `Patient/${exam.patient_id}` },
     encounter: { reference: `urn:uuid:${exam.id}` },
     effectiveDateTime: exam.performed_at,
+    performer: [practitionerReference(exam.practitioner)],
     ...fields,
   }
 }
 
-function acuity(exam: Exam, a: VisualAcuity): Resource {
-  const code = ACUITY_CODES[a.kind] ?? DISTANCE_ACUITY
-  return observation(exam, a.id, {
-    code: { coding: [{ system: SNOMED, ...code }], text: `visual acuity (${a.kind})` },
+function acuity(exam: Exam, a: VisualAcuity, v: FindingVersions): Observation {
+  return observation(exam, a, v, {
+    code: { coding: [ACUITY_CODES[a.kind]!], text: `visual acuity (${a.kind})` },
     ...bodySite(a.eye),
     // LP and NLP have no logMAR: the grade itself is the value.
     ...(a.logmar === null
       ? { valueCodeableConcept: { text: a.value } }
-      : { valueQuantity: { value: a.logmar, unit: 'logMAR' } }),
-    component: [
-      {
-        code: { text: `as entered (${a.notation})` },
-        valueString: a.value,
-      },
-    ],
+      : { valueQuantity: { value: a.logmar, unit: 'logMAR', system: UCUM, code: '{logMAR}' } }),
+    component: [{ code: { text: `as entered (${a.notation})` }, valueString: a.value }],
   })
 }
 
-function iop(exam: Exam, p: Iop): Resource {
-  return observation(exam, p.id, {
-    code: { coding: [{ system: LOINC, code: '56844-4', display: 'Intraocular pressure of Eye' }] },
+function iop(exam: Exam, p: Iop, v: FindingVersions): Observation {
+  return observation(exam, p, v, {
+    code: { coding: [IOP_CODE] },
     ...bodySite(p.eye),
     effectiveDateTime: p.measured_at,
     valueQuantity: { value: p.mmhg, unit: 'mmHg', system: UCUM, code: 'mm[Hg]' },
-    method: { text: p.method },
+    method: coded(IOP_METHOD_SYSTEM, p.method),
+    ...(p.cct_um !== null
+      ? {
+          component: [
+            {
+              code: { text: 'central corneal thickness' },
+              valueQuantity: { value: p.cct_um, unit: 'µm', system: UCUM, code: 'um' },
+            },
+          ],
+        }
+      : {}),
   })
 }
 
-function refraction(exam: Exam, r: Refraction): Resource {
-  const components = [component('251795007', 'Sphere', diopters(r.sphere))]
-  if (r.cylinder !== 0) {
-    components.push(component('251797004', 'Cylinder', diopters(r.cylinder)))
-    components.push(
-      component('251799001', 'Axis', { value: r.axis, unit: 'degree', system: UCUM, code: 'deg' }),
-    )
+function refraction(exam: Exam, r: Refraction, v: FindingVersions): Observation {
+  const c = REFRACTION_COMPONENTS
+  const components: ObservationComponent[] = [
+    { code: { coding: [c.sphere] }, valueQuantity: diopters(r.sphere) },
+  ]
+  if (r.cylinder !== 0 && r.axis !== null) {
+    components.push({ code: { coding: [c.cylinder] }, valueQuantity: diopters(r.cylinder) })
+    components.push({
+      code: { coding: [c.axis] },
+      valueQuantity: { value: r.axis, unit: 'degree', system: UCUM, code: 'deg' },
+    })
   }
-  if (typeof r.add === 'number') components.push(component('397282003', 'Add', diopters(r.add)))
-  return observation(exam, r.id, {
-    code: { coding: [{ system: SNOMED, code: '251794006', display: 'Refraction' }] },
+  if (r.add !== null) components.push({ code: { coding: [c.add] }, valueQuantity: diopters(r.add) })
+  if (r.prism) {
+    components.push({
+      code: { text: 'prism amount' },
+      valueQuantity: { value: r.prism.amount, unit: 'prism dioptre', system: UCUM, code: "[p'diop]" },
+    })
+    components.push({
+      code: { coding: [c.prismBase] },
+      valueCodeableConcept: {
+        coding: [{ system: PRISM_BASE_SYSTEM, code: r.prism.base }],
+        text: r.prism.base,
+      },
+    })
+  }
+  return observation(exam, r, v, {
+    code: { coding: [REFRACTION_CODE] },
     ...bodySite(r.eye),
-    method: { text: r.kind },
+    method: coded(REFRACTION_KIND_SYSTEM, r.kind),
     component: components,
   })
 }
 
-const CODE_SYSTEMS = { icd10: 'http://hl7.org/fhir/sid/icd-10', snomed: SNOMED } as const
+type StoredDiagnosis = Diagnosis & { system_as_entered?: string }
 
-function condition(exam: Exam, d: Diagnosis): Resource {
+function condition(exam: Exam, d: StoredDiagnosis): Condition {
+  const removed = d.state === 'superseded'
   return {
     resourceType: 'Condition',
     id: d.id,
-    clinicalStatus: {
-      coding: [
-        {
-          system: 'http://terminology.hl7.org/CodeSystem/condition-clinical',
-          code: d.status === 'resolved' ? 'resolved' : 'active',
-        },
-      ],
-    },
+    // R4 con-5: no clinical status for a condition entered in error.
+    ...(removed
+      ? {}
+      : {
+          clinicalStatus: {
+            coding: [
+              {
+                system: 'http://terminology.hl7.org/CodeSystem/condition-clinical',
+                code: d.status === 'resolved' ? 'resolved' : 'active',
+              },
+            ],
+          },
+        }),
     verificationStatus: {
       coding: [
         {
           system: 'http://terminology.hl7.org/CodeSystem/condition-ver-status',
-          code: d.status === 'suspected' ? 'provisional' : 'confirmed',
+          code: removed ? 'entered-in-error' : d.status === 'suspected' ? 'provisional' : 'confirmed',
         },
       ],
     },
     code: {
       coding: [
-        { system: CODE_SYSTEMS[d.system], code: d.code, ...(d.display ? { display: d.display } : {}) },
+        {
+          system: DIAGNOSIS_SYSTEM_URIS[d.system],
+          code: d.code,
+          ...(d.display ? { display: d.display } : {}),
+        },
       ],
     },
     // A Condition may sit on several sites: a list, where an Observation has one.
-    ...(BODY_SITES[d.eye] ? { bodySite: [bodySite(d.eye).bodySite] } : {}),
+    ...(EYE_SITES[d.eye] ? { bodySite: [{ coding: [EYE_SITES[d.eye]!] }] } : {}),
     subject: { reference: `Patient/${exam.patient_id}` },
     encounter: { reference: `urn:uuid:${exam.id}` },
     ...(d.onset ? { onsetDateTime: d.onset } : {}),
     recordedDate: d.recorded_at,
+    ...(d.system_as_entered
+      ? {
+          note: [
+            {
+              text: `Entered under the system "${d.system_as_entered}" (ICD-10, edition not stated); read as ${d.system} by migration 0003 because WHO ICD-10 has no such code.`,
+            },
+          ],
+        }
+      : {}),
   }
 }
 
-function visionPrescription(exam: Exam, p: Prescription): Resource {
+function visionPrescription(exam: Exam, p: Prescription): VisionPrescription {
   return {
     resourceType: 'VisionPrescription',
     id: p.id,
+    extension: [{ url: VALID_UNTIL_EXTENSION, valueDate: p.valid_until }],
     status: 'active',
     created: p.issued_at,
     patient: { reference: `Patient/${p.patient_id}` },
     encounter: { reference: `urn:uuid:${exam.id}` },
     dateWritten: p.issued_at,
-    prescriber: { display: p.issued_by },
+    prescriber: practitionerReference(exam.practitioner),
     lensSpecification: p.lenses.map((l) => ({
       product: {
         coding: [
@@ -162,9 +242,9 @@ function visionPrescription(exam: Exam, p: Prescription): Resource {
       },
       eye: l.eye,
       sphere: l.sphere,
-      ...(l.cylinder !== 0 ? { cylinder: l.cylinder, axis: l.axis } : {}),
+      ...(l.cylinder !== 0 && l.axis !== null ? { cylinder: l.cylinder, axis: l.axis } : {}),
       ...(l.add !== null ? { add: l.add } : {}),
-      ...(l.prism ? { prism: [l.prism as { amount: number; base: string }] } : {}),
+      ...(l.prism ? { prism: [{ amount: l.prism.amount, base: l.prism.base }] } : {}),
       ...(l.base_curve_mm !== null ? { backCurve: l.base_curve_mm } : {}),
       ...(l.diameter_mm !== null ? { diameter: l.diameter_mm } : {}),
       ...(l.brand !== null ? { brand: l.brand } : {}),
@@ -172,24 +252,34 @@ function visionPrescription(exam: Exam, p: Prescription): Resource {
   }
 }
 
-export function examBundle(exam: Exam, now: Date): Record<string, unknown> {
-  const live = <T extends { state: string }>(list: T[]) => list.filter((f) => f.state === 'live')
-  const encounter: Resource = {
+/**
+ * `findings: 'live'` (the exam as it stands, what GET answers) leaves superseded findings out;
+ * `'all'` shows them too, `entered-in-error`, as a history of the record would.
+ */
+export function examBundle(
+  exam: Exam,
+  versions: FindingVersions,
+  now: Date,
+  o: { findings: 'live' | 'all' } = { findings: 'live' },
+): Bundle {
+  const live = <T extends { state: string }>(list: T[]) =>
+    o.findings === 'all' ? list : list.filter((f) => f.state === 'live')
+  const encounter: Encounter = {
     resourceType: 'Encounter',
     id: exam.id,
     status: exam.status === 'signed' ? 'finished' : 'in-progress',
     class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'AMB', display: 'ambulatory' },
     type: [{ text: exam.kind }],
     subject: { reference: `Patient/${exam.patient_id}` },
-    participant: [{ individual: { display: exam.practitioner } }],
+    participant: [{ individual: practitionerReference(exam.practitioner) }],
     period: { start: exam.performed_at },
     ...(exam.chief_complaint ? { reasonCode: [{ text: exam.chief_complaint }] } : {}),
   }
   const resources: Resource[] = [
     encounter,
-    ...live(exam.visual_acuity).map((a) => acuity(exam, a)),
-    ...live(exam.iop).map((p) => iop(exam, p)),
-    ...live(exam.refraction).map((r) => refraction(exam, r)),
+    ...live(exam.visual_acuity).map((a) => acuity(exam, a, versions)),
+    ...live(exam.iop).map((p) => iop(exam, p, versions)),
+    ...live(exam.refraction).map((r) => refraction(exam, r, versions)),
     ...live(exam.diagnoses).map((d) => condition(exam, d)),
     ...exam.prescriptions.map((p) => visionPrescription(exam, p)),
   ]
@@ -198,6 +288,6 @@ export function examBundle(exam: Exam, now: Date): Record<string, unknown> {
     id: exam.id,
     type: 'collection',
     timestamp: now.toISOString(),
-    entry: resources.map((resource) => ({ fullUrl: `urn:uuid:${resource.id}`, resource })),
+    entry: resources.map((resource) => ({ fullUrl: `urn:uuid:${resource.id!}`, resource })),
   }
 }

@@ -63,9 +63,21 @@ export function iopErrors(body: unknown, at = ''): FieldError[] {
     : []
 }
 
-/** Code formats by system: ICD-10 `H40.11`, SNOMED CT a concept id (digits). */
+/**
+ * Code formats by system. WHO ICD-10's codes are a category (`H40`) or a subcategory with one digit
+ * (`H40.1`): a longer code (`H40.11`, `H40.1X10`) is from a clinical modification (ICD-10-CM, or
+ * Spain's CIE-10-ES built on it), whose shape is a category and up to four more characters.
+ * SNOMED CT: a concept id (digits).
+ */
+const ICD10_CM_SHAPE = /^[A-Z][0-9]{2}(\.[0-9A-Z]{1,4})?$/
 export const CODE_FORMATS: Record<string, { pattern: RegExp; message: string }> = {
-  icd10: { pattern: /^[A-Z][0-9]{2}(\.[0-9A-Z]{1,4})?$/, message: 'is not an ICD-10 code (e.g. H40.11)' },
+  icd10: {
+    pattern: /^[A-Z][0-9]{2}(\.[0-9])?$/,
+    message:
+      'is not a WHO ICD-10 code (H40 or H40.1; H40.11 is ICD-10-CM or CIE-10-ES: system icd10cm or cie10es)',
+  },
+  icd10cm: { pattern: ICD10_CM_SHAPE, message: 'is not an ICD-10-CM code (e.g. H40.11)' },
+  cie10es: { pattern: ICD10_CM_SHAPE, message: 'is not a CIE-10-ES code (e.g. H40.11)' },
   snomed: { pattern: /^[0-9]{6,18}$/, message: 'is not a SNOMED CT concept id (6 to 18 digits)' },
 }
 

@@ -2,6 +2,7 @@ import { findVisible, type Ctx } from '@clinic/platform/core'
 import type { Exam, ExamRow, Prescription } from '../schemas/exam'
 import type { Finding } from '../schemas/findings'
 import type { ExamStore, FindingRecord } from './exam-store'
+import type { FindingVersions } from './fhir'
 import { FINDING_KINDS, type FindingKind } from './finding-rules'
 
 export const NOT_FOUND = 'No such exam'
@@ -33,11 +34,23 @@ export function assemble(row: ExamRow, findings: FindingRecord[], prescriptions:
 
 /** Exams as the API shows them, their findings and prescriptions read in one go. */
 export async function withContents(ctx: Ctx, store: ExamStore, rows: ExamRow[]): Promise<Exam[]> {
+  return (await withVersions(ctx, store, rows)).exams
+}
+
+/** The same, with the exam version that added each finding (what the FHIR statuses need). */
+async function withVersions(
+  ctx: Ctx,
+  store: ExamStore,
+  rows: ExamRow[],
+): Promise<{ exams: Exam[]; versions: FindingVersions }> {
   const { findings, prescriptions } = await store.contents(
     ctx.auth.companyId,
     rows.map((r) => r.id),
   )
-  return rows.map((r) => assemble(r, findings, prescriptions))
+  return {
+    exams: rows.map((r) => assemble(r, findings, prescriptions)),
+    versions: { addedIn: Object.fromEntries(findings.map((f) => [f.id, f.added_in])) },
+  }
 }
 
 /**
@@ -49,7 +62,16 @@ export async function getExam(
   store: ExamStore,
   input: { id: string; queryCenter: string | undefined },
 ): Promise<Exam> {
+  return (await getExamRecord(ctx, store, input)).exam
+}
+
+/** The exam as getExam reads it, with its findings' versions (for the FHIR Bundle). */
+export async function getExamRecord(
+  ctx: Ctx,
+  store: ExamStore,
+  input: { id: string; queryCenter: string | undefined },
+): Promise<{ exam: Exam; versions: FindingVersions }> {
   const row = await findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: NOT_FOUND })
-  const [exam] = await withContents(ctx, store, [row])
-  return exam!
+  const { exams, versions } = await withVersions(ctx, store, [row])
+  return { exam: exams[0]!, versions }
 }

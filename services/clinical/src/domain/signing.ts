@@ -12,12 +12,14 @@ import type { Exam, HistoryEntry } from '../schemas/exam'
 import type { AmendmentInput } from '../schemas/findings'
 import type { ExamStore } from './exam-store'
 import { FINDING_KINDS, findingValues, type FindingKind } from './finding-rules'
+import { ExamEmpty } from './errors'
 import { actorOf, lockDraft } from './exams'
 import { NOT_FOUND, withContents } from './read-exam'
 
 /**
  * Signs a draft: from now on the exam and its findings never change (PATCH, a finding's POST or
- * DELETE answer 409 exam_signed); corrections are amendments. Signing a signed exam is 409 too.
+ * DELETE answer 409 exam_signed); corrections are amendments. Signing a signed exam is 409 too, and
+ * so is signing one with no finding at all (409 exam_empty).
  * The findings get the columns the trends read (the exam's time, center and patient are final now).
  */
 export async function signExam(
@@ -28,6 +30,7 @@ export async function signExam(
   const visible = visibleCenters(ctx.auth, input.queryCenter)
   const row = await store.transaction(ctx.auth.companyId, async (tx) => {
     const exam = await lockDraft(ctx, tx, input.id, visible)
+    if (!(await tx.findings(exam.id)).length) throw new ExamEmpty()
     const signed = await tx.update(exam.id, {
       status: 'signed',
       signed_at: input.now.toISOString(),

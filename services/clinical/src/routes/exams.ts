@@ -14,7 +14,7 @@ import type { ExamDeps } from '../domain/exams'
 import { createExam, updateExam } from '../domain/exams'
 import { examBundle } from '../domain/fhir'
 import { listExams } from '../domain/list-exams'
-import { getExam } from '../domain/read-exam'
+import { getExamRecord } from '../domain/read-exam'
 import { CreateExamBody, Exam, ListExamsQuery, READ_ONLY_FIELDS, UpdateExamBody } from '../schemas/exam'
 
 const tags = ['clinical']
@@ -103,13 +103,16 @@ export const examRoutes: FastifyPluginAsyncTypebox<{ deps: ExamDeps }> = async (
   })
 
   app.get('/clinical/exams/:id', getExamRoute, async (req, reply) => {
-    const exam = await getExam(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen })
+    const { exam, versions } = await getExamRecord(req.ctx, store, {
+      id: req.params.id,
+      queryCenter: req.query.codalmacen,
+    })
     if (wantsFhir(req.headers.accept)) {
       reply.header('etag', `"${exam.version}"`)
       // A string skips the JSON answer's serializer (which would keep only the Exam's fields).
       return reply
         .type(`${FHIR_JSON}; charset=utf-8`)
-        .send(JSON.stringify(examBundle(exam, deps.clock())) as never)
+        .send(JSON.stringify(examBundle(exam, versions, deps.clock())) as never)
     }
     return sendResource(reply, { body: exam })
   })

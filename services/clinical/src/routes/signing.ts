@@ -39,10 +39,10 @@ export const signingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore; clock:
         operationId: 'signClinicalExam',
         summary: 'Sign an exam (final from then on)',
         description:
-          'Needs the scope `clinical:sign`, which no token has unless created naming it. The exam becomes `signed` (`signed_at`, `signed_by`); it and its findings never change again: PATCH, a finding’s POST or DELETE answer 409 exam_signed, and corrections are amendments. Signing a signed exam is 409 exam_signed. No body needed.',
+          'Needs the scope `clinical:sign`, which no token has unless created naming it. The exam becomes `signed` (`signed_at`, `signed_by`); it and its findings never change again: PATCH, a finding’s POST or DELETE answer 409 exam_signed, and corrections are amendments. Signing a signed exam is 409 exam_signed; an exam with no finding at all is 409 exam_empty (a visit without an examination stays a draft). No body needed.',
         params: IdParams,
         querystring: CenterQuery,
-        response: { 200: { ...Exam, headers: ETagHeader }, 409: problem('exam_signed') },
+        response: { 200: { ...Exam, headers: ETagHeader }, 409: problem('exam_signed or exam_empty') },
       },
     },
     async (req, reply) => {

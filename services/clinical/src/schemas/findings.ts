@@ -24,7 +24,7 @@ export const REFRACTION_KINDS = [
   'contact_lens',
 ] as const
 export const PRISM_BASES = ['in', 'out', 'up', 'down'] as const
-export const DIAGNOSIS_SYSTEMS = ['icd10', 'snomed'] as const
+export const DIAGNOSIS_SYSTEMS = ['icd10', 'icd10cm', 'cie10es', 'snomed'] as const
 export const DIAGNOSIS_STATUSES = ['active', 'suspected', 'resolved'] as const
 export const FINDING_STATES = ['live', 'superseded'] as const
 export const TREND_TYPES = ['iop', 'visual_acuity'] as const
@@ -101,8 +101,15 @@ export const RefractionBody = Type.Object(
 )
 export const DiagnosisBody = Type.Object(
   {
-    code: Type.String({ minLength: 1, maxLength: 20, description: 'ICD-10 (H40.11) or SNOMED CT id' }),
-    system: enumOf(DIAGNOSIS_SYSTEMS),
+    code: Type.String({
+      minLength: 1,
+      maxLength: 20,
+      description: 'a code of `system`: ICD-10 (H40.1), ICD-10-CM (H40.11), CIE-10-ES, or a SNOMED CT id',
+    }),
+    system: enumOf(
+      DIAGNOSIS_SYSTEMS,
+      '`icd10`: WHO ICD-10; `icd10cm`: ICD-10-CM (US); `cie10es`: CIE-10-ES (Spain); `snomed`: SNOMED CT',
+    ),
     display: Type.Optional(nullable(Label('the diagnosis in words', 300))),
     eye: Type.Optional(enumOf(DIAGNOSIS_EYES, 'default not_applicable')),
     status: Type.Optional(enumOf(DIAGNOSIS_STATUSES, 'default active')),
@@ -119,7 +126,7 @@ const FindingCommon = {
   recorded_at: Instant,
   recorded_by: Type.String({ description: 'username of who recorded it' }),
 }
-const Nullable = (s: TSchema) => nullable(s)
+const Nullable = <T extends TSchema>(s: T) => nullable(s)
 
 export const VisualAcuity = Type.Object(
   {
@@ -161,6 +168,12 @@ export const Diagnosis = Type.Object(
     ...FindingCommon,
     code: Type.String(),
     system: enumOf(DIAGNOSIS_SYSTEMS),
+    system_as_entered: Type.Optional(
+      Type.String({
+        description:
+          'only on a diagnosis whose system a migration relabelled: the system it was entered under (`icd10` before the ICD-10 editions were told apart)',
+      }),
+    ),
     display: Nullable(Type.String()),
     eye: enumOf(DIAGNOSIS_EYES),
     status: enumOf(DIAGNOSIS_STATUSES),

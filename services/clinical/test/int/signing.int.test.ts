@@ -1,5 +1,6 @@
 import { FINDINGS, companyOf, outboxOf, startApp, type Company, type Harness } from '../helpers'
-import { fhirErrors } from '../fhir-validator'
+import { expectValidBundle } from '../fhir-validator'
+import { eyeSite } from '../value-sets'
 
 let h: Harness
 let c: Company
@@ -49,6 +50,21 @@ describe('signing', () => {
       ...Object.keys(FINDINGS).map(() => 'clinical.exam.updated'),
       'clinical.exam.signed',
     ])
+  })
+
+  it('refuses an exam with no finding at all (409 exam_empty); it stays a draft', async () => {
+    const exam = await c.exam({ notes: 'el paciente se fue antes de la exploracion' })
+    const res = await c.send('POST', `/clinical/exams/${exam.id}/sign`)
+    expect([res.statusCode, res.json().code]).toEqual([409, 'exam_empty'])
+    expect(res.headers['content-type']).toContain('application/problem+json')
+    const read = (await c.send('GET', `/clinical/exams/${exam.id}`)).json()
+    expect(read).toMatchObject({ status: 'draft', signed_at: null, version: exam.version })
+    // A finding added and deleted again leaves it empty: still refused.
+    const iop = await c.send('POST', `/clinical/exams/${exam.id}/iop`, FINDINGS.iop)
+    await c.send('DELETE', `/clinical/exams/${exam.id}/iop/${iop.json().id}`)
+    expect((await c.send('POST', `/clinical/exams/${exam.id}/sign`)).json().code).toBe('exam_empty')
+    await c.send('POST', `/clinical/exams/${exam.id}/iop`, FINDINGS.iop)
+    expect((await c.send('POST', `/clinical/exams/${exam.id}/sign`)).statusCode).toBe(200)
   })
 })
 
@@ -236,8 +252,8 @@ describe('trends', () => {
 })
 
 describe('FHIR', () => {
-  it('answers a FHIR R4 Bundle that HL7’s JSON schema accepts, for a draft and a signed, amended exam', async () => {
-    const { exam } = await signedExam()
+  it('answers a FHIR R4 Bundle both validators accept, for a draft and a signed, amended exam', async () => {
+    const { exam, ids } = await signedExam()
     await c.send('POST', `/clinical/exams/${exam.id}/amendments`, {
       reason: 'añade agudeza',
       add: {
@@ -266,41 +282,40 @@ describe('FHIR', () => {
     })
     const draft = await c.exam({ chief_complaint: 'revision' })
     await c.send('POST', `/clinical/exams/${draft.id}/iop`, FINDINGS.iop)
+    const bundles: Json[] = []
     for (const id of [exam.id, draft.id]) {
       const res = await c.send('GET', `/clinical/exams/${id}`, undefined, { accept: 'application/fhir+json' })
       expect(res.statusCode).toBe(200)
       expect(res.headers['content-type']).toContain('application/fhir+json')
       const bundle = JSON.parse(res.body)
-      expect(fhirErrors(bundle)).toEqual([])
       expect(bundle).toMatchObject({ resourceType: 'Bundle', type: 'collection' })
-      for (const entry of bundle.entry) expect(fhirErrors(entry.resource)).toEqual([])
+      expectValidBundle(bundle)
+      bundles.push(bundle)
     }
-    const bundle = JSON.parse(
-      (await c.send('GET', `/clinical/exams/${exam.id}`, undefined, { accept: 'application/fhir+json' }))
-        .body,
-    )
+    const [bundle] = bundles as [Json]
     const types = bundle.entry.map((e: Json) => e.resource.resourceType)
     expect(types.filter((t: string) => t === 'Encounter')).toHaveLength(1)
     expect(types.filter((t: string) => t === 'Condition')).toHaveLength(1)
     expect(types.filter((t: string) => t === 'VisionPrescription')).toHaveLength(1)
-    const iop = bundle.entry.find((e: Json) => e.resource.code?.coding?.[0]?.code === '56844-4').resource
+    // The right-eye IOP: the right eye's code, as the value set has it (this test once asserted the
+    // left eye's code here, pinning the swap it should have caught).
+    const iop = bundle.entry.find((e: Json) => e.resource.id === ids.iop).resource
     expect(iop).toMatchObject({
       valueQuantity: { value: 17.5, system: 'http://unitsofmeasure.org', code: 'mm[Hg]' },
-      bodySite: { coding: [{ system: 'http://snomed.info/sct', code: '362503005' }] },
       method: { text: 'goldmann' },
+      status: 'final',
     })
-    const acuity = bundle.entry.find((e: Json) => e.resource.code?.coding?.[0]?.code === '419775003').resource
-    expect(acuity).toMatchObject({ valueQuantity: { value: 0.18, unit: 'logMAR' }, status: 'amended' })
+    expect(iop.bodySite).toEqual({ coding: [eyeSite('right')] })
+    const acuity = bundle.entry.find((e: Json) => e.resource.id === ids['visual-acuity']).resource
+    expect(acuity).toMatchObject({ valueQuantity: { value: 0.18, unit: 'logMAR' }, status: 'final' })
     expect(acuity.component[0].valueString).toBe('6/9')
-    const refraction = bundle.entry.find(
-      (e: Json) =>
-        e.resource.code?.coding?.[0]?.code === '251794006' &&
-        e.resource.bodySite.coding[0].code === '362502000',
-    ).resource
-    expect(refraction.component.map((x: Json) => x.code.coding[0].code)).toEqual([
-      '251795007',
-      '251797004',
-      '251799001',
+    const refraction = bundle.entry.find((e: Json) => e.resource.id === ids.refraction).resource
+    expect(refraction.bodySite).toEqual({ coding: [eyeSite('left')] })
+    // What the amendment added is `amended`; the draft's IOP `preliminary`.
+    const added = bundle.entry.filter((e: Json) => e.resource.status === 'amended')
+    expect(added).toHaveLength(3)
+    expect(bundles[1]!.entry.filter((e: Json) => e.resource.resourceType === 'Observation')).toEqual([
+      expect.objectContaining({ resource: expect.objectContaining({ status: 'preliminary' }) }),
     ])
     // A plain JSON Accept (or none) is the exam itself.
     const json = await c.send('GET', `/clinical/exams/${exam.id}`, undefined, { accept: 'application/json' })

@@ -81,14 +81,22 @@ describe('IOP and diagnoses', () => {
     expect(iopErrors({ mmhg: 17.25 })).toEqual([{ path: '/mmhg', message: 'must have at most one decimal' }])
   })
 
-  it('checks a code by its system', () => {
-    expect(diagnosisErrors({ code: 'H40.11', system: 'icd10' })).toEqual([])
-    expect(diagnosisErrors({ code: 'H25', system: 'icd10' })).toEqual([])
-    expect(diagnosisErrors({ code: 'H40.1X10', system: 'icd10' })).toEqual([])
-    for (const bad of ['h40.11', 'H4', 'H40.', 'H40.12345', '23986001'])
+  it('checks a code by its system: WHO ICD-10 has no code past one digit after the dot', () => {
+    for (const ok of ['H25', 'H40.1', 'E11.9'])
+      expect(diagnosisErrors({ code: ok, system: 'icd10' })).toEqual([])
+    for (const bad of ['H40.11', 'H40.1X10', 'h40.1', 'H4', 'H40.', 'H40.A', '23986001'])
       expect(diagnosisErrors({ code: bad, system: 'icd10' })).toEqual([
-        { path: '/code', message: expect.stringContaining('ICD-10') },
+        { path: '/code', message: expect.stringContaining('WHO ICD-10') },
       ])
+    // The clinical modifications: a category and up to four more characters (7th-character X placeholders).
+    for (const system of ['icd10cm', 'cie10es']) {
+      for (const ok of ['H40.11', 'H40.1X10', 'H25', 'H40.1'])
+        expect(diagnosisErrors({ code: ok, system })).toEqual([])
+      for (const bad of ['h40.11', 'H4', 'H40.', 'H40.12345', '23986001'])
+        expect(diagnosisErrors({ code: bad, system })).toEqual([
+          { path: '/code', message: expect.any(String) },
+        ])
+    }
     expect(diagnosisErrors({ code: '23986001', system: 'snomed' })).toEqual([])
     for (const bad of ['H40.11', '123', '2398600a'])
       expect(diagnosisErrors({ code: bad, system: 'snomed' })).toEqual([

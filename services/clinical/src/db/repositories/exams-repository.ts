@@ -39,7 +39,8 @@ const EXAM_COLUMNS = [
   'version',
 ] as const satisfies ReadonlyArray<keyof ExamRow>
 const EXAM_INSTANTS = ['performed_at', 'signed_at', 'created_at', 'updated_at'] as const
-const FINDING_COLUMNS = ['id', 'exam_id', 'kind', 'eye', 'data', 'state', 'recorded_at', 'recorded_by']
+// prettier-ignore
+const FINDING_COLUMNS = ['id', 'exam_id', 'kind', 'eye', 'data', 'state', 'recorded_at', 'recorded_by', 'added_in']
 const PRESCRIPTION_COLUMNS = [
   'id',
   'exam_id',
