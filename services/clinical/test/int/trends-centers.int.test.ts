@@ -46,6 +46,10 @@ describe('a trend read with a center-limited token', () => {
     expect((await trend(alm1, patient, '&codalmacen=ALM2')).json().code).toBe('center_forbidden')
     // The company-wide token sees both; a token of the patient's home center sees its own exam's.
     expect((await trend(c, patient)).json().data.map((m: Json) => m.mmhg)).toEqual([18, 19])
+    // Asking for another center than the patient's is 404, as on every read of one record; asking for
+    // theirs narrows the list to that center's measurements.
+    expect((await trend(c, patient, '&codalmacen=ALM1')).statusCode).toBe(404)
+    expect((await trend(c, patient, '&codalmacen=ALM2')).json().data.map((m: Json) => m.mmhg)).toEqual([19])
     expect((await trend(limitedTo(['ALM2']), patient)).json()).toEqual({
       data: [expect.objectContaining({ mmhg: 19 })],
       meta: { total: 1, limit: 500 },
