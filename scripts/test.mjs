@@ -64,6 +64,12 @@ try {
   ensureChromium()
   // The engine the e2e suite (Testcontainers) and the container suite run on.
   engine = await ensureDocker()
+  // CI proves the containers run (DESIGN.md section 18): a machine where no engine can be had fails
+  // the run here, rather than pass with the container suites skipped or on the host's services.
+  if (!engine && process.env.CI === 'true')
+    throw new Error(
+      'CI=true: no Docker engine answers and none could be started (root and apt-get are needed)',
+    )
   // The fault scenarios time outages to the second, so they run after the rest, alone on the
   // machine, as whole-stack faults should; extra arguments make one run of exactly what is asked.
   const extra = process.argv.slice(2)

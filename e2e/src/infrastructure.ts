@@ -133,6 +133,9 @@ async function startContainers(): Promise<Infrastructure> {
  */
 export async function startInfrastructure(): Promise<Infrastructure> {
   if (dockerAvailable()) return startContainers()
+  // Under CI the suite runs against containers (DESIGN.md section 18), never quietly on the host's.
+  if (process.env.CI === 'true' && process.env.E2E_USE_DOCKER !== '0')
+    throw new Error('e2e: CI=true and no Docker engine answers: the containers cannot run')
   process.stderr.write(
     `e2e: ${process.env.E2E_USE_DOCKER === '0' ? 'E2E_USE_DOCKER=0' : 'no Docker engine'}: the machine's PostgreSQL and RabbitMQ\n`,
   )

@@ -48,6 +48,8 @@ export interface Deps extends Omit<ServiceDeps, 'assertionKeys' | 'serviceSigner
   /** See TRUST_PROXY (config.ts): false, a hop count, or proxy addresses and ranges. */
   trustProxy: false | number | string
   redis?: Redis
+  /** The access log's clock (monotonic ms): tests move their own. */
+  clock?: () => number
 }
 
 /**
@@ -96,6 +98,7 @@ export async function buildApp(deps: Deps) {
     internalNetworks: deps.internalNetworks,
     readiness: readinessOf(deps.knex, deps.amqp),
     knex: deps.knex,
+    clock: deps.clock,
   })
   // Two limits, on every request (unknown routes too), counted in Redis when several gateways run:
   // per client address before authentication (floods of missing or unknown tokens cost no

@@ -45,6 +45,8 @@ export interface HttpPluginOptions {
   tags?: Array<{ name: string; description: string }>
   /** The service's knex: every statement it sends is counted in `db_statements_total`. */
   knex?: Knex
+  /** The access log's clock (monotonic ms; `performance.now` unless a test moves its own). */
+  clock?: () => number
 }
 
 /** Marks a body schema that documents a body its route reads as a stream (never validated here). */
@@ -103,7 +105,7 @@ async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
   textSafety(app)
   problemHandlers(app)
   httpMetrics(app, { service: opts.service, knex: opts.knex })
-  requestLog(app)
+  requestLog(app, opts.clock)
   // Callback hooks where nothing is awaited: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header(VERSION_HEADER, opts.version)

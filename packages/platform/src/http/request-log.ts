@@ -8,6 +8,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Words a plugin adds to the request's access line (why a token was refused, say). */
     accessNote?: Record<string, unknown>
+    /** When it arrived, on the access log's clock (ms). */
+    arrivedAt: number
   }
   interface FastifyContextConfig {
     /** A probe, polled every few seconds: its access line is at debug. */
@@ -34,11 +36,17 @@ function waitAsked(req: FastifyRequest): number {
  * refused request, the problem's code; `request_id` comes with the request's logger. The path's
  * parameters and the query string stay out (a query can hold a patient's name); the route does not.
  * Probes (`config.probe`) log at debug; a long poll (`config.longPoll`) is slow only past its wait.
+ * `clock` (monotonic ms, `performance.now` unless a test moves its own) times the request.
  */
-export function requestLog(app: FastifyInstance) {
+export function requestLog(app: FastifyInstance, clock: () => number = () => performance.now()) {
   app.decorateRequest('accessNote', undefined)
+  app.decorateRequest('arrivedAt', 0)
+  app.addHook('onRequest', (req, _reply, done) => {
+    req.arrivedAt = clock()
+    done()
+  })
   app.addHook('onResponse', (req, reply, done) => {
-    const ms = reply.elapsedTime
+    const ms = clock() - req.arrivedAt
     const slow = ms >= SLOW_REQUEST_MS + waitAsked(req)
     const config = routeConfig(req)
     const level = slow ? 'warn' : config.probe ? 'debug' : 'info'

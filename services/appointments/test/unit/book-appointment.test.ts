@@ -6,28 +6,20 @@ import { SlotConflict } from '../../src/domain/errors'
 import type { PatientDirectory } from '../../src/domain/patient-directory'
 import type { Appointment } from '../../src/schemas/appointment'
 
-const ACTIVE = new Set(['scheduled', 'confirmed', 'checked_in'])
-
 /**
- * The appointments store in memory: the platform's fake tenant store with the appointments' `Tx`,
- * which refuses an overlap with the practitioner's active appointments, as the database's
- * exclusion constraint does.
+ * The appointments store in memory: the platform's fake tenant store with the appointments' `Tx`.
+ * Which slots overlap is the database's rule (its exclusion constraints, tested against PostgreSQL
+ * in test/int); here an insert fails with `refusal` when a test sets it, as the database would.
  */
 class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> implements AppointmentStore {
+  /** What the next inserts fail with (the database's answer to a slot taken meanwhile). */
+  refusal: Error | null = null
+
   constructor() {
     super((scope) => ({
       findById: async (id) => scope.get(id),
       insert: async (id, fields) => {
-        const overlaps = scope
-          .all()
-          .some(
-            (a) =>
-              ACTIVE.has(a.status) &&
-              a.practitioner === fields.practitioner &&
-              a.starts_at < fields.ends_at &&
-              fields.starts_at < a.ends_at,
-          )
-        if (overlaps) throw new SlotConflict('practitioner')
+        if (this.refusal) throw this.refusal
         const now = new Date().toISOString()
         return scope.put({ id, ...fields, created_at: now, updated_at: now, version: 1 })
       },
@@ -135,11 +127,13 @@ describe('bookAppointment (on the fake store)', () => {
     expect(store.events).toEqual([])
   })
 
-  it('refuses an overlapping slot of the practitioner (409 slot_conflict), writing nothing', async () => {
+  it('answers the slot conflict the database raises (409 slot_conflict) and writes nothing of it', async () => {
     const { ctx, store, deps } = setup()
     await bookAppointment(ctx, deps, input())
+    store.refusal = new SlotConflict('practitioner')
     const overlapping = input({ starts_at: '2031-03-03T08:15:00Z', ends_at: '2031-03-03T08:45:00Z' })
     expect(await codeOf(bookAppointment(ctx, deps, overlapping))).toBe('slot_conflict')
+    // Its transaction rolled back: no second row, no second event.
     expect(store.events).toHaveLength(1)
     expect(store.rows.get(ctx.auth.companyId)?.size).toBe(1)
   })

@@ -171,6 +171,8 @@ export interface GatewayOptions {
   trustProxy?: false | number | string
   /** Where the gateway logs (default: nowhere). */
   logger?: Logger
+  /** The access log's clock (default: the real one). */
+  clock?: () => number
 }
 
 export async function gateway(o: GatewayOptions) {
@@ -191,6 +193,7 @@ export async function gateway(o: GatewayOptions) {
     corsOrigins: o.corsOrigins ?? [],
     trustProxy: o.trustProxy ?? false,
     redis: o.redis,
+    clock: o.clock,
   })
   await app.ready()
   return { app, accessLog, close: async () => (await app.close(), await accessLog.close()) }

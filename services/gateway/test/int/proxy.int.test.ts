@@ -241,10 +241,12 @@ describe('forwarding to the services', () => {
 
 describe('a long poll through the gateway', () => {
   it('is not a slow request for the wait it asked for (GET /events?wait=); any other slow answer is', async () => {
-    // A service that takes 1.1 s over everything, as the change feed does when asked to wait.
+    // A service that takes 1.1 s over everything, as the change feed does when asked to wait: on
+    // the gateway's clock, which the service moves instead of sleeping.
+    let now = 0
     const slowService = Fastify()
     slowService.all('/*', async () => {
-      await new Promise((r) => setTimeout(r, 1100))
+      now += 1100
       return { data: [], meta: { next: 'x' } }
     })
     await slowService.listen({ port: 0, host: '127.0.0.1' })
@@ -255,7 +257,13 @@ describe('a long poll through the gateway', () => {
       level: 'info',
       destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
     })
-    const g = await gateway({ knex, amqp: env.amqp, upstreams: upstreamsTo(slowUrl), logger })
+    const g = await gateway({
+      knex,
+      amqp: env.amqp,
+      upstreams: upstreamsTo(slowUrl),
+      logger,
+      clock: () => now,
+    })
     try {
       const t = await tenant(knex)
       for (const url of [
