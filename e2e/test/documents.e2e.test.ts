@@ -128,7 +128,9 @@ describe('downloads in a browser', () => {
       await page.setExtraHTTPHeaders({ 'x-service-token': t.token })
       // An attachment is a download, never a page: navigation to it does not render it.
       const [download] = await Promise.all([page.waitForEvent('download'), page.goto(url).catch(() => null)])
-      expect(download.suggestedFilename()).toContain('.html')
+      // Saved under the extension of what the bytes are (a PNG), never the .html it was sent as.
+      expect(download.suggestedFilename()).toMatch(/\.png$/)
+      expect(download.suggestedFilename()).not.toContain('.html')
       expect(dialogs).toEqual([])
       expect(page.url()).not.toBe(url)
     } finally {

@@ -7,7 +7,7 @@ import type { Consent, Evidence, GrantInput } from '../schemas/consent'
 import type { ConsentTx } from './consent-store'
 import type { StagedContent } from './content-store'
 import { getConsent, nameOf, type ConsentDeps } from './consents'
-import { InvalidTransition } from './errors'
+import { InvalidTransition, SignerMismatch } from './errors'
 
 /** The answer of a signer (through the link, or in the clinic), as it is recorded. */
 export interface Answer {
@@ -32,6 +32,9 @@ export async function answerConsent(
   const companyId = ctx.auth.companyId
   const current = await getConsent(ctx, deps.store, { id, queryCenter: o.queryCenter })
   if (current.status !== 'pending') throw new InvalidTransition(`the consent is ${current.status}`)
+  // The consent names who signs (the guardian of a patient who requires one): nobody else can.
+  if (answer.evidence.signer_role !== current.signer_role)
+    throw new SignerMismatch(current.signer_role, answer.evidence.signer_role)
   const template = await deps.store.templateOf(companyId, current)
   const evidence: Evidence = {
     ...answer.evidence,
@@ -77,9 +80,12 @@ export async function answerConsent(
   }
 }
 
-/** A scanned form attached in person must be a `consent` document of the same patient. */
+/**
+ * A scanned form attached in person must be a `consent` document of the same patient. Its row is
+ * locked until the grant commits, so a concurrent DELETE waits and then sees the consent.
+ */
 async function attachedDocument(tx: ConsentTx, documentId: string, patientId: string) {
-  const doc = await tx.documents.findById(documentId.toLowerCase())
+  const doc = await tx.documents.findById(documentId.toLowerCase(), { forUpdate: true })
   if (!doc || doc.status !== 'available' || doc.patient_id !== patientId || doc.category !== 'consent')
     throw new ValidationFailed([
       {

@@ -26,11 +26,14 @@ import type {
 import { CONSENT_KEYSET, TEMPLATE_KEYSET } from './consent-keysets'
 import type { ConsentStore } from './consent-store'
 import type { ContentStore } from './content-store'
-import type { AppointmentDirectory, PatientContact, PatientDirectory } from './directories'
-import { InvalidTransition, UnknownAppointment, UnknownTemplate } from './errors'
+import type { AppointmentDirectory, ExamDirectory, PatientContact, PatientDirectory } from './directories'
+import { InvalidTransition, UnknownTemplate } from './errors'
+import { checkReferences } from './references'
 
-/** DESIGN.md section 16: a request expires in 7 days unless it says otherwise. */
+/** DESIGN.md section 16: a request expires in 7 days unless it says otherwise, in 90 at most. */
 export const DEFAULT_CONSENT_DAYS = 7
+export const MAX_CONSENT_DAYS = 90
+const DAY_MS = 86_400_000
 
 export const textHash = (body: string) => createHash('sha256').update(body, 'utf8').digest('hex')
 
@@ -39,6 +42,7 @@ export interface ConsentDeps {
   content: ContentStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
+  exams: ExamDirectory
   clock: () => Date
 }
 
@@ -152,13 +156,20 @@ export async function requestConsent(
   const now = deps.clock()
   const expiresAt = b.expires_at
     ? new Date(b.expires_at)
-    : new Date(now.getTime() + DEFAULT_CONSENT_DAYS * 86_400_000)
+    : new Date(now.getTime() + DEFAULT_CONSENT_DAYS * DAY_MS)
   if (!(expiresAt.getTime() > now.getTime()))
     throw new ValidationFailed([{ path: '/expires_at', message: 'must be in the future' }])
+  // A link is a key to a patient's record: it lives weeks, never years.
+  if (expiresAt.getTime() > now.getTime() + MAX_CONSENT_DAYS * DAY_MS)
+    throw new ValidationFailed([
+      { path: '/expires_at', message: `must be at most ${MAX_CONSENT_DAYS} days from now` },
+    ])
   const patient = await deps.patients.contact(ctx, b.patient_id.toLowerCase())
   if (!patient) throw new UnknownPatient()
-  if (b.appointment_id && !(await deps.appointments.exists(ctx, b.appointment_id.toLowerCase())))
-    throw new UnknownAppointment()
+  await checkReferences(ctx, deps, patient.id, {
+    appointmentId: b.appointment_id?.toLowerCase(),
+    examId: b.exam_id?.toLowerCase(),
+  })
   const language = b.language ?? patient.language
   const template = await deps.store.latestTemplate(ctx.auth.companyId, b.template_key, language)
   if (!template) throw new UnknownTemplate()

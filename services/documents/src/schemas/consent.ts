@@ -132,7 +132,11 @@ export const CreateConsentBody = Type.Object(
     appointment_id: Type.Optional(Uuid),
     exam_id: Type.Optional(Uuid),
     expires_at: Type.Optional(
-      Type.String({ format: 'date-time', maxLength: 40, description: 'default: 7 days from now' }),
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description: 'default: 7 days from now; at most 90 days from now',
+      }),
     ),
     send: Type.Optional(Type.Boolean({ description: 'send the signer the link (default true)' })),
     channel: Type.Optional(enumOf(['email', 'sms'] as const, "default: the patient's preferred")),

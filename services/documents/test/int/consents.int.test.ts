@@ -238,3 +238,56 @@ describe('a consent through its link', () => {
     }
   })
 })
+
+describe('what a consent takes', () => {
+  it("422 signer_mismatch for an in-person grant by another role than the consent's; it stays pending", async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const minor = h.far.patient(p.companyId, { requiresGuardian: true })
+    const consent = (
+      await as('POST', '/consents', { patient_id: minor, template_key: 'cataract-surgery', send: false })
+    ).json()
+    expect(consent.signer_role).toBe('guardian')
+    const res = await as('POST', `/consents/${consent.id}/grant`, {
+      signer_role: 'patient',
+      signer_name: 'Rob Kid',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(res.statusCode).toBe(422)
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(res.json()).toMatchObject({ code: 'signer_mismatch' })
+    expect((await as('GET', `/consents/${consent.id}`)).json()).toMatchObject({
+      status: 'pending',
+      evidence: null,
+      document_id: null,
+    })
+    expect((await as('GET', `/documents?patient_id=${minor}`)).json().meta.total).toBe(0)
+    const right = await as('POST', `/consents/${consent.id}/grant`, {
+      signer_role: 'guardian',
+      signer_name: 'Tutor Ficticio',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(right.json()).toMatchObject({ status: 'granted', evidence: { signer_role: 'guardian' } })
+  })
+
+  it('expires within 90 days at most: beyond is 400 validation_failed naming /expires_at', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const patient_id = h.far.patient(p.companyId)
+    const ask = (expires_at: string) =>
+      as('POST', '/consents', { patient_id, template_key: 'cataract-surgery', send: false, expires_at })
+    for (const far of ['2099-01-01T00:00:00Z', '2027-02-25T10:00:00.001Z']) {
+      const res = await ask(far)
+      expect(res.statusCode).toBe(400)
+      expect(res.json()).toMatchObject({ code: 'validation_failed', errors: [{ path: '/expires_at' }] })
+    }
+    // Exactly 90 days from now is the most.
+    expect((await ask('2027-02-25T10:00:00Z')).json()).toMatchObject({
+      status: 'pending',
+      expires_at: '2027-02-25T10:00:00.000Z',
+    })
+    expect((await as('GET', '/consents')).json().meta.total).toBe(1)
+  })
+})
