@@ -6,6 +6,7 @@ import { answerConsent } from './answer-consent'
 import { nameOf, type ConsentDeps } from './consents'
 import type { PatientContact } from './directories'
 import { InvalidTransition } from './errors'
+import { signerOnFile } from './signer-name'
 
 /**
  * The consent link page (DESIGN.md section 16): `PUBLIC_BASE_URL/p/c/<token>`, no API token; the
@@ -89,15 +90,7 @@ async function consentOf(deps: LinkDeps, link: ConsentLink) {
 /** Who signs, and on whose behalf: the guardian's name from the patient's record when there is one. */
 async function signerOf(deps: LinkDeps, ctx: Ctx, consent: Consent) {
   const patient = await deps.patients.contact(ctx, consent.patient_id)
-  return {
-    patientName: nameOf(patient),
-    signerName:
-      consent.signer_role === 'guardian'
-        ? (patient?.guardian?.name ?? null)
-        : patient
-          ? nameOf(patient)
-          : null,
-  }
+  return { patientName: nameOf(patient), signerName: signerOnFile(patient, consent.signer_role) }
 }
 
 async function pageOf(
@@ -169,13 +162,14 @@ export async function answerConsentLink(
         accept,
         evidence: {
           signer_role: consent.signer_role,
-          signer_name: typed || (page.signerName ?? ''),
+          // Declining needs no name: then none is recorded as typed.
+          signer_name: typed,
           method: 'patient_link',
           ip: req.ip,
           user_agent: req.userAgent ? req.userAgent.slice(0, 500) : null,
         },
       },
-      { patientName: async () => page.patientName },
+      { who: async () => ({ patientName: page.patientName, signerOnFile: page.signerName }) },
     )
     return { kind: 'done', status: answered.status as 'granted' | 'refused' }
   } catch (err) {

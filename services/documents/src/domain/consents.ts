@@ -34,6 +34,11 @@ import { checkReferences } from './references'
 export const DEFAULT_CONSENT_DAYS = 7
 export const MAX_CONSENT_DAYS = 90
 const DAY_MS = 86_400_000
+/**
+ * The time zone a consent's times are written in. The gateway's identity keeps no time zone per
+ * center yet, so every consent takes the house's (that of appointments and practitioners too).
+ */
+export const DEFAULT_TIME_ZONE = 'Europe/Madrid'
 
 export const textHash = (body: string) => createHash('sha256').update(body, 'utf8').digest('hex')
 
@@ -188,6 +193,10 @@ export async function requestConsent(
       exam_id: b.exam_id?.toLowerCase() ?? null,
       codalmacen,
       link_id: linkId,
+      // Who asks, as the gateway's identity names them now: the message, page and PDF say so.
+      clinic_name: ctx.auth.names?.company ?? null,
+      center_name: (codalmacen && ctx.auth.names?.centers[codalmacen]) || null,
+      time_zone: DEFAULT_TIME_ZONE,
     })
     await tx.publish([consentEvent('consent.requested', ctx, consent)])
     return { body: consent }

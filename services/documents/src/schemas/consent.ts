@@ -92,6 +92,22 @@ export const Evidence = Type.Object(
     user_agent: nullable(Type.String()),
     text_sha256: Type.String(),
     witness: Type.Optional(Type.String()),
+    signer_name_on_file: Type.Optional(
+      nullable(
+        Type.String({
+          description:
+            "the signer's name on the patient's record when they answered (the guardian's, or the patient's): null when the record has none",
+        }),
+      ),
+    ),
+    signer_name_matches: Type.Optional(
+      nullable(
+        Type.Boolean({
+          description:
+            'whether `signer_name` (as typed) names the signer on file: every word of the name on file in it, ignoring case, accents and spacing; false is a mismatch for staff to look at; null when there is no name on file',
+        }),
+      ),
+    ),
     answer: Type.Unsafe<'accept' | 'decline'>({ type: 'string', enum: ['accept', 'decline'] }),
   },
   { title: 'ConsentEvidence', additionalProperties: false },
