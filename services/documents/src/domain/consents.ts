@@ -24,7 +24,7 @@ import type {
   WithdrawInput,
 } from '../schemas/consent'
 import { CONSENT_KEYSET, TEMPLATE_KEYSET } from './consent-keysets'
-import type { ConsentStore } from './consent-store'
+import type { ClinicNames, ConsentStore } from './consent-store'
 import type { ContentStore } from './content-store'
 import type { AppointmentDirectory, ExamDirectory, PatientContact, PatientDirectory } from './directories'
 import { InvalidTransition, UnknownTemplate } from './errors'
@@ -147,10 +147,18 @@ export async function requestConsent(
     idempotencyKey: string | undefined
     requestHash: string
   },
-): Promise<StoredResponse<Consent> & { patient: PatientContact | null; linkId: string | null }> {
+): Promise<
+  StoredResponse<Consent> & { patient: PatientContact | null; linkId: string | null; clinic: ClinicNames }
+> {
   const idempotency = idempotencyOf(ctx, input)
   const prior = await deps.store.storedResponse<Consent>(ctx.auth.companyId, idempotency)
-  if (prior) return { ...prior, patient: null, linkId: null }
+  if (prior)
+    return {
+      ...prior,
+      patient: null,
+      linkId: null,
+      clinic: { name: null, center: null, timeZone: DEFAULT_TIME_ZONE },
+    }
   const b = input.body
   const codalmacen = b.codalmacen ?? input.queryCenter ?? null
   if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
@@ -179,6 +187,12 @@ export async function requestConsent(
   const template = await deps.store.latestTemplate(ctx.auth.companyId, b.template_key, language)
   if (!template) throw new UnknownTemplate()
   const linkId = uuidv7()
+  // Who asks, as the gateway's identity names them now: the message, page and PDF say so.
+  const clinic: ClinicNames = {
+    name: ctx.auth.names?.company ?? null,
+    center: (codalmacen && ctx.auth.names?.centers[codalmacen]) || null,
+    timeZone: DEFAULT_TIME_ZONE,
+  }
   const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const consent = await tx.insert(uuidv7(), {
       patient_id: patient.id,
@@ -193,16 +207,15 @@ export async function requestConsent(
       exam_id: b.exam_id?.toLowerCase() ?? null,
       codalmacen,
       link_id: linkId,
-      // Who asks, as the gateway's identity names them now: the message, page and PDF say so.
-      clinic_name: ctx.auth.names?.company ?? null,
-      center_name: (codalmacen && ctx.auth.names?.centers[codalmacen]) || null,
-      time_zone: DEFAULT_TIME_ZONE,
+      clinic_name: clinic.name,
+      center_name: clinic.center,
+      time_zone: clinic.timeZone,
     })
     await tx.publish([consentEvent('consent.requested', ctx, consent)])
     return { body: consent }
   })
   ctx.log.info({ consent_id: result.body.id, replayed: !!result.replayed }, 'consent requested')
-  return { ...result, patient, linkId }
+  return { ...result, patient, linkId, clinic }
 }
 
 /** POST /consents/{id}/withdraw: a granted consent becomes withdrawn; its history stays. */

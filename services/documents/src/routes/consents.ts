@@ -178,6 +178,7 @@ export const consentRoutes: FastifyPluginAsyncTypebox<ConsentRoutesOptions> = as
         linkId: result.linkId,
         patient: result.patient,
         channel: req.body.channel,
+        clinic: result.clinic,
       })
     return sendResource(reply, result, { status: 201, location: `/consents/${result.body.id}` })
   })
