@@ -1552,6 +1552,10 @@ export interface components {
                 user_agent: string | null;
                 text_sha256: string;
                 witness?: string;
+                /** @description the signer's name on the patient's record when they answered (the guardian's, or the patient's): null when the record has none */
+                signer_name_on_file?: string | null;
+                /** @description whether `signer_name` (as typed) names the signer on file: every word of the name on file in it, ignoring case, accents and spacing; false is a mismatch for staff to look at; null when there is no name on file */
+                signer_name_matches?: boolean | null;
                 /** @enum {string} */
                 answer: "accept" | "decline";
             } | null;
