@@ -199,7 +199,7 @@ describe('a consent in a browser', () => {
       // The page after: what was answered, for whom and when (in the center's time zone).
       const answered = await page.locator('#answered').innerText()
       expect(answered).toMatch(
-        /^Tutora Ficticia García respondió «Acepto» a «Lentes de contacto» como representante legal de Testa Documento, el \d{1,2} de \S+ de \d{4} a las \d{2}:\d{2}:\d{2} \S+ \(Europe\/Madrid\)\.$/,
+        /^Tutora Ficticia García respondió «Acepto» a «Lentes de contacto» como representante legal de Testa Documento, el \d{1,2} de \S+ de \d{4} a las \d{1,2}:\d{2}:\d{2} \S+ \(Europe\/Madrid\)\.$/,
       )
       expect(await page.locator('#clinic').innerText()).toBe(`E2E Clinic ${t.companyId} (Center ALM1)`)
       // ...and offers the signed PDF: a download, the very document the clinic keeps.
