@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path'
-import { ensureChromium } from './ensure-chromium.mjs'
+import { ensureTestPackages } from './ensure-chromium.mjs'
 import { ensureDocker } from './ensure-docker.mjs'
 import { build, checkDependencies, ensureInstalled, pnpm, loadDotEnv, root } from './lib.mjs'
 
@@ -60,8 +60,9 @@ try {
     },
     { title: 'checking deploy files (no engine needed)', cmd: 'bash', args: ['deploy/check.sh'] },
   ])
-  // The browser tests drive Debian's Chromium (a CI machine starts without it).
-  ensureChromium()
+  // The browser tests drive Debian's Chromium, documents' PDF tests run poppler's pdftotext and
+  // pdftoppm (a CI machine starts without them).
+  ensureTestPackages()
   // The engine the e2e suite (Testcontainers) and the container suite run on.
   engine = await ensureDocker()
   // CI proves the containers run (DESIGN.md section 18): a machine where no engine can be had fails

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import type { BrowserContext } from 'playwright-core'
@@ -128,7 +128,9 @@ describe('downloads in a browser', () => {
       await page.setExtraHTTPHeaders({ 'x-service-token': t.token })
       // An attachment is a download, never a page: navigation to it does not render it.
       const [download] = await Promise.all([page.waitForEvent('download'), page.goto(url).catch(() => null)])
-      expect(download.suggestedFilename()).toContain('.html')
+      // Saved under the extension of what the bytes are (a PNG), never the .html it was sent as.
+      expect(download.suggestedFilename()).toMatch(/\.png$/)
+      expect(download.suggestedFilename()).not.toContain('.html')
       expect(dialogs).toEqual([])
       expect(page.url()).not.toBe(url)
     } finally {
@@ -154,7 +156,7 @@ describe('a consent in a browser', () => {
     expect(template.status).toBe(201)
     const consent = await call('POST', '/consents', {
       token: t.token,
-      body: { patient_id: child.id, template_key: 'contact-lens-minor', channel: 'sms' },
+      body: { patient_id: child.id, template_key: 'contact-lens-minor', channel: 'sms', codalmacen: 'ALM1' },
     })
     expect(consent.status).toBe(201)
     expect(consent.body).toMatchObject({ signer_role: 'guardian', text_sha256: template.body.text_sha256 })
@@ -171,13 +173,20 @@ describe('a consent in a browser', () => {
       { timeoutMs: SETTLE_MS, what: 'the consent link sent to the guardian' },
     )
     const link = /(http\S+\/p\/c\/\S+)/.exec(sms.body)![1]!
+    // The message names who asks: the company and the center, from the gateway's identity.
+    expect(sms.body).toMatch(
+      new RegExp(`^E2E Clinic ${t.companyId} \\(Center ALM1\\) le pide su consentimiento`),
+    )
 
     const page = await browser.newPage()
     try {
       expect((await open(page, link)).status()).toBe(200)
       expect(await page.getAttribute('html', 'lang')).toBe('es')
       expect(await page.locator('#consent-text').innerText()).toBe(text)
-      expect(await page.locator('#behalf').innerText()).toContain('tutor legal de Testa Documento')
+      expect(await page.locator('#clinic').innerText()).toBe(`E2E Clinic ${t.companyId} (Center ALM1)`)
+      expect(await page.locator('#behalf').innerText()).toBe(
+        'Usted firma como representante legal de Testa Documento.',
+      )
       expect(await page.evaluate<number>('document.scrollingElement.scrollWidth')).toBeLessThanOrEqual(390)
       await page.getByLabel('Su nombre completo').fill('Tutora Ficticia García')
       const [answer] = await Promise.all([
@@ -187,6 +196,20 @@ describe('a consent in a browser', () => {
       await page.waitForLoadState()
       expect(answer.status()).toBe(200)
       expect(await heading(page)).toContain('consentimiento ha quedado registrado')
+      // The page after: what was answered, for whom and when (in the center's time zone).
+      const answered = await page.locator('#answered').innerText()
+      expect(answered).toMatch(
+        /^Tutora Ficticia García respondió «Acepto» a «Lentes de contacto» como representante legal de Testa Documento, el \d{1,2} de \S+ de \d{4} a las \d{1,2}:\d{2}:\d{2} \S+ \(Europe\/Madrid\)\.$/,
+      )
+      expect(await page.locator('#clinic').innerText()).toBe(`E2E Clinic ${t.companyId} (Center ALM1)`)
+      // ...and offers the signed PDF: a download, the very document the clinic keeps.
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('link', { name: 'Descargar el documento firmado (PDF)' }).click(),
+      ])
+      expect(download.suggestedFilename()).toMatch(/\.pdf$/)
+      const saved = readFileSync((await download.path())!)
+      expect(saved.subarray(0, 5).toString('latin1')).toBe('%PDF-')
 
       const granted = await call('GET', `/consents/${consent.body.id}`, { token: t.token })
       expect(granted.body).toMatchObject({
@@ -194,8 +217,13 @@ describe('a consent in a browser', () => {
         evidence: { signer_role: 'guardian', signer_name: 'Tutora Ficticia García', method: 'patient_link' },
       })
       expect(granted.body.evidence.user_agent).toContain('Chrome')
+      expect(granted.body.evidence).toMatchObject({
+        signer_name_on_file: 'Tutora Ficticia',
+        signer_name_matches: true,
+      })
       const pdf = await call('GET', `/documents/${granted.body.document_id}`, { token: t.token })
       expect(pdf.body).toMatchObject({ category: 'consent', content_type: 'application/pdf' })
+      expect(pdf.body.sha256).toBe(createHash('sha256').update(saved).digest('hex'))
 
       // A second use, an altered token, an expired link: clear pages, never a 5xx.
       const again = await open(page, link)

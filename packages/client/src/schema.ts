@@ -1082,7 +1082,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a document (multipart/form-data)
-         * @description A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).
+         * @description A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment and `exam_id` an exam of that patient in the company (422 unknown_appointment, 422 unknown_exam). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).
          *
          *     Needs the token scope `documents:write` (else 403 insufficient_scope).
          */
@@ -1111,7 +1111,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a document
-         * @description The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail.
+         * @description The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail. Evidence is never deleted: a document a consent points to (its signed PDF, an attached scanned form) or of category `consent` is 409 document_in_use, its bytes kept.
          *
          *     Needs the token scope `documents:write` (else 403 insufficient_scope).
          */
@@ -1120,7 +1120,7 @@ export interface paths {
         head?: never;
         /**
          * Change the title or category of a document
-         * @description Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.
+         * @description Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410. The category of evidence (a document of category `consent`, or one a consent points to) stays: 409 document_in_use.
          *
          *     Needs the token scope `documents:write` (else 403 insufficient_scope).
          */
@@ -1136,7 +1136,7 @@ export interface paths {
         };
         /**
          * Download a document's bytes
-         * @description The bytes as stored, `Content-Type` the detected type, as an attachment, `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.
+         * @description The bytes as stored, `Content-Type` the detected type, as an attachment named with the extension of that type (the kept name's own replaced or appended: a PNG uploaded as `fondo.pdf` downloads as `fondo.png`), `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.
          *
          *     Needs the token scope `documents:read` (else 403 insufficient_scope).
          */
@@ -1214,7 +1214,7 @@ export interface paths {
         put?: never;
         /**
          * Ask for a consent
-         * @description Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. 422 unknown_template, unknown_patient, unknown_appointment.
+         * @description Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. `expires_at` (default 7 days) at most 90 days from now, else 400. `appointment_id` and `exam_id` must be this patient's in the company. 422 unknown_template, unknown_patient, unknown_appointment, unknown_exam.
          *
          *     Needs the token scope `consents:write` (else 403 insufficient_scope).
          */
@@ -1256,7 +1256,7 @@ export interface paths {
         put?: never;
         /**
          * Record a consent granted in the clinic
-         * @description `method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. A consent that is not pending is 409 invalid_transition.
+         * @description `method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. `signer_role` must be the consent's (422 signer_mismatch: a minor's consent is signed by the guardian). A consent that is not pending is 409 invalid_transition.
          *
          *     Needs the token scope `consents:write` (else 403 insufficient_scope).
          */
@@ -1552,6 +1552,10 @@ export interface components {
                 user_agent: string | null;
                 text_sha256: string;
                 witness?: string;
+                /** @description the signer's name on the patient's record when they answered (the guardian's, or the patient's): null when the record has none */
+                signer_name_on_file?: string | null;
+                /** @description whether `signer_name` (as typed) names the signer on file: every word of the name on file in it, ignoring case, accents and spacing; false is a mismatch for staff to look at; null when there is no name on file */
+                signer_name_matches?: boolean | null;
                 /** @enum {string} */
                 answer: "accept" | "decline";
             } | null;
@@ -1600,7 +1604,7 @@ export interface components {
             exam_id?: string;
             /**
              * Format: date-time
-             * @description default: 7 days from now
+             * @description default: 7 days from now; at most 90 days from now
              */
             expires_at?: string;
             /** @description send the signer the link (default true) */
@@ -6995,7 +6999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnsupportedTypeProblem"];
                 };
             };
-            /** @description unknown_patient or unknown_appointment */
+            /** @description unknown_patient, unknown_appointment or unknown_exam */
             422: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -7119,6 +7123,20 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description document_in_use */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7191,6 +7209,20 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description document_in_use */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description document_deleted */
             410: {
                 headers: {
@@ -7551,7 +7583,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description unknown_template, unknown_patient or unknown_appointment */
+            /** @description unknown_template, unknown_patient, unknown_appointment or unknown_exam */
             422: {
                 headers: {
                     "X-service-Version": components["headers"]["ServiceVersion"];
@@ -7683,6 +7715,20 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description signer_mismatch */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];

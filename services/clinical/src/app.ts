@@ -3,6 +3,7 @@ import { ExamsRepository } from './db/repositories/exams-repository'
 import type { AppointmentDirectory, PatientDirectory } from './domain/directory'
 import { examRoutes } from './routes/exams'
 import { findingRoutes } from './routes/findings'
+import { internalRoutes } from './routes/internal'
 import { prescriptionRoutes } from './routes/prescriptions'
 import { signingRoutes } from './routes/signing'
 import { trendRoutes } from './routes/trends'
@@ -35,5 +36,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await app.register(signingRoutes, { store, clock })
   await app.register(prescriptionRoutes, { store, clock })
   await app.register(trendRoutes, { store, patients: deps.patients })
+  await app.register(internalRoutes, { store })
   return app
 }

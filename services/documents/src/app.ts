@@ -2,7 +2,7 @@ import { serviceApp, type ServiceDeps } from '@clinic/platform'
 import { DEFAULT_MAX_BYTES } from './config'
 import { ContentRepository } from './db/repositories/content-repository'
 import { DocumentsRepository } from './db/repositories/documents-repository'
-import type { AppointmentDirectory, PatientDirectory } from './domain/directories'
+import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from './domain/directories'
 import { documentRoutes } from './routes/documents'
 import { ConsentsRepository } from './db/repositories/consents-repository'
 import type { LinkSender } from './domain/consent-links'
@@ -17,6 +17,8 @@ export interface Deps extends ServiceDeps {
   patients: PatientDirectory
   /** Appointments of the caller's company (the appointments service, over internal HTTP). */
   appointments: AppointmentDirectory
+  /** Exams of the caller's company (the clinical service, over internal HTTP). */
+  exams: ExamDirectory
   /** DOCUMENTS_MAX_BYTES; default 25 MiB. */
   maxBytes?: number
   /** Sends a consent's link to its signer (through comms). */
@@ -43,6 +45,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     content,
     patients: deps.patients,
     appointments: deps.appointments,
+    exams: deps.exams,
     maxBytes: deps.maxBytes ?? DEFAULT_MAX_BYTES,
   })
   const consents = {
@@ -50,6 +53,7 @@ export async function buildApp(deps: Deps): Promise<App> {
     content,
     patients: deps.patients,
     appointments: deps.appointments,
+    exams: deps.exams,
     clock,
   }
   await app.register(consentRoutes, { ...consents, links: deps.links })

@@ -12,6 +12,8 @@ export const configSpec = {
   PATIENTS_URL: v.serviceUrl('patients'),
   /** Where the appointments service answers `GET /internal/appointments/:id`. */
   APPOINTMENTS_URL: v.serviceUrl('appointments'),
+  /** Where the clinical service answers `GET /internal/clinical/exams/:id` (whose exam is it?). */
+  CLINICAL_URL: v.serviceUrl('clinical'),
   /** Where comms takes a consent link to send (`POST /internal/comms/send`). */
   COMMS_URL: v.serviceUrl('comms'),
   /** The public address of the gateway: consent links are `PUBLIC_BASE_URL/p/c/<token>`. */

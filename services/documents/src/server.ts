@@ -1,6 +1,7 @@
 import { requireServiceSigner, runService } from '@clinic/platform'
 import { buildApp } from './app'
 import { AppointmentsClient } from './clients/appointments-client'
+import { ClinicalClient } from './clients/clinical-client'
 import { PatientsClient } from './clients/patients-client'
 import { CommsLinkSender } from './clients/comms-client'
 import { ConsentsRepository } from './db/repositories/consents-repository'
@@ -19,7 +20,7 @@ runService(
     port: (c) => c.DOCUMENTS_PORT,
   },
   async (deps, config) => {
-    const client = (service: 'patients' | 'appointments' | 'comms', baseUrl: string) => ({
+    const client = (service: 'patients' | 'appointments' | 'clinical' | 'comms', baseUrl: string) => ({
       baseUrl,
       signer: requireServiceSigner(deps, service),
       timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
@@ -36,6 +37,7 @@ runService(
         ...deps,
         patients: new PatientsClient(client('patients', config.PATIENTS_URL)),
         appointments: new AppointmentsClient(client('appointments', config.APPOINTMENTS_URL)),
+        exams: new ClinicalClient(client('clinical', config.CLINICAL_URL)),
         maxBytes: config.DOCUMENTS_MAX_BYTES,
         linkSecret: config.DOCUMENTS_LINK_SECRET,
         links: new CommsLinkSender({

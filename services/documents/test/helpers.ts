@@ -17,19 +17,22 @@ import { testAssertionKeys, testSigner } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp, type App } from '../src/app'
 import { AppointmentsClient } from '../src/clients/appointments-client'
+import { ClinicalClient } from '../src/clients/clinical-client'
 import { PatientsClient } from '../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import { CommsLinkSender } from '../src/clients/comms-client'
 import { ConsentsRepository } from '../src/db/repositories/consents-repository'
 
 /**
- * The far ends of documents' lookups: a local HTTP server speaking the patients and appointments
- * services' internal endpoints (200 or 404 per company, 401 without documents' valid assertion),
+ * The far ends of documents' lookups: a local HTTP server speaking the patients, appointments and
+ * clinical services' internal endpoints (200 or 404 per company, 401 without documents' valid assertion),
  * so the real clients, assertions and timeouts run.
  */
 export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
   const patients = new Map<string, { requires_legal_guardian: boolean }>()
-  const appointments = new Set<string>()
+  /** company:appointment -> its patient; company:exam -> its patient (and center). */
+  const appointments = new Map<string, string>()
+  const exams = new Map<string, { patient_id: string; codalmacen: string }>()
   /** What documents asked comms to send, by company. */
   const messages: Array<{ companyId: number; body: { patient_id: string; subject?: string; body: string } }> =
     []
@@ -72,7 +75,11 @@ export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
         version: 1,
       })
     const appointment = /^\/internal\/appointments\/([^/]+)$/.exec(path)?.[1]
-    if (appointment && appointments.has(`${company}:${appointment}`)) return send(200, { id: appointment })
+    const appointmentOf = appointment && appointments.get(`${company}:${appointment}`)
+    if (appointmentOf) return send(200, { id: appointment, patient_id: appointmentOf, codalmacen: 'ALM1' })
+    const exam = /^\/internal\/clinical\/exams\/([^/]+)$/.exec(path)?.[1]
+    const examOf = exam && exams.get(`${company}:${exam}`)
+    if (examOf) return send(200, { id: exam, ...examOf, status: 'signed' })
     return send(404, { code: 'not_found' })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -92,9 +99,16 @@ export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
       patients.set(`${companyId}:${id}`, { requires_legal_guardian: o.requiresGuardian ?? false })
       return id
     },
-    appointment(companyId: number): string {
+    /** An appointment of that company's patient, known to the far end. */
+    appointment(companyId: number, patientId: string): string {
       const id = uuidv7()
-      appointments.add(`${companyId}:${id}`)
+      appointments.set(`${companyId}:${id}`, patientId)
+      return id
+    },
+    /** An exam (clinical's) of that company's patient, known to the far end. */
+    exam(companyId: number, patientId: string): string {
+      const id = uuidv7()
+      exams.set(`${companyId}:${id}`, { patient_id: patientId, codalmacen: 'ALM1' })
       return id
     },
     close: () =>
@@ -149,6 +163,7 @@ export async function startApp(o: { maxBytes?: number; clock?: () => Date } = {}
     serviceSigner: testSigner('documents'),
     patients: new PatientsClient(client),
     appointments: new AppointmentsClient(client),
+    exams: new ClinicalClient(client),
     maxBytes: o.maxBytes,
     links,
     linkSecret: LINK_SECRET,

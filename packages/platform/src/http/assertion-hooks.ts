@@ -9,6 +9,7 @@ import {
   ASSERTION_TTL_SECONDS,
   splitUrl,
   verifyAssertion,
+  type Principal,
   type VerifyResult,
 } from '../assertion'
 import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
@@ -137,8 +138,9 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
   /** The principal of an admitted request into `req.ctx`, or the error it is refused with. */
   const admitted = (req: FastifyRequest, result: VerifyResult): Error | undefined => {
     if (!result.ok) return refuse(req, result.reason)
-    const { companyId, userId, username, tokenId, companyCenters, allowedCenters } = result.claims
-    const auth = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
+    const { companyId, userId, username, tokenId, companyCenters, allowedCenters, names } = result.claims
+    const auth: Principal = { companyId, userId, username, tokenId, companyCenters, allowedCenters }
+    if (names) auth.names = names
     req.assertedBodyHash = result.claims.bodyHash ?? ''
     req.ctx = {
       auth,

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { type Ctx } from '@clinic/platform/core'
 import { lookUp } from '@clinic/platform/http'
-import type { AppointmentDirectory } from '../domain/directories'
+import type { AppointmentDirectory, OwnedRecord } from '../domain/directories'
 import type { ClientOptions } from './patients-client'
 
-const AppointmentFound = Type.Object({ id: Type.String() })
+const AppointmentFound = Type.Object({ id: Type.String(), patient_id: Type.String() })
 
 /**
  * The appointments service's internal lookup, on behalf of the caller (its company and centers
@@ -13,14 +13,13 @@ const AppointmentFound = Type.Object({ id: Type.String() })
 export class AppointmentsClient implements AppointmentDirectory {
   constructor(private readonly o: ClientOptions) {}
 
-  async exists(ctx: Ctx, appointmentId: string): Promise<boolean> {
-    const found = await lookUp(ctx, this.o.signer, {
+  find(ctx: Ctx, appointmentId: string): Promise<OwnedRecord | null> {
+    return lookUp<OwnedRecord>(ctx, this.o.signer, {
       service: 'appointments',
       baseUrl: this.o.baseUrl,
       path: `/internal/appointments/${encodeURIComponent(appointmentId)}`,
       timeoutMs: this.o.timeoutMs,
       answer: AppointmentFound,
     })
-    return found !== null
   }
 }

@@ -5,13 +5,13 @@ import { signConsentLink } from '../links/tokens'
 import type { ClientOptions } from './patients-client'
 
 const TEXT = {
-  es: (title: string, url: string) => ({
-    subject: `Consentimiento: ${title}`,
-    body: `La clínica le pide su consentimiento informado para: ${title}.\n\nLéalo y responda aquí: ${url}\n\nEl enlace caduca; si tiene dudas, contacte con la clínica.`,
+  es: (clinic: string | null, title: string, url: string) => ({
+    subject: `${clinic ?? 'Consentimiento'}: ${title}`,
+    body: `${clinic ?? 'La clínica'} le pide su consentimiento informado para: ${title}.\n\nLéalo y responda aquí: ${url}\n\nEl enlace caduca; si tiene dudas, contacte con ${clinic ?? 'la clínica'}.`,
   }),
-  en: (title: string, url: string) => ({
-    subject: `Consent: ${title}`,
-    body: `The clinic asks for your informed consent to: ${title}.\n\nRead it and answer here: ${url}\n\nThe link expires; if you have questions, contact the clinic.`,
+  en: (clinic: string | null, title: string, url: string) => ({
+    subject: `${clinic ?? 'Consent'}: ${title}`,
+    body: `${clinic ?? 'The clinic'} asks for your informed consent to: ${title}.\n\nRead it and answer here: ${url}\n\nThe link expires; if you have questions, contact ${clinic ?? 'the clinic'}.`,
   }),
 }
 
@@ -32,7 +32,7 @@ export class CommsLinkSender implements LinkSender {
 
   async send(
     ctx: Ctx,
-    { consent, linkId, patient, channel }: Parameters<LinkSender['send']>[1],
+    { consent, linkId, patient, channel, clinic }: Parameters<LinkSender['send']>[1],
   ): Promise<void> {
     const lang = consent.language.startsWith('en') ? 'en' : 'es'
     const token = await signConsentLink(this.o.secret, {
@@ -43,7 +43,8 @@ export class CommsLinkSender implements LinkSender {
       exp: Math.floor(Date.parse(consent.expires_at) / 1000),
     })
     const url = `${this.o.publicBaseUrl.replace(/\/$/, '')}/p/c/${token}`
-    const text = TEXT[lang](await this.o.templateTitle(ctx, consent.id), url)
+    const who = clinic.name ? (clinic.center ? `${clinic.name} (${clinic.center})` : clinic.name) : null
+    const text = TEXT[lang](who, await this.o.templateTitle(ctx, consent.id), url)
     // A subject only for an email: the channel asked for, else comms' choice (the patient's
     // preferred, else email when the recipient has an address for it).
     const recipient = patient.requires_legal_guardian ? patient.guardian : patient

@@ -3,7 +3,7 @@ import { lookUp } from '@clinic/platform/http'
 import type { PatientContact, PatientDirectory } from '../domain/directories'
 
 export interface ClientOptions {
-  /** PATIENTS_URL or APPOINTMENTS_URL */
+  /** PATIENTS_URL, APPOINTMENTS_URL, CLINICAL_URL or COMMS_URL */
   baseUrl: string
   /** documents' own key (SERVICE_SIGNING_KEY), taken only on the internal routes that name documents. */
   signer: AssertionSigner

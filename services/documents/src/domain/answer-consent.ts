@@ -7,12 +7,22 @@ import type { Consent, Evidence, GrantInput } from '../schemas/consent'
 import type { ConsentTx } from './consent-store'
 import type { StagedContent } from './content-store'
 import { getConsent, nameOf, type ConsentDeps } from './consents'
-import { InvalidTransition } from './errors'
+import { InvalidTransition, SignerMismatch } from './errors'
+import { namesMatch, signerOnFile } from './signer-name'
+
+/** Whose behalf the signer acts on, and the signer's name on the patient's record. */
+export interface Who {
+  patientName: string
+  signerOnFile: string | null
+}
 
 /** The answer of a signer (through the link, or in the clinic), as it is recorded. */
 export interface Answer {
   accept: boolean
-  evidence: Omit<Evidence, 'answer' | 'text_sha256' | 'signed_at'>
+  evidence: Omit<
+    Evidence,
+    'answer' | 'text_sha256' | 'signed_at' | 'signer_name_on_file' | 'signer_name_matches'
+  >
   /** A scanned form the clinic attached (in person), instead of the rendered PDF. */
   documentId?: string
 }
@@ -27,14 +37,23 @@ export async function answerConsent(
   deps: ConsentDeps,
   id: string,
   answer: Answer,
-  o: { queryCenter?: string; patientName: () => Promise<string> },
+  o: { queryCenter?: string; who: (consent: Consent) => Promise<Who> },
 ): Promise<Consent> {
   const companyId = ctx.auth.companyId
   const current = await getConsent(ctx, deps.store, { id, queryCenter: o.queryCenter })
   if (current.status !== 'pending') throw new InvalidTransition(`the consent is ${current.status}`)
+  // The consent names who signs (the guardian of a patient who requires one): nobody else can.
+  if (answer.evidence.signer_role !== current.signer_role)
+    throw new SignerMismatch(current.signer_role, answer.evidence.signer_role)
   const template = await deps.store.templateOf(companyId, current)
+  const who = await o.who(current)
   const evidence: Evidence = {
     ...answer.evidence,
+    // The name as typed beside the name on file: staff see a mismatch (a name typed is compared).
+    signer_name_on_file: who.signerOnFile,
+    signer_name_matches: answer.evidence.signer_name
+      ? namesMatch(answer.evidence.signer_name, who.signerOnFile)
+      : null,
     signed_at: deps.clock().toISOString(),
     text_sha256: current.text_sha256,
     answer: answer.accept ? 'accept' : 'decline',
@@ -45,7 +64,8 @@ export async function answerConsent(
       consent: current,
       template,
       evidence,
-      patientName: await o.patientName(),
+      patientName: who.patientName,
+      clinic: await deps.store.clinicOf(companyId, current.id),
     })
     const staged = deps.content.stage(companyId)
     pdf = { staged, bytes, sha256: createHash('sha256').update(bytes).digest('hex') }
@@ -77,9 +97,12 @@ export async function answerConsent(
   }
 }
 
-/** A scanned form attached in person must be a `consent` document of the same patient. */
+/**
+ * A scanned form attached in person must be a `consent` document of the same patient. Its row is
+ * locked until the grant commits, so a concurrent DELETE waits and then sees the consent.
+ */
 async function attachedDocument(tx: ConsentTx, documentId: string, patientId: string) {
-  const doc = await tx.documents.findById(documentId.toLowerCase())
+  const doc = await tx.documents.findById(documentId.toLowerCase(), { forUpdate: true })
   if (!doc || doc.status !== 'available' || doc.patient_id !== patientId || doc.category !== 'consent')
     throw new ValidationFailed([
       {
@@ -137,10 +160,10 @@ export function grantInPerson(
     },
     {
       queryCenter: input.queryCenter,
-      patientName: async () =>
-        nameOf(
-          await deps.patients.contact(ctx, (await getConsent(ctx, deps.store, { id: input.id })).patient_id),
-        ),
+      who: async (consent) => {
+        const patient = await deps.patients.contact(ctx, consent.patient_id)
+        return { patientName: nameOf(patient), signerOnFile: signerOnFile(patient, consent.signer_role) }
+      },
     },
   )
 }

@@ -1,11 +1,19 @@
 import type { CloudEvent, Ctx } from '@clinic/platform/core'
 import { consentLinkViewed } from '../events/consent-events'
-import { verifyConsentLink, type ConsentLink } from '../links/tokens'
+import {
+  PDF_LINK_SECONDS,
+  signConsentPdfLink,
+  verifyConsentLink,
+  verifyConsentPdfLink,
+  type ConsentLink,
+} from '../links/tokens'
 import type { Consent, ConsentTemplate, SignerRole } from '../schemas/consent'
 import { answerConsent } from './answer-consent'
 import { nameOf, type ConsentDeps } from './consents'
 import type { PatientContact } from './directories'
+import type { ClinicNames } from './consent-store'
 import { InvalidTransition } from './errors'
+import { signerOnFile } from './signer-name'
 
 /**
  * The consent link page (DESIGN.md section 16): `PUBLIC_BASE_URL/p/c/<token>`, no API token; the
@@ -21,7 +29,14 @@ export const LINK_ACTOR = 'patient-link'
 export interface LinkSender {
   send(
     ctx: Ctx,
-    o: { consent: Consent; linkId: string; patient: PatientContact; channel?: 'email' | 'sms' },
+    o: {
+      consent: Consent
+      linkId: string
+      patient: PatientContact
+      channel?: 'email' | 'sms'
+      /** Who asks: the message names them. */
+      clinic: ClinicNames
+    },
   ): Promise<void>
 }
 
@@ -31,22 +46,30 @@ export type ConsentPage =
   | { kind: 'not_found' }
   /** Answered already (or withdrawn, expired): what it is now. */
   | { kind: 'used'; status: Consent['status'] }
+  | ({ kind: 'open' } & OpenPage)
+  /** What was answered, for whom and when; after a grant, the signed PDF's link (24 hours). */
   | {
-      kind: 'open'
-      template: ConsentTemplate
+      kind: 'done'
+      status: 'granted' | 'refused'
+      title: string
       signerRole: SignerRole
       patientName: string
-      signerName: string | null
+      signerName: string
+      answeredAt: string
+      clinic: ClinicNames
+      pdfUrl: string | null
     }
-  | { kind: 'done'; status: 'granted' | 'refused' }
   /** The form came back without a name to accept with. */
-  | {
-      kind: 'name_required'
-      template: ConsentTemplate
-      signerRole: SignerRole
-      patientName: string
-      signerName: string | null
-    }
+  | ({ kind: 'name_required' } & OpenPage)
+
+/** What the open page shows: the text, who asks, whose behalf, and who is on file to sign. */
+export interface OpenPage {
+  template: ConsentTemplate
+  signerRole: SignerRole
+  patientName: string
+  signerName: string | null
+  clinic: ClinicNames
+}
 
 export interface LinkDeps extends ConsentDeps {
   /** DOCUMENTS_LINK_SECRET; without it every link is invalid. */
@@ -89,15 +112,7 @@ async function consentOf(deps: LinkDeps, link: ConsentLink) {
 /** Who signs, and on whose behalf: the guardian's name from the patient's record when there is one. */
 async function signerOf(deps: LinkDeps, ctx: Ctx, consent: Consent) {
   const patient = await deps.patients.contact(ctx, consent.patient_id)
-  return {
-    patientName: nameOf(patient),
-    signerName:
-      consent.signer_role === 'guardian'
-        ? (patient?.guardian?.name ?? null)
-        : patient
-          ? nameOf(patient)
-          : null,
-  }
+  return { patientName: nameOf(patient), signerName: signerOnFile(patient, consent.signer_role) }
 }
 
 async function pageOf(
@@ -115,6 +130,7 @@ async function pageOf(
       kind: 'open',
       template,
       signerRole: consent.signer_role,
+      clinic: await deps.store.clinicOf(link.companyId, consent.id),
       ...(await signerOf(deps, ctx, consent)),
     },
     consent,
@@ -169,15 +185,35 @@ export async function answerConsentLink(
         accept,
         evidence: {
           signer_role: consent.signer_role,
-          signer_name: typed || (page.signerName ?? ''),
+          // Declining needs no name: then none is recorded as typed.
+          signer_name: typed,
           method: 'patient_link',
           ip: req.ip,
           user_agent: req.userAgent ? req.userAgent.slice(0, 500) : null,
         },
       },
-      { patientName: async () => page.patientName },
+      { who: async () => ({ patientName: page.patientName, signerOnFile: page.signerName }) },
     )
-    return { kind: 'done', status: answered.status as 'granted' | 'refused' }
+    const pdfUrl =
+      answered.status === 'granted' && answered.document_id
+        ? `/p/c/pdf/${await signConsentPdfLink(deps.secret!, {
+            companyId: link.companyId,
+            consentId: answered.id,
+            documentId: answered.document_id,
+            exp: Math.floor(deps.clock().getTime() / 1000) + PDF_LINK_SECONDS,
+          })}`
+        : null
+    return {
+      kind: 'done',
+      status: answered.status as 'granted' | 'refused',
+      title: page.template.title,
+      signerRole: page.signerRole,
+      patientName: page.patientName,
+      signerName: typed,
+      answeredAt: answered.evidence!.signed_at,
+      clinic: page.clinic,
+      pdfUrl,
+    }
   } catch (err) {
     // A double submit: the first answer won; this one shows what it was.
     if (err instanceof InvalidTransition) {
@@ -185,5 +221,45 @@ export async function answerConsentLink(
       return { kind: 'used', status: now?.status ?? 'pending' }
     }
     throw err
+  }
+}
+
+/** The signed PDF behind a page's link: its bytes and name, or the page saying why not. */
+export type ConsentPdf =
+  | { kind: 'pdf'; filename: string; size: number; bytes: AsyncIterable<Buffer> }
+  | { kind: 'invalid' }
+  | { kind: 'expired' }
+  | { kind: 'not_found' }
+
+/**
+ * `GET /p/c/pdf/<token>`: the signed PDF a grant's page offered, for 24 hours (the token's), while
+ * the consent still points to that document. On the trail like a view of the page (`page: pdf`).
+ */
+export async function openConsentPdf(deps: LinkDeps, req: LinkRequest): Promise<ConsentPdf> {
+  if (!deps.secret) return { kind: 'invalid' }
+  const verified = await verifyConsentPdfLink(deps.secret, req.token, deps.clock())
+  if (!verified.ok) return { kind: verified.reason === 'expired' ? 'expired' : 'invalid' }
+  const { link } = verified
+  const ctx = linkCtx(link.companyId, req)
+  const consent = await deps.store.linkConsent(link.companyId, link.consentId)
+  const document =
+    consent && consent.document_id === link.documentId
+      ? await deps.store.transaction(link.companyId, (tx) => tx.documents.findById(link.documentId))
+      : null
+  await deps.recordView(
+    link.companyId,
+    consentLinkViewed(ctx, {
+      consentId: link.consentId,
+      linkId: consent?.link_id ?? link.consentId,
+      page: document ? 'pdf' : 'pdf_not_found',
+      codalmacen: consent?.codalmacen ?? null,
+    }),
+  )
+  if (!document || document.status !== 'available') return { kind: 'not_found' }
+  return {
+    kind: 'pdf',
+    filename: document.filename,
+    size: document.size_bytes,
+    bytes: deps.content.read(link.companyId, document.sha256),
   }
 }

@@ -2,6 +2,16 @@ import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Consent, ConsentStatus, ConsentTemplate, Evidence, SignerRole } from '../schemas/consent'
 import type { DocumentTx } from './document-store'
 
+/** Who asked for a consent, as the consent froze it when it was asked. */
+export interface ClinicNames {
+  /** The company's name, or null when the request did not carry it (then "the clinic"). */
+  name: string | null
+  /** The center's name, or null (a consent of no center, or one the request did not name). */
+  center: string | null
+  /** IANA time zone its times are written in. */
+  timeZone: string
+}
+
 /**
  * What the consents domain needs from storage (db/repositories/consents-repository.ts): every
  * statement scoped by company under row-level security. A grant's PDF is stored as a document in
@@ -20,6 +30,8 @@ export interface ConsentStore extends TenantStore<ConsentTx, Consent> {
   templateOf(companyId: number, consent: Consent): Promise<ConsentTemplate>
   /** Pending consents past `now`, of any company: what the expiry worker expires. */
   due(now: Date, limit: number): Promise<Array<{ companyId: number; id: string }>>
+  /** Who asked for a consent (frozen at the request): the PDF, the page and the message name them. */
+  clinicOf(companyId: number, consentId: string): Promise<ClinicNames>
   /** The consent a link names (its company from the signed token). */
   linkConsent(companyId: number, id: string): Promise<(Consent & { link_id: string }) | null>
 }
@@ -37,6 +49,9 @@ export interface NewConsent {
   exam_id: string | null
   codalmacen: string | null
   link_id: string
+  clinic_name: string | null
+  center_name: string | null
+  time_zone: string
 }
 
 export interface ConsentChanges {

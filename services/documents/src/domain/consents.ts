@@ -24,13 +24,21 @@ import type {
   WithdrawInput,
 } from '../schemas/consent'
 import { CONSENT_KEYSET, TEMPLATE_KEYSET } from './consent-keysets'
-import type { ConsentStore } from './consent-store'
+import type { ClinicNames, ConsentStore } from './consent-store'
 import type { ContentStore } from './content-store'
-import type { AppointmentDirectory, PatientContact, PatientDirectory } from './directories'
-import { InvalidTransition, UnknownAppointment, UnknownTemplate } from './errors'
+import type { AppointmentDirectory, ExamDirectory, PatientContact, PatientDirectory } from './directories'
+import { InvalidTransition, UnknownTemplate } from './errors'
+import { checkReferences } from './references'
 
-/** DESIGN.md section 16: a request expires in 7 days unless it says otherwise. */
+/** DESIGN.md section 16: a request expires in 7 days unless it says otherwise, in 90 at most. */
 export const DEFAULT_CONSENT_DAYS = 7
+export const MAX_CONSENT_DAYS = 90
+const DAY_MS = 86_400_000
+/**
+ * The time zone a consent's times are written in. The gateway's identity keeps no time zone per
+ * center yet, so every consent takes the house's (that of appointments and practitioners too).
+ */
+export const DEFAULT_TIME_ZONE = 'Europe/Madrid'
 
 export const textHash = (body: string) => createHash('sha256').update(body, 'utf8').digest('hex')
 
@@ -39,6 +47,7 @@ export interface ConsentDeps {
   content: ContentStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
+  exams: ExamDirectory
   clock: () => Date
 }
 
@@ -138,10 +147,18 @@ export async function requestConsent(
     idempotencyKey: string | undefined
     requestHash: string
   },
-): Promise<StoredResponse<Consent> & { patient: PatientContact | null; linkId: string | null }> {
+): Promise<
+  StoredResponse<Consent> & { patient: PatientContact | null; linkId: string | null; clinic: ClinicNames }
+> {
   const idempotency = idempotencyOf(ctx, input)
   const prior = await deps.store.storedResponse<Consent>(ctx.auth.companyId, idempotency)
-  if (prior) return { ...prior, patient: null, linkId: null }
+  if (prior)
+    return {
+      ...prior,
+      patient: null,
+      linkId: null,
+      clinic: { name: null, center: null, timeZone: DEFAULT_TIME_ZONE },
+    }
   const b = input.body
   const codalmacen = b.codalmacen ?? input.queryCenter ?? null
   if (codalmacen !== null) assertCenter(ctx.auth, codalmacen)
@@ -152,17 +169,30 @@ export async function requestConsent(
   const now = deps.clock()
   const expiresAt = b.expires_at
     ? new Date(b.expires_at)
-    : new Date(now.getTime() + DEFAULT_CONSENT_DAYS * 86_400_000)
+    : new Date(now.getTime() + DEFAULT_CONSENT_DAYS * DAY_MS)
   if (!(expiresAt.getTime() > now.getTime()))
     throw new ValidationFailed([{ path: '/expires_at', message: 'must be in the future' }])
+  // A link is a key to a patient's record: it lives weeks, never years.
+  if (expiresAt.getTime() > now.getTime() + MAX_CONSENT_DAYS * DAY_MS)
+    throw new ValidationFailed([
+      { path: '/expires_at', message: `must be at most ${MAX_CONSENT_DAYS} days from now` },
+    ])
   const patient = await deps.patients.contact(ctx, b.patient_id.toLowerCase())
   if (!patient) throw new UnknownPatient()
-  if (b.appointment_id && !(await deps.appointments.exists(ctx, b.appointment_id.toLowerCase())))
-    throw new UnknownAppointment()
+  await checkReferences(ctx, deps, patient.id, {
+    appointmentId: b.appointment_id?.toLowerCase(),
+    examId: b.exam_id?.toLowerCase(),
+  })
   const language = b.language ?? patient.language
   const template = await deps.store.latestTemplate(ctx.auth.companyId, b.template_key, language)
   if (!template) throw new UnknownTemplate()
   const linkId = uuidv7()
+  // Who asks, as the gateway's identity names them now: the message, page and PDF say so.
+  const clinic: ClinicNames = {
+    name: ctx.auth.names?.company ?? null,
+    center: (codalmacen && ctx.auth.names?.centers[codalmacen]) || null,
+    timeZone: DEFAULT_TIME_ZONE,
+  }
   const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const consent = await tx.insert(uuidv7(), {
       patient_id: patient.id,
@@ -177,12 +207,15 @@ export async function requestConsent(
       exam_id: b.exam_id?.toLowerCase() ?? null,
       codalmacen,
       link_id: linkId,
+      clinic_name: clinic.name,
+      center_name: clinic.center,
+      time_zone: clinic.timeZone,
     })
     await tx.publish([consentEvent('consent.requested', ctx, consent)])
     return { body: consent }
   })
   ctx.log.info({ consent_id: result.body.id, replayed: !!result.replayed }, 'consent requested')
-  return { ...result, patient, linkId }
+  return { ...result, patient, linkId, clinic }
 }
 
 /** POST /consents/{id}/withdraw: a granted consent becomes withdrawn; its history stays. */

@@ -10,7 +10,21 @@ export interface PatientDirectory {
   contact(ctx: Ctx, patientId: string): Promise<PatientContact | null>
 }
 
-/** The appointments service (clients/appointments-client.ts): does the appointment exist for the caller? */
+/** Whose a record of another service is: enough to check it belongs to a document's patient. */
+export interface OwnedRecord {
+  id: string
+  patient_id: string
+}
+
+/**
+ * The appointments service (clients/appointments-client.ts): the caller's appointment and its
+ * patient, or null (another company's, a hidden center's or a missing one look alike).
+ */
 export interface AppointmentDirectory {
-  exists(ctx: Ctx, appointmentId: string): Promise<boolean>
+  find(ctx: Ctx, appointmentId: string): Promise<OwnedRecord | null>
+}
+
+/** The clinical service (clients/clinical-client.ts): the caller's exam and its patient, or null. */
+export interface ExamDirectory {
+  find(ctx: Ctx, examId: string): Promise<OwnedRecord | null>
 }

@@ -23,6 +23,8 @@ export interface DocumentTx extends TenantTx<Document> {
   ): Promise<Document>
   /** The contents, in this same transaction. */
   content: ContentTx
+  /** Whether a consent of the company points to this document (its PDF or an attached scan). */
+  referencedByConsent(id: string): Promise<boolean>
 }
 
 export interface DocumentFilter {

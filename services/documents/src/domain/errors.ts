@@ -57,7 +57,40 @@ export class UnknownAppointment extends AppError {
       status: 422,
       code: 'unknown_appointment',
       title: 'Unknown appointment',
-      detail: 'appointment_id is not an appointment of this company',
+      detail: 'appointment_id is not an appointment of this patient in this company',
+    })
+  }
+}
+
+export class UnknownExam extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'unknown_exam',
+      title: 'Unknown exam',
+      detail: 'exam_id is not an exam of this patient in this company',
+    })
+  }
+}
+
+/**
+ * Evidence is never deleted (DESIGN.md section 16): a document a consent points to (its rendered
+ * PDF, a scanned form) or of category `consent`.
+ */
+export class DocumentInUse extends AppError {
+  constructor(detail: string) {
+    super({ status: 409, code: 'document_in_use', title: 'Document in use', detail })
+  }
+}
+
+/** An in-person grant names another signer role than the consent asks for. */
+export class SignerMismatch extends AppError {
+  constructor(expected: string, given: string) {
+    super({
+      status: 422,
+      code: 'signer_mismatch',
+      title: 'Signer mismatch',
+      detail: `this consent is signed by its ${expected}, not by the ${given}`,
     })
   }
 }

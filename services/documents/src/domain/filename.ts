@@ -13,6 +13,32 @@ export function cleanFilename(raw: string | undefined, extension: string): strin
   return [...named].slice(0, 255).join('')
 }
 
+/** Other spellings of an accepted type's extension: kept as the client wrote them. */
+const SAME_TYPE: Readonly<Record<string, readonly string[]>> = {
+  jpg: ['jpg', 'jpeg', 'jpe'],
+  tif: ['tif', 'tiff'],
+  heic: ['heic', 'heif'],
+  dcm: ['dcm', 'dicom'],
+}
+/** What reads as a file name's extension: a dot and up to 8 letters or digits, a letter first. */
+const EXTENSION = /\.([A-Za-z][A-Za-z0-9]{0,7})$/
+
+/**
+ * The name a download is saved under (DESIGN.md section 15): the kept name with the extension of
+ * the type its bytes show, always, so a file saved from the clinic opens as what it is (HTML with
+ * `DICM` at byte 128 is stored as DICOM and saved as `.dcm`, never `.html`). The name's own
+ * extension is kept when it already names that type (any spelling or case), replaced when it names
+ * anything else, and `extension` is appended when the name has none (`informe 12.5` has none: an
+ * extension starts with a letter).
+ */
+export function downloadName(filename: string, extension: string): string {
+  const own = EXTENSION.exec(filename)
+  const spellings = SAME_TYPE[extension] ?? [extension]
+  if (own && spellings.includes(own[1]!.toLowerCase())) return filename
+  const stem = own && own.index > 0 ? filename.slice(0, own.index) : filename
+  return `${stem}.${extension}`
+}
+
 /**
  * `Content-Disposition` of a download: always an attachment, the name in RFC 8187 `filename*`
  * (percent-encoded UTF-8) and an ASCII fallback with anything unsafe replaced.

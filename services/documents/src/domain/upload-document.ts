@@ -16,9 +16,10 @@ import { documentCreated } from '../events/document-events'
 import { UploadFields, type Document, type UploadFieldsInput } from '../schemas/document'
 import type { ContentStore, StagedContent } from './content-store'
 import { ACCEPTED, SNIFF_BYTES, detectType } from './detect-type'
-import type { AppointmentDirectory, PatientDirectory } from './directories'
+import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from './directories'
 import type { DocumentStore } from './document-store'
-import { FileTooLarge, MalformedUpload, UnknownAppointment, UnsupportedFileType } from './errors'
+import { FileTooLarge, MalformedUpload, UnsupportedFileType } from './errors'
+import { checkReferences } from './references'
 import { cleanFilename } from './filename'
 import type { UploadPart } from './multipart'
 
@@ -27,6 +28,7 @@ export interface UploadDeps {
   content: ContentStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
+  exams: ExamDirectory
 }
 
 export interface UploadDocument {
@@ -115,7 +117,7 @@ function fieldsOf(raw: Record<string, string>): UploadFieldsInput {
 /**
  * A document from a multipart upload (DESIGN.md section 15). The parts come as they stream; the
  * file is typed from its bytes, staged and hashed on the way. Then the fields are checked, the
- * patient (and appointment) asked of their services, and in one transaction the document row, its
+ * patient (and appointment and exam, each of that patient) asked of their services, and in one transaction the document row, its
  * content (adopted, or shared with an identical one of the company) and `document.created` are
  * written. An Idempotency-Key replays when the fields and the file's bytes are the same, whatever
  * the multipart boundary.
@@ -162,13 +164,15 @@ export async function uploadDocument(
       ])
     const patient = await deps.patients.contact(ctx, fields.patient_id.toLowerCase())
     if (!patient) throw new UnknownPatient()
-    if (fields.appointment_id && !(await deps.appointments.exists(ctx, fields.appointment_id.toLowerCase())))
-      throw new UnknownAppointment()
+    await checkReferences(ctx, deps, patient.id, {
+      appointmentId: fields.appointment_id?.toLowerCase(),
+      examId: fields.exam_id?.toLowerCase(),
+    })
     const received = file
     const result = await deps.store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
       await tx.content.adopt(received.staged.uploadId, received.sha256, received.size)
       const document = await tx.insert(uuidv7(), {
-        patient_id: fields.patient_id.toLowerCase(),
+        patient_id: patient.id,
         category: fields.category,
         title: fields.title ?? null,
         codalmacen,

@@ -1,5 +1,7 @@
 import { decodeJwt } from 'jose'
 import type { ConsentPage } from '../domain/consent-links'
+import type { ClinicNames } from '../domain/consent-store'
+import { localTime } from '../render/consent-pdf'
 
 /**
  * The consent link page: small server-rendered HTML, a plain form that works without JavaScript,
@@ -24,7 +26,7 @@ export const PAGE_STATUS: Record<PageView['kind'], number> = {
 const TEXTS = {
   es: {
     consent: 'Consentimiento informado',
-    behalfGuardian: (patient: string) => `Usted firma como tutor legal de ${patient}.`,
+    behalfGuardian: (patient: string) => `Usted firma como representante legal de ${patient}.`,
     behalfPatient: (patient: string) => `Usted firma en su propio nombre (${patient}).`,
     name: 'Su nombre completo',
     nameRequired: 'Escriba su nombre completo para aceptar.',
@@ -33,6 +35,15 @@ const TEXTS = {
     granted: 'Gracias: su consentimiento ha quedado registrado',
     refused: 'Su respuesta ha quedado registrada: no acepta',
     doneLead: 'La clínica conserva el texto y su respuesta. Puede cerrar esta página.',
+    locale: 'es-ES',
+    theClinic: 'La clínica',
+    asks: (clinic: string) => `${clinic} le pide su consentimiento informado.`,
+    answered: (o: Answered) =>
+      `${o.signer ? `${o.signer} respondió` : 'Se respondió'} «${o.answer}» a «${o.title}» ${
+        o.guardian ? `como representante legal de ${o.patient}` : `en nombre propio (${o.patient})`
+      }, el ${o.at}.`,
+    pdf: 'Descargar el documento firmado (PDF)',
+    pdfLead: 'El enlace funciona durante 24 horas; después, pídalo a la clínica.',
     used: 'Este enlace ya se ha usado',
     usedLead: 'Este consentimiento ya se respondió o ya no está pendiente.',
     expired: 'Este enlace ha caducado',
@@ -46,7 +57,7 @@ const TEXTS = {
   },
   en: {
     consent: 'Informed consent',
-    behalfGuardian: (patient: string) => `You sign as the legal guardian of ${patient}.`,
+    behalfGuardian: (patient: string) => `You sign as the legal representative of ${patient}.`,
     behalfPatient: (patient: string) => `You sign on your own behalf (${patient}).`,
     name: 'Your full name',
     nameRequired: 'Type your full name to accept.',
@@ -55,6 +66,15 @@ const TEXTS = {
     granted: 'Thank you: your consent has been recorded',
     refused: 'Your answer has been recorded: you do not accept',
     doneLead: 'The clinic keeps the text and your answer. You may close this page.',
+    locale: 'en-GB',
+    theClinic: 'The clinic',
+    asks: (clinic: string) => `${clinic} asks for your informed consent.`,
+    answered: (o: Answered) =>
+      `${o.signer ? `${o.signer} answered` : 'Answered'} “${o.answer}” to “${o.title}” ${
+        o.guardian ? `as the legal representative of ${o.patient}` : `on their own behalf (${o.patient})`
+      }, on ${o.at}.`,
+    pdf: 'Download the signed document (PDF)',
+    pdfLead: 'The link works for 24 hours; after that, ask the clinic for it.',
     used: 'This link has already been used',
     usedLead: 'This consent has been answered already, or is no longer pending.',
     expired: 'This link has expired',
@@ -67,6 +87,20 @@ const TEXTS = {
     contact: 'If you have questions, contact the clinic before answering.',
   },
 }
+
+/** What the page after an answer says was answered. */
+interface Answered {
+  signer: string
+  answer: string
+  title: string
+  guardian: boolean
+  patient: string
+  at: string
+}
+
+/** The clinic as a person reads it: the company, and its center when the consent has one. */
+export const clinicLabel = (clinic: ClinicNames, fallback: string) =>
+  clinic.name ? (clinic.center ? `${clinic.name} (${clinic.center})` : clinic.name) : fallback
 
 const esc = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
@@ -106,7 +140,8 @@ export function renderConsentPage(view: PageView, lang: Lang): { status: number;
         view.signerRole === 'guardian'
           ? t.behalfGuardian(view.patientName)
           : t.behalfPatient(view.patientName)
-      const body = `<p>${esc(t.consent)}</p><h1>${esc(view.template.title)}</h1>
+      const clinic = clinicLabel(view.clinic, t.theClinic)
+      const body = `<p id="clinic"><strong>${esc(clinic)}</strong></p><p>${esc(t.asks(clinic))}</p><p>${esc(t.consent)}</p><h1>${esc(view.template.title)}</h1>
 <div class="text" id="consent-text">${esc(view.template.body)}</div>
 <p id="behalf">${esc(behalf)}</p>
 <form method="post">
@@ -118,8 +153,23 @@ ${view.kind === 'name_required' ? `<p class="note" role="alert">${esc(t.nameRequ
 </form><p>${esc(t.contact)}</p>`
       return { status, html: shell(lang, view.template.title, body) }
     }
-    case 'done':
-      return { status, html: message(view.status === 'granted' ? t.granted : t.refused, t.doneLead) }
+    case 'done': {
+      const clinic = clinicLabel(view.clinic, t.theClinic)
+      const answered = t.answered({
+        signer: view.signerName,
+        answer: view.status === 'granted' ? t.accept : t.decline,
+        title: view.title,
+        guardian: view.signerRole === 'guardian',
+        patient: view.patientName,
+        at: localTime(view.answeredAt, t.locale, view.clinic.timeZone),
+      })
+      const pdf = view.pdfUrl
+        ? `<p><a id="pdf" href="${esc(view.pdfUrl)}" download>${esc(t.pdf)}</a></p><p>${esc(t.pdfLead)}</p>`
+        : ''
+      const title = view.status === 'granted' ? t.granted : t.refused
+      const body = `<p id="clinic"><strong>${esc(clinic)}</strong></p><h1>${esc(title)}</h1><p id="answered">${esc(answered)}</p>${pdf}<p>${esc(t.doneLead)}</p>`
+      return { status, html: shell(lang, title, body) }
+    }
     case 'used':
       return { status, html: message(t.used, t.usedLead) }
     case 'expired':

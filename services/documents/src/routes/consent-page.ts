@@ -1,7 +1,9 @@
+import { Readable } from 'node:stream'
 import { LinkTokenParams, PAGE_HEADERS, linkRequestOf, linkTokenOf, toAppError } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { answerConsentLink, openConsentLink, type LinkDeps } from '../domain/consent-links'
+import { answerConsentLink, openConsentLink, openConsentPdf, type LinkDeps } from '../domain/consent-links'
+import { contentDisposition } from '../domain/filename'
 import { langOf, renderConsentPage, type PageView } from '../links/page'
 
 const AnswerForm = Type.Object(
@@ -46,6 +48,22 @@ export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (
     config,
     schema: { hide: true, params: Type.Object({}) },
     handler: async (req, reply) => sendPage(req, reply, { kind: 'invalid' }),
+  })
+  // The signed PDF the page after a grant offers (24 hours): data to keep, never a page to run.
+  app.get('/p/c/pdf/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {
+    const pdf = await openConsentPdf(deps, linkRequestOf(req))
+    if (pdf.kind !== 'pdf') return sendPage(req, reply, pdf)
+    return reply
+      .headers({
+        'content-type': 'application/pdf',
+        'content-disposition': contentDisposition(pdf.filename),
+        'content-length': pdf.size,
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': "sandbox; default-src 'none'",
+        'cache-control': 'private, no-store',
+        'referrer-policy': 'no-referrer',
+      })
+      .send(Readable.from(pdf.bytes, { highWaterMark: 1 }))
   })
   app.get('/p/c/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) =>
     sendPage(req, reply, await openConsentLink(deps, linkRequestOf(req))),

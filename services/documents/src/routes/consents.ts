@@ -93,13 +93,13 @@ const requestConsentRoute = {
     operationId: 'requestConsent',
     summary: 'Ask for a consent',
     description:
-      "Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. 422 unknown_template, unknown_patient, unknown_appointment.",
+      "Freezes the template's latest version in the language (default the patient's) and its text hash. The signer is the guardian when the patient requires one. With `send` (default true) the signer gets the link `PUBLIC_BASE_URL/p/c/<token>`. `expires_at` (default 7 days) at most 90 days from now, else 400. `appointment_id` and `exam_id` must be this patient's in the company. 422 unknown_template, unknown_patient, unknown_appointment, unknown_exam.",
     querystring: CenterQuery,
     headers: PostHeaders,
     body: CreateConsentBody,
     response: {
       201: { ...Consent, headers: { ...ETagHeader, location: Type.String() } },
-      422: problem('unknown_template, unknown_patient or unknown_appointment'),
+      422: problem('unknown_template, unknown_patient, unknown_appointment or unknown_exam'),
       503: problem('upstream_unavailable (Retry-After)'),
     },
   },
@@ -122,12 +122,16 @@ const grantConsentInPersonRoute = {
     operationId: 'grantConsentInPerson',
     summary: 'Record a consent granted in the clinic',
     description:
-      '`method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. A consent that is not pending is 409 invalid_transition.',
+      "`method: in_person`, with a witness. `document_id`: a scanned form already uploaded (category `consent`, same patient); without it the signed text and evidence are rendered as a PDF and stored as a `consent` document. `signer_role` must be the consent's (422 signer_mismatch: a minor's consent is signed by the guardian). A consent that is not pending is 409 invalid_transition.",
     params: IdParams,
     querystring: CenterQuery,
     headers: PostHeaders,
     body: GrantBody,
-    response: { 200: { ...Consent, headers: ETagHeader }, 409: problem('invalid_transition') },
+    response: {
+      200: { ...Consent, headers: ETagHeader },
+      409: problem('invalid_transition'),
+      422: problem('signer_mismatch'),
+    },
   },
 }
 
@@ -174,6 +178,7 @@ export const consentRoutes: FastifyPluginAsyncTypebox<ConsentRoutesOptions> = as
         linkId: result.linkId,
         patient: result.patient,
         channel: req.body.channel,
+        clinic: result.clinic,
       })
     return sendResource(reply, result, { status: 201, location: `/consents/${result.body.id}` })
   })

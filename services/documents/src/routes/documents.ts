@@ -15,9 +15,10 @@ import {
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ContentStore } from '../domain/content-store'
 import { deleteDocument, updateDocument } from '../domain/change-document'
-import type { AppointmentDirectory, PatientDirectory } from '../domain/directories'
+import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from '../domain/directories'
 import type { DocumentStore } from '../domain/document-store'
-import { contentDisposition } from '../domain/filename'
+import { ACCEPTED } from '../domain/detect-type'
+import { contentDisposition, downloadName } from '../domain/filename'
 import { getDocument } from '../domain/get-document'
 import { listDocuments } from '../domain/list-documents'
 import { readContent } from '../domain/read-content'
@@ -59,7 +60,7 @@ const uploadRoute = {
     operationId: 'uploadDocument',
     summary: 'Upload a document (multipart/form-data)',
     description:
-      "A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment (422 unknown_appointment). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).",
+      "A `file` part and the fields. The type is decided from the bytes, never from the part's Content-Type or the file name: PDF, JPEG, PNG, TIFF, WebP, HEIC, DICOM; anything else is 415 naming what was found. Over DOCUMENTS_MAX_BYTES (25 MiB) the upload is cut off at once with 413 and nothing is kept. `patient_id` must be a patient of the company (422 unknown_patient), `appointment_id` an appointment and `exam_id` an exam of that patient in the company (422 unknown_appointment, 422 unknown_exam). With `Idempotency-Key`, a retry with the same fields and the same file bytes replays (whatever its multipart boundary).",
     querystring: CenterQuery,
     headers: PostHeaders,
     body: { content: { 'multipart/form-data': { schema: { ...UploadBody, [STREAMED_BODY_SCHEMA]: true } } } },
@@ -67,7 +68,7 @@ const uploadRoute = {
       201: { ...Document, headers: { ...ETagHeader, location: Type.String() } },
       413: problem('payload_too_large'),
       415: UnsupportedTypeProblem,
-      422: problem('unknown_patient or unknown_appointment'),
+      422: problem('unknown_patient, unknown_appointment or unknown_exam'),
       503: problem('upstream_unavailable (Retry-After)'),
     },
   },
@@ -104,13 +105,14 @@ const updateRoute = {
     operationId: 'updateDocument',
     summary: 'Change the title or category of a document',
     description:
-      'Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410.',
+      'Only the fields sent change. `If-Match` with a stale version is 412; a deleted document is 410. The category of evidence (a document of category `consent`, or one a consent points to) stays: 409 document_in_use.',
     params: IdParams,
     querystring: CenterQuery,
     headers: PatchHeaders,
     body: UpdateDocumentBody,
     response: {
       200: { ...Document, headers: ETagHeader },
+      409: problem('document_in_use'),
       410: problem('document_deleted'),
       412: problem('version_mismatch'),
     },
@@ -123,10 +125,10 @@ const deleteRoute = {
     operationId: 'deleteDocument',
     summary: 'Delete a document',
     description:
-      'The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail.',
+      'The document becomes `deleted` and is no longer listed; its content answers 410. Its bytes are removed once no other document of the company holds the same sha256; the metadata stays for the trail. Evidence is never deleted: a document a consent points to (its signed PDF, an attached scanned form) or of category `consent` is 409 document_in_use, its bytes kept.',
     params: IdParams,
     querystring: CenterQuery,
-    response: { 204: Type.Null({ description: 'deleted' }) },
+    response: { 204: Type.Null({ description: 'deleted' }), 409: problem('document_in_use') },
   },
 }
 
@@ -136,7 +138,7 @@ const contentRoute = {
     operationId: 'getDocumentContent',
     summary: "Download a document's bytes",
     description:
-      "The bytes as stored, `Content-Type` the detected type, as an attachment, `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.",
+      "The bytes as stored, `Content-Type` the detected type, as an attachment named with the extension of that type (the kept name's own replaced or appended: a PNG uploaded as `fondo.pdf` downloads as `fondo.png`), `ETag` the sha256, `Range: bytes=a-b` answered 206 (one range). Sandboxed (`Content-Security-Policy: sandbox`, `nosniff`) so no content runs in a browser. A deleted document's content is 410. Every download is on the audit trail.",
     params: IdParams,
     querystring: CenterQuery,
     headers: Type.Object({
@@ -165,6 +167,7 @@ export interface DocumentRoutesOptions {
   content: ContentStore
   patients: PatientDirectory
   appointments: AppointmentDirectory
+  exams: ExamDirectory
   /** DOCUMENTS_MAX_BYTES */
   maxBytes: number
 }
@@ -221,7 +224,9 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
     reply.headers({
       ...DOWNLOAD_HEADERS,
       'content-type': document.content_type,
-      'content-disposition': contentDisposition(document.filename),
+      'content-disposition': contentDisposition(
+        downloadName(document.filename, ACCEPTED[document.content_type] ?? 'bin'),
+      ),
       etag: `"${document.sha256}"`,
     })
     if (range) {

@@ -92,6 +92,22 @@ export const Evidence = Type.Object(
     user_agent: nullable(Type.String()),
     text_sha256: Type.String(),
     witness: Type.Optional(Type.String()),
+    signer_name_on_file: Type.Optional(
+      nullable(
+        Type.String({
+          description:
+            "the signer's name on the patient's record when they answered (the guardian's, or the patient's): null when the record has none",
+        }),
+      ),
+    ),
+    signer_name_matches: Type.Optional(
+      nullable(
+        Type.Boolean({
+          description:
+            'whether `signer_name` (as typed) names the signer on file: every word of the name on file in it, ignoring case, accents and spacing; false is a mismatch for staff to look at; null when there is no name on file',
+        }),
+      ),
+    ),
     answer: Type.Unsafe<'accept' | 'decline'>({ type: 'string', enum: ['accept', 'decline'] }),
   },
   { title: 'ConsentEvidence', additionalProperties: false },
@@ -132,7 +148,11 @@ export const CreateConsentBody = Type.Object(
     appointment_id: Type.Optional(Uuid),
     exam_id: Type.Optional(Uuid),
     expires_at: Type.Optional(
-      Type.String({ format: 'date-time', maxLength: 40, description: 'default: 7 days from now' }),
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description: 'default: 7 days from now; at most 90 days from now',
+      }),
     ),
     send: Type.Optional(Type.Boolean({ description: 'send the signer the link (default true)' })),
     channel: Type.Optional(enumOf(['email', 'sms'] as const, "default: the patient's preferred")),

@@ -71,11 +71,18 @@ describe('consent templates', () => {
 
 describe('a consent through its link', () => {
   it('asks the guardian, shows the exact text, grants with evidence and a PDF, then refuses a second use', async () => {
-    const p = testPrincipal()
+    // The gateway's principal names the company and its centers (identity).
+    const p = testPrincipal({
+      names: { company: 'Clínica Ñandú', centers: { ALM1: 'Centro Gràcia', ALM2: 'Centro Sants' } },
+    })
     const as = injectAs(h.app, p)
     const tpl = await template(as)
     const patient_id = h.far.patient(p.companyId, { requiresGuardian: true })
-    const res = await as('POST', '/consents', { patient_id, template_key: 'cataract-surgery' })
+    const res = await as('POST', '/consents', {
+      patient_id,
+      template_key: 'cataract-surgery',
+      codalmacen: 'ALM1',
+    })
     expect(res.statusCode).toBe(201)
     const consent = res.json()
     expect(consent).toMatchObject({
@@ -87,6 +94,10 @@ describe('a consent through its link', () => {
       expires_at: '2026-12-04T10:00:00.000Z',
     })
     const link = h.far.linkTo(patient_id)
+    // The message names who asks.
+    const message = h.far.messages.filter((m) => m.body.patient_id === patient_id).at(-1)!.body
+    expect(message.subject).toBe('Clínica Ñandú (Centro Gràcia): Cirugía de cataratas')
+    expect(message.body).toMatch(/^Clínica Ñandú \(Centro Gràcia\) le pide su consentimiento informado/)
 
     const open = await page(link)
     expect(open.statusCode).toBe(200)
@@ -94,7 +105,9 @@ describe('a consent through its link', () => {
     expect(open.body).toContain(
       'Se me ha explicado la cirugía de cataratas, sus riesgos y alternativas.\n\nAutorizo la intervención.',
     )
-    expect(open.body).toContain('tutor legal de Testa Ficticia')
+    expect(open.body).toContain('<strong>Clínica Ñandú (Centro Gràcia)</strong>')
+    expect(open.body).toContain('Usted firma como representante legal de Testa Ficticia.')
+    expect(open.body).not.toMatch(/tutor|tutora/)
     expect(open.body).not.toContain('<script')
 
     const nameless = await page(link, { method: 'POST', form: 'answer=accept&name=' })
@@ -105,6 +118,12 @@ describe('a consent through its link', () => {
     })
     expect(done.statusCode).toBe(200)
     expect(done.body).toContain('consentimiento ha quedado registrado')
+    // What was answered, for whom and when (the center's time: 10:00 UTC is 11:00 in Madrid).
+    expect(done.body).toContain(
+      'Tutor Ficticio Pérez respondió «Acepto» a «Cirugía de cataratas» como representante legal de Testa Ficticia, el 27 de noviembre de 2026 a las 11:00:00 CET (Europe/Madrid).',
+    )
+    const pdfLink = /<a id="pdf" href="([^"]+)"/.exec(done.body)![1]!
+    expect(pdfLink).toMatch(/^\/p\/c\/pdf\//)
 
     const granted = (await as('GET', `/consents/${consent.id}`)).json()
     expect(granted).toMatchObject({
@@ -112,6 +131,9 @@ describe('a consent through its link', () => {
       evidence: {
         signer_role: 'guardian',
         signer_name: 'Tutor Ficticio Pérez',
+        // On file as "Tutor Ficticio": a second surname typed still matches.
+        signer_name_on_file: 'Tutor Ficticio',
+        signer_name_matches: true,
         method: 'patient_link',
         ip: '203.0.113.7',
         user_agent: 'TestPhone/1.0',
@@ -127,6 +149,28 @@ describe('a consent through its link', () => {
     expect(text).toContain('Tutor Ficticio Pérez')
     expect(text).toContain(tpl.text_sha256)
     expect(text).toContain('Autorizo la intervención.')
+    expect(text).toContain('Clínica Ñandú')
+    expect(text).toContain('Centro Gràcia')
+
+    // The signed PDF from the page's link, for 24 hours.
+    const fromPage = await page(pdfLink)
+    expect(fromPage.statusCode).toBe(200)
+    expect(fromPage.headers).toMatchObject({
+      'content-type': 'application/pdf',
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'private, no-store',
+    })
+    expect(fromPage.headers['content-disposition']).toMatch(/^attachment; filename=".+\.pdf"/)
+    expect(fromPage.rawPayload.equals(pdf)).toBe(true)
+    now = new Date(now.getTime() + 24 * 3600_000 + 1000)
+    try {
+      expect((await page(pdfLink)).statusCode).toBe(410)
+      expect((await page(`${pdfLink.slice(0, -3)}abc`)).statusCode).toBe(400)
+      // A consent link is not a PDF link, nor the reverse.
+      expect((await page(`/p/c/pdf/${link.slice('/p/c/'.length)}`)).statusCode).toBe(400)
+    } finally {
+      now = new Date('2026-11-27T10:00:00Z')
+    }
 
     const again = await page(link, { method: 'POST', form: 'answer=decline' })
     expect(again.statusCode).toBe(410)
@@ -140,6 +184,7 @@ describe('a consent through its link', () => {
       'consent.requested',
       'consent.link_viewed',
       'consent.granted',
+      'consent.link_viewed', // the PDF from the page's link
       'consent.link_viewed',
     ])
     const viewed = (await outboxOf(h.owner, p.companyId, consent.id)).find(
@@ -236,5 +281,103 @@ describe('a consent through its link', () => {
       await worker.stop()
       now = new Date('2026-11-27T10:00:00Z')
     }
+  })
+})
+
+describe('what a consent takes', () => {
+  it("422 signer_mismatch for an in-person grant by another role than the consent's; it stays pending", async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const minor = h.far.patient(p.companyId, { requiresGuardian: true })
+    const consent = (
+      await as('POST', '/consents', { patient_id: minor, template_key: 'cataract-surgery', send: false })
+    ).json()
+    expect(consent.signer_role).toBe('guardian')
+    const res = await as('POST', `/consents/${consent.id}/grant`, {
+      signer_role: 'patient',
+      signer_name: 'Rob Kid',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(res.statusCode).toBe(422)
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(res.json()).toMatchObject({ code: 'signer_mismatch' })
+    expect((await as('GET', `/consents/${consent.id}`)).json()).toMatchObject({
+      status: 'pending',
+      evidence: null,
+      document_id: null,
+    })
+    expect((await as('GET', `/documents?patient_id=${minor}`)).json().meta.total).toBe(0)
+    const right = await as('POST', `/consents/${consent.id}/grant`, {
+      signer_role: 'guardian',
+      signer_name: 'Tutor Ficticio',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(right.json()).toMatchObject({ status: 'granted', evidence: { signer_role: 'guardian' } })
+  })
+
+  it('expires within 90 days at most: beyond is 400 validation_failed naming /expires_at', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const patient_id = h.far.patient(p.companyId)
+    const ask = (expires_at: string) =>
+      as('POST', '/consents', { patient_id, template_key: 'cataract-surgery', send: false, expires_at })
+    for (const far of ['2099-01-01T00:00:00Z', '2027-02-25T10:00:00.001Z']) {
+      const res = await ask(far)
+      expect(res.statusCode).toBe(400)
+      expect(res.json()).toMatchObject({ code: 'validation_failed', errors: [{ path: '/expires_at' }] })
+    }
+    // Exactly 90 days from now is the most.
+    expect((await ask('2027-02-25T10:00:00Z')).json()).toMatchObject({
+      status: 'pending',
+      expires_at: '2027-02-25T10:00:00.000Z',
+    })
+    expect((await as('GET', '/consents')).json().meta.total).toBe(1)
+  })
+})
+
+describe('who signs', () => {
+  it('keeps a typed name that is not the one on file, and says so: staff see the mismatch', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const minor = h.far.patient(p.companyId, { requiresGuardian: true })
+    const consent = (
+      await as('POST', '/consents', { patient_id: minor, template_key: 'cataract-surgery' })
+    ).json()
+    const done = await page(h.far.linkTo(minor), {
+      method: 'POST',
+      form: 'answer=accept&name=Pepe+Desconocido',
+    })
+    expect(done.statusCode).toBe(200)
+    const granted = (await as('GET', `/consents/${consent.id}`)).json()
+    expect(granted.evidence).toMatchObject({
+      signer_name: 'Pepe Desconocido',
+      signer_name_on_file: 'Tutor Ficticio',
+      signer_name_matches: false,
+    })
+    // No names in the principal: the page and the PDF say "the clinic".
+    expect(done.body).toContain('<strong>La clínica</strong>')
+  })
+
+  it('in person: the name on file beside the one given', async () => {
+    const p = testPrincipal()
+    const as = injectAs(h.app, p)
+    await template(as)
+    const patient_id = h.far.patient(p.companyId)
+    const consent = (
+      await as('POST', '/consents', { patient_id, template_key: 'cataract-surgery', send: false })
+    ).json()
+    const granted = await as('POST', `/consents/${consent.id}/grant`, {
+      signer_role: 'patient',
+      signer_name: 'TESTA  ficticia',
+      witness: 'Enfermera Ficticia',
+    })
+    expect(granted.json().evidence).toMatchObject({
+      signer_name: 'TESTA  ficticia',
+      signer_name_on_file: 'Testa Ficticia',
+      signer_name_matches: true,
+    })
   })
 })

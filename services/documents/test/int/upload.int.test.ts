@@ -116,6 +116,51 @@ describe('POST /documents', () => {
     expect(asDicom.json()).toMatchObject({ content_type: 'application/dicom' })
   })
 
+  it('a polyglot (HTML with a 128-byte preamble and DICM) is DICOM, and downloads as poly.dcm, never poly.html', async () => {
+    const p = testPrincipal()
+    const html = Buffer.from('<!DOCTYPE html><html><body><script>alert(1)</script>')
+    const bytes = Buffer.concat([
+      html,
+      Buffer.alloc(128 - html.length, 0x20),
+      Buffer.from('DICM'),
+      Buffer.from('</body></html>'),
+    ])
+    expect(bytes.subarray(128, 132).toString()).toBe('DICM')
+    const res = await upload(
+      h.app,
+      p,
+      multipart(
+        { patient_id: h.far.patient(p.companyId), category: 'imaging' },
+        { bytes, filename: 'poly.html', contentType: 'text/html' },
+      ),
+    )
+    expect(res.statusCode).toBe(201)
+    expect(res.json()).toMatchObject({ content_type: 'application/dicom', filename: 'poly.html' })
+    const got = await injectAs(h.app, p)('GET', `/documents/${res.json().id}/content`)
+    expect(got.headers['content-type']).toBe('application/dicom')
+    expect(got.headers['content-disposition']).toBe(
+      `attachment; filename="poly.dcm"; filename*=UTF-8''poly.dcm`,
+    )
+  })
+
+  it('names every download with the extension of its detected type: replaced, appended, or kept when right', async () => {
+    const p = testPrincipal()
+    const patient_id = h.far.patient(p.companyId)
+    const as = injectAs(h.app, p)
+    const named = async (bytes: Buffer, filename: string) => {
+      const doc = (
+        await upload(h.app, p, multipart({ patient_id, category: 'imaging' }, { bytes, filename }))
+      ).json()
+      const got = await as('GET', `/documents/${doc.id}/content`)
+      return /filename\*=UTF-8''(.*)$/.exec(got.headers['content-disposition'] as string)![1]
+    }
+    expect(await named(png(1), 'fondo.pdf')).toBe('fondo.png')
+    expect(await named(png(2), 'retinografía')).toBe('retinograf%C3%ADa.png')
+    expect(await named(png(3), 'FONDO.PNG')).toBe('FONDO.PNG')
+    expect(await named(pdf(4), 'informe 12.5')).toBe('informe%2012.5.pdf')
+    expect(await named(dicom(), 'oct.exe')).toBe('oct.dcm')
+  })
+
   it('cuts an upload over the limit off with 413 and keeps nothing', async () => {
     const p = testPrincipal()
     const res = await upload(
@@ -146,7 +191,7 @@ describe('POST /documents', () => {
       h.app,
       p,
       multipart(
-        { patient_id, category: 'other', appointment_id: h.far.appointment(other.companyId) },
+        { patient_id, category: 'other', appointment_id: h.far.appointment(other.companyId, foreign) },
         { bytes: png() },
       ),
     )
@@ -155,7 +200,7 @@ describe('POST /documents', () => {
       h.app,
       p,
       multipart(
-        { patient_id, category: 'other', appointment_id: h.far.appointment(p.companyId) },
+        { patient_id, category: 'other', appointment_id: h.far.appointment(p.companyId, patient_id) },
         { bytes: png() },
       ),
     )

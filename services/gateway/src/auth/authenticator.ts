@@ -73,6 +73,7 @@ export class Authenticator {
         allowedCenters: record.centers
           ? record.centers.filter((c) => record.company_centers.includes(c))
           : null,
+        names: { company: record.company_name, centers: record.center_names },
       },
       scopes: record.scopes ? record.scopes.filter(isScope) : DEFAULT_SCOPES,
     }

@@ -9,6 +9,9 @@ export interface TokenRecord {
   /** null: every scope (a token made without a list, or before scopes existed). */
   scopes: string[] | null
   company_centers: string[]
+  /** The company's name and its centers' names by code: what services show people (a consent). */
+  company_name: string
+  center_names: Record<string, string>
   expires_at: Date | null
   revoked_at: Date | null
   last_used_at: Date | null

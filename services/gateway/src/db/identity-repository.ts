@@ -15,6 +15,13 @@ export interface TokenSummary {
   last_used_at: Date | null
 }
 
+/**
+ * The most characters of a company's or center's name an assertion carries: names travel in every
+ * assertion (they are for people: a consent's message, page and PDF), which stays well under the
+ * assertion's size limit.
+ */
+const NAME_CHARS = 80
+
 /** All reads and writes of the identity schema. The admin CLI and the gateway share it. */
 /** A token as `token:create` stores it: its lookup prefix and hash, never the token. */
 export interface NewToken {
@@ -37,7 +44,9 @@ export class KnexIdentityRepository {
     const { rows } = await this.knex.raw(
       `SELECT t.id, t.idempresa, t.user_id, u.username, t.token_hash, t.centers, t.scopes, t.expires_at,
               t.revoked_at, t.last_used_at,
-              coalesce((SELECT array_agg(c.code ORDER BY c.code) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS company_centers
+              coalesce((SELECT array_agg(c.code ORDER BY c.code) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS company_centers,
+              (SELECT left(co.name, ${NAME_CHARS}) FROM companies co WHERE co.id = t.idempresa) AS company_name,
+              coalesce((SELECT jsonb_object_agg(c.code, left(c.name, ${NAME_CHARS})) FROM centers c WHERE c.idempresa = t.idempresa), '{}') AS center_names
          FROM api_tokens t JOIN users u ON u.idempresa = t.idempresa AND u.id = t.user_id
         WHERE t.lookup = ?`,
       [lookup],

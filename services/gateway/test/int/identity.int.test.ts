@@ -84,6 +84,8 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
       username: c.username,
       centers: ['ALM1'],
       company_centers: ['ALM1', 'ALM2'],
+      company_name: `Clinica ${c.id}`,
+      center_names: { ALM1: 'Centro 1', ALM2: 'Centro 2' },
       revoked_at: null,
       last_used_at: null,
     })

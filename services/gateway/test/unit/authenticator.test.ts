@@ -42,7 +42,7 @@ async function setup(opts: { ttlMs?: number; maxEntries?: number } = {}) {
 }
 
 describe('Authenticator', () => {
-  it('returns the principal of a valid token, limited to centers the company still has', async () => {
+  it('returns the principal of a valid token, limited to centers the company still has, with the names people are shown', async () => {
     const { auth, issue, userId } = await setup()
     const { token, id } = await issue({ centers: ['ALM2', 'GONE'] })
     const r = await auth.authenticate({ 'x-service-token': token }, T0)
@@ -55,6 +55,8 @@ describe('Authenticator', () => {
         tokenId: id,
         companyCenters: ['ALM1', 'ALM2'],
         allowedCenters: ['ALM2'],
+        // What services show people: the company's and every center's name, from identity.
+        names: { company: 'Clinica Siete', centers: { ALM1: 'Centro 1', ALM2: 'Centro 2' } },
       },
       scopes: DEFAULT_SCOPES,
     })

@@ -57,6 +57,10 @@ export class FakeIdentityRepository implements IdentityRepository {
           .filter((c) => c.idempresa === t.idempresa)
           .map((c) => c.code)
           .sort(),
+        company_name: this.companies.get(t.idempresa)!,
+        center_names: Object.fromEntries(
+          this.centers.filter((c) => c.idempresa === t.idempresa).map((c) => [c.code, c.name]),
+        ),
         expires_at: t.expires_at,
         revoked_at: t.revoked_at,
         last_used_at: t.last_used_at,

@@ -180,6 +180,22 @@ export class ConsentsRepository extends TenantRepository<ConsentTx, Consent> imp
     return rows.map((r) => ({ companyId: r.idempresa, id: r.id }))
   }
 
+  async clinicOf(companyId: number, consentId: string) {
+    const [row] = await companyRead<{
+      clinic_name: string | null
+      center_name: string | null
+      time_zone: string
+    }>(
+      this.knex,
+      companyId,
+      this.knex('consents')
+        .where({ idempresa: companyId, id: consentId })
+        .select('clinic_name', 'center_name', 'time_zone'),
+    )
+    if (!row) throw new NotFound('No such consent')
+    return { name: row.clinic_name, center: row.center_name, timeZone: row.time_zone }
+  }
+
   async linkConsent(companyId: number, id: string) {
     const [row] = await companyRead<Record<string, unknown>>(
       this.knex,

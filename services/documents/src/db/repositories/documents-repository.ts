@@ -77,6 +77,10 @@ export class DocumentsRepository extends TenantRepository<DocumentTx, Document> 
         return toDocument(row as Record<string, unknown>)
       },
       content: new ContentTxRepository(trx, companyId),
+      async referencedByConsent(id) {
+        const row = await trx('consents').where({ idempresa: companyId, document_id: id }).first('id')
+        return row !== undefined
+      },
       publish: (events) => enqueueEvents(trx, events),
     }
   }
