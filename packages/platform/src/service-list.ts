@@ -37,6 +37,11 @@ export interface ServiceEntry extends AppEntry {
    * (never held whole), with the most bytes it forwards; the service checks the parts itself.
    */
   uploads?: Record<string, number>
+  /**
+   * Families whose requests carry the company's and its centers' names in the gateway's assertion
+   * (`ctx.auth.names`): what a service shows people (a consent). No other request carries them.
+   */
+  names?: string[]
 }
 
 /** An announced area that answers 501 not_implemented until its service exists. */
@@ -125,6 +130,8 @@ function checkService(s: Record<string, unknown>, who: string, problems: string[
       (limit as number) < 1
     )
       problems.push(`upload ${p} of ${who} must be a plain path of its families, and bytes`)
+  if (s.names !== undefined && !(strings(s.names) && s.names.every((f) => families.some(([x]) => x === f))))
+    problems.push(`${who}: names must list families of its own`)
   for (const p of strings(s.pages) ? s.pages : [])
     if (!PAGE.test(p) || GATEWAY_PATHS.some((g) => p.startsWith(g)))
       problems.push(`page ${p} of ${who} must be one path segment outside /api, e.g. /p/`)

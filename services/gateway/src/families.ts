@@ -20,6 +20,8 @@ export interface RoutedService {
   bodyLimits: Readonly<Record<string, number>>
   /** POST paths of multipart uploads streamed to the service unread, with the most bytes forwarded. */
   uploads: Readonly<Record<string, number>>
+  /** Families whose requests carry the company's and centers' names in the assertion. */
+  names: readonly string[]
 }
 
 /** A path family and the service that answers it. */
@@ -68,6 +70,7 @@ export const ROUTED_SERVICES: readonly RoutedService[] = source.services.map((s)
   pages: s.pages ?? [],
   bodyLimits: s.body_limits ?? {},
   uploads: s.uploads ?? {},
+  names: s.names ?? [],
 }))
 
 export const ROUTED: readonly RoutedFamily[] = source.services.flatMap((s) =>

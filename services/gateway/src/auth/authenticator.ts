@@ -1,11 +1,21 @@
-import type { Principal } from '@clinic/platform'
+import type { CompanyNames, Principal } from '@clinic/platform'
 import { DEFAULT_SCOPES, isScope, type Scope } from '../scopes'
 import type { TokenRecord, TokenStore } from './token-store'
 import { credentialsFrom, hashToken, isTokenShaped, sameHash, tokenLookup, type Credentials } from './tokens'
 
 export type AuthResult =
   /** `scopes`: the token's; for a token made without a list, every scope but the named-only ones (DESIGN.md section 13). */
-  | { ok: true; principal: Principal; scopes: readonly Scope[] }
+  | {
+      ok: true
+      principal: Principal
+      /**
+       * The same with the company's and its centers' names (`names`), for the families that show
+       * people names (services.json `names`: a consent's message, page and PDF); no other request
+       * carries them.
+       */
+      named: Principal
+      scopes: readonly Scope[]
+    }
   /** `companyId` is known when the token was found (revoked, expired, wrong username): for the audit trail. */
   | { ok: false; reason: string; companyId?: number }
 
@@ -13,7 +23,7 @@ interface CacheEntry {
   record: TokenRecord | null
   until: number
   /** What a request with this token is granted, made on its first success and kept with the entry. */
-  granted?: { principal: Principal; scopes: readonly Scope[] }
+  granted?: { principal: Principal; named: Principal; scopes: readonly Scope[] }
 }
 
 const LAST_USED_EVERY_MS = 60_000
@@ -63,8 +73,8 @@ export class Authenticator {
       return { ok: false, reason: 'username does not own the token', companyId }
     this.touch(record, now)
     // Shared by the requests of the entry's life: nothing downstream changes a principal.
-    entry.granted ??= {
-      principal: {
+    if (!entry.granted) {
+      const principal: Principal = {
         companyId,
         userId: record.user_id,
         username: record.username,
@@ -73,9 +83,13 @@ export class Authenticator {
         allowedCenters: record.centers
           ? record.centers.filter((c) => record.company_centers.includes(c))
           : null,
-        names: { company: record.company_name, centers: record.center_names },
-      },
-      scopes: record.scopes ? record.scopes.filter(isScope) : DEFAULT_SCOPES,
+      }
+      const names = namesWithin(record.company_name, record.center_names)
+      entry.granted = {
+        principal,
+        named: { ...principal, names },
+        scopes: record.scopes ? record.scopes.filter(isScope) : DEFAULT_SCOPES,
+      }
     }
     return { ok: true, ...entry.granted }
   }
@@ -115,4 +129,24 @@ export class Authenticator {
     record.last_used_at = new Date(now)
     this.repo.touchToken(record.idempresa, record.id).catch((err) => this.opts.onError?.(err))
   }
+}
+
+/**
+ * The most characters of center codes and names an assertion carries: enough for a clinic group's
+ * centers (80 of 10-character codes and 15-character names), well under the assertion's size
+ * limit whatever the company's size. Centers past it, in code order, go without their name (a
+ * consent then shows its center's code).
+ */
+export const CENTER_NAMES_BUDGET = 2048
+
+/** The company's name and as many of its centers' names (in code order) as the budget allows. */
+export function namesWithin(company: string, centers: Record<string, string>): CompanyNames {
+  const kept: Record<string, string> = {}
+  let used = 0
+  for (const code of Object.keys(centers).sort()) {
+    used += code.length + centers[code]!.length
+    if (used > CENTER_NAMES_BUDGET) break
+    kept[code] = centers[code]!
+  }
+  return { company, centers: kept }
 }

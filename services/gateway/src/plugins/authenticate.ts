@@ -10,6 +10,8 @@ import { retryAfterOf, windowCounter } from './window-counter'
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null
+    /** The principal with the company's and centers' names, for the families that show them. */
+    namedPrincipal: Principal | null
     /**
      * The scopes of the request's token (scopes.ts). Beside the principal, not on it: the principal
      * is what the signed assertion carries to services, and they have no use for scopes.
@@ -80,6 +82,7 @@ export const authenticate = fp(
     const failures = windowCounter({ prefix: 'clinic-gw-authfail-', redis: o.redis })
     app.addHook('onClose', async () => failures.close())
     app.decorateRequest('principal', null)
+    app.decorateRequest('namedPrincipal', null)
     app.decorateRequest('scopes', null)
     app.decorateRequest('refusedCompany', 0)
 
@@ -104,6 +107,7 @@ export const authenticate = fp(
         return void refusal(req, new Unauthenticated(refusalDetail(result.reason))).then(done)
       }
       req.principal = result.principal
+      req.namedPrincipal = result.named
       req.scopes = result.scopes
       done()
     }

@@ -77,7 +77,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
-    for (const { families, service, webhooks, bodyLimits, uploads } of ROUTED_SERVICES) {
+    for (const { families, service, webhooks, bodyLimits, uploads, names } of ROUTED_SERVICES) {
       // An upload's POST is a route of its family's proxy (the family's root, or a path under it,
       // for which a route of its own would collide with the family's): marked on registration.
       const marked = new Map(Object.entries(uploads).map(([path, limit]) => [`${base}${path}`, limit]))
@@ -91,7 +91,9 @@ export async function proxyRoutes(
       const options = proxyOptions(upstreams[service]!, { base, service, signer, batcher })
       for (const family of families)
         await app.register(proxy, {
-          ...options,
+          ...(names.includes(family)
+            ? proxyOptions(upstreams[service]!, { base, service, signer, batcher, names: true })
+            : options),
           prefix: `${base}/${family}`,
           rewritePrefix: `/${family}`,
           httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
@@ -135,6 +137,8 @@ export async function proxyRoutes(
 interface Forward {
   base: string
   service: string
+  /** Its requests carry the company's and centers' names (services.json `names`). */
+  names?: boolean
   signer: AssertionSigner
   batcher: AssertionBatcher
 }
@@ -218,7 +222,7 @@ function prepareForward(o: Forward) {
     const sign = (streamed = false) => {
       if (!req.principal) return done()
       const claims = requestClaims(
-        { auth: req.principal, requestId: String(req.id) },
+        { auth: (o.names && req.namedPrincipal) || req.principal, requestId: String(req.id) },
         {
           method: req.method,
           path: req.url.slice(o.base.length),

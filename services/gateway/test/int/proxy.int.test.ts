@@ -112,6 +112,8 @@ describe('forwarding to the services', () => {
       query: 'codalmacen=ALM1&q=x',
       audience: 'patients',
     })
+    // The names people are shown travel only to the families that show them (services.json `names`).
+    expect(verified.ok && verified.claims.names).toBeUndefined()
     expect(verified).toEqual({
       ok: true,
       claims: expect.objectContaining({
@@ -147,6 +149,25 @@ describe('forwarding to the services', () => {
       }),
     ).toEqual({ ok: false, reason: 'audience' })
     expect(res.headers['x-request-id']).toBe('client-req-1')
+  })
+
+  it("carries the company's and centers' names to the families that show them (consents), and only there", async () => {
+    const t = await tenant(knex, { centers: ['ALM1'] })
+    const claimsAt = async (url: string, path: string, audience: string) => {
+      const got = echoed(await inject({ method: 'GET', url, headers: t.headers }))
+      const v = await verifyAssertion(got.headers[ASSERTION_HEADER] as string, VERIFY_KEYS(), {
+        method: 'GET',
+        path,
+        audience,
+      })
+      return v.ok ? v.claims : null
+    }
+    const consents = await claimsAt('/api/consents', '/consents', 'documents')
+    expect(consents?.names).toEqual({ company: expect.any(String), centers: expect.any(Object) })
+    expect(Object.keys(consents!.names!.centers).sort()).toEqual(['ALM1', 'ALM2'])
+    // Documents' other family, and every other service: none.
+    expect((await claimsAt('/api/documents', '/documents', 'documents'))?.names).toBeUndefined()
+    expect((await claimsAt('/api/appointments', '/appointments', 'appointments'))?.names).toBeUndefined()
   })
 
   it('strips Authorization too when the client uses Basic, under the /api base', async () => {

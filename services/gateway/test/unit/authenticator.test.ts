@@ -1,5 +1,5 @@
 import { waitFor } from '@clinic/platform/testing'
-import { Authenticator } from '../../src/auth/authenticator'
+import { Authenticator, CENTER_NAMES_BUDGET, namesWithin } from '../../src/auth/authenticator'
 import { newToken } from '../../src/auth/tokens'
 import { DEFAULT_SCOPES } from '../../src/scopes'
 import { FakeIdentityRepository } from './fake-identity-repository'
@@ -46,16 +46,21 @@ describe('Authenticator', () => {
     const { auth, issue, userId } = await setup()
     const { token, id } = await issue({ centers: ['ALM2', 'GONE'] })
     const r = await auth.authenticate({ 'x-service-token': token }, T0)
+    const principal = {
+      companyId: 7,
+      userId,
+      username: 'alice',
+      tokenId: id,
+      companyCenters: ['ALM1', 'ALM2'],
+      allowedCenters: ['ALM2'],
+    }
     expect(r).toEqual({
       ok: true,
-      principal: {
-        companyId: 7,
-        userId,
-        username: 'alice',
-        tokenId: id,
-        companyCenters: ['ALM1', 'ALM2'],
-        allowedCenters: ['ALM2'],
-        // What services show people: the company's and every center's name, from identity.
+      principal,
+      // What services show people, for the families that show them: the company's and every
+      // center's name, from identity.
+      named: {
+        ...principal,
         names: { company: 'Clinica Siete', centers: { ALM1: 'Centro 1', ALM2: 'Centro 2' } },
       },
       scopes: DEFAULT_SCOPES,
@@ -229,5 +234,26 @@ describe('Authenticator', () => {
     expect((await auth.authenticate({ 'x-service-token': token }, T0)).ok).toBe(true)
     await waitFor(() => errors.length > 0, { what: 'onError' })
     expect(errors).toEqual([repo.touchError])
+  })
+})
+
+describe('namesWithin', () => {
+  it('keeps the company and every center while they fit, in code order', () => {
+    expect(namesWithin('Clinica', { B: 'Centro B', A: 'Centro A' })).toEqual({
+      company: 'Clinica',
+      centers: { A: 'Centro A', B: 'Centro B' },
+    })
+  })
+
+  it('leaves out the names of the centers past the budget, whatever the company size: never a larger assertion', () => {
+    // 400 centers of 10-character codes and 80-character names: 36,000 characters asked.
+    const centers = Object.fromEntries(
+      Array.from({ length: 400 }, (_, i) => [`C${String(i).padStart(9, '0')}`, 'n'.repeat(80)]),
+    )
+    const { centers: kept } = namesWithin('Clinica', centers)
+    const size = Object.entries(kept).reduce((n, [code, name]) => n + code.length + name.length, 0)
+    expect(size).toBeLessThanOrEqual(CENTER_NAMES_BUDGET)
+    expect(Object.keys(kept)).toEqual(Object.keys(centers).sort().slice(0, Object.keys(kept).length))
+    expect(Object.keys(kept).length).toBe(Math.floor(CENTER_NAMES_BUDGET / 90))
   })
 })
