@@ -20,6 +20,13 @@ export interface AppEntry {
   consumes?: QueueEntry[]
   /** Resource services it calls over signed internal HTTP. */
   calls?: string[]
+  /**
+   * The token scopes of its operations (DESIGN.md section 13), the one place a scope is declared;
+   * the gateway's entry holds those of no one service (`fhir:export`).
+   */
+  scopes?: string[]
+  /** Its scopes a token has only when its list names them (a token made without a list lacks them). */
+  named_only_scopes?: string[]
 }
 
 /** An entry of packages/platform/services.json, the one list of services. */
@@ -175,6 +182,28 @@ export function serviceListProblems(list: unknown): string[] {
     for (const c of strings(s.calls) ? s.calls : [])
       if (!resources.includes(c)) problems.push(`${String(s.name)} calls ${c}, which is no resource service`)
   problems.push(...publishingProblems(apps))
+  problems.push(...scopeProblems(apps))
+  return problems
+}
+
+const SCOPE = /^[a-z][a-z_]*:[a-z][a-z_]*$/
+
+/** Scopes are `<area>:<verb>`, declared once in all; a named-only scope is one of its entry's. */
+function scopeProblems(apps: Array<Record<string, unknown>>): string[] {
+  const problems: string[] = []
+  for (const s of apps) {
+    const name = String(s.name)
+    if (s.scopes !== undefined && !(strings(s.scopes) && s.scopes.every((x) => SCOPE.test(x))))
+      problems.push(`${name}: scopes must list <area>:<verb> names`)
+    const own = strings(s.scopes) ? s.scopes : []
+    if (
+      s.named_only_scopes !== undefined &&
+      !(strings(s.named_only_scopes) && s.named_only_scopes.every((x) => own.includes(x)))
+    )
+      problems.push(`${name}: named_only_scopes must be among its scopes`)
+  }
+  for (const x of twice(apps.flatMap((s) => (strings(s.scopes) ? s.scopes : []))))
+    problems.push(`the scope ${String(x)} is declared twice`)
   return problems
 }
 

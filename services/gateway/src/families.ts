@@ -83,6 +83,15 @@ export const PLANNED: readonly PlannedFamily[] = source.planned.map((p) => ({
   resourceType: p.resource_type,
 }))
 
+/**
+ * The token scopes (services.json `scopes`, the one place they are declared): the services' in
+ * list order, then the gateway's; `namedOnly` those a token has only when its list names them.
+ */
+export const DECLARED_SCOPES = {
+  all: [...source.services, source.gateway].flatMap((s) => s.scopes ?? []),
+  namedOnly: [...source.services, source.gateway].flatMap((s) => s.named_only_scopes ?? []),
+}
+
 /** Upstream base URL per service name (patients -> http://127.0.0.1:8081). */
 export type Upstreams = Record<string, string>
 

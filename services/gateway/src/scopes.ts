@@ -1,40 +1,26 @@
 import { BASES } from './bases'
-import { ROUTED } from './families'
+import { DECLARED_SCOPES, ROUTED } from './families'
 
 /**
- * The token scopes of DESIGN.md section 13, in its order. A token without a list has them all but
- * those of NAMED_ONLY (DEFAULT_SCOPES).
+ * The token scopes of DESIGN.md section 13, as packages/platform/services.json declares them (each
+ * service its own, the gateway those of no one service): adding a scope is that one edit. The
+ * database checks only their shape (identity migration 0006); the admin CLI refuses any other, and
+ * a stored scope the list no longer has grants nothing.
  */
-export const SCOPES = [
-  'patients:read',
-  'patients:write',
-  'appointments:read',
-  'appointments:write',
-  'comms:send',
-  'comms:read',
-  'audit:read',
-  'webhooks:manage',
-  'events:read',
-  'clinical:read',
-  'clinical:write',
-  'clinical:sign',
-  'documents:read',
-  'documents:write',
-  'consents:read',
-  'consents:write',
-] as const
-export type Scope = (typeof SCOPES)[number]
+export const SCOPES: readonly string[] = DECLARED_SCOPES.all
+export type Scope = string
 
 /**
- * Scopes a token has only when its list names them. Signing a clinical record makes it final and
- * puts the signer's name on it: no token gets that by having been made without a list (tokens made
- * before the clinical scopes existed included).
+ * Scopes a token has only when its list names them: signing a clinical record makes it final and
+ * puts the signer's name on it, and a bulk export takes a company's whole data; no token gets them
+ * by having been made without a list (tokens made before they existed included).
  */
-export const NAMED_ONLY: readonly Scope[] = ['clinical:sign']
+export const NAMED_ONLY: readonly Scope[] = DECLARED_SCOPES.namedOnly
 /** What a token made without a list has: every scope but NAMED_ONLY. */
 export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter((s) => !NAMED_ONLY.includes(s))
 
-export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s)
+const KNOWN = new Set(SCOPES)
+export const isScope = (s: string): s is Scope => KNOWN.has(s)
 
 /**
  * The gateway's route table: the one scope each operation of the API needs, by method and OpenAPI

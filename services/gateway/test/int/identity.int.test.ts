@@ -73,7 +73,7 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
     expect(out).toMatch(/^csk_[A-Za-z0-9_-]{43}\n$/)
     const row = await knex('api_tokens').where({ idempresa: c.id }).first()
     expect(err).toContain(
-      `token ${row.id} for ${c.username} (company ${c.id}, centers ALM1, scopes all but clinical:sign, expires `,
+      `token ${row.id} for ${c.username} (company ${c.id}, centers ALM1, scopes all but clinical:sign,fhir:export, expires `,
     )
 
     const [record, ...others] = await repo.tokensByLookup(token.slice(0, 16))
@@ -169,27 +169,38 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
       ok: true,
       scopes: ['appointments:read', 'comms:send'],
     })
-    // Without a list: every scope but signing clinical records, which a token has only by naming it.
+    // Without a list: every scope but signing clinical records and exporting a company's data, which a
+    // token has only by naming them.
     expect(await auth.authenticate({ 'x-service-token': all })).toMatchObject({
       ok: true,
-      scopes: SCOPES.filter((s) => s !== 'clinical:sign'),
+      scopes: SCOPES.filter((s) => s !== 'clinical:sign' && s !== 'fhir:export'),
     })
     const [row] = await knex('api_tokens').where({ idempresa: c.id }).whereNotNull('scopes')
-    await expect(
-      knex('api_tokens')
-        .where({ id: row.id })
-        .update({ scopes: ['patients:delete'] }),
-    ).rejects.toThrow(/api_tokens_scopes/)
-    await expect(knex('api_tokens').where({ id: row.id }).update({ scopes: [] })).rejects.toThrow(
-      /api_tokens_scopes/,
-    )
+    // The database keeps the shape of a scope (the list is services.json's alone)...
+    for (const scopes of [[], ['patients delete'], ['Patients:Read'], ['patients:read', null], ['']])
+      await expect(knex('api_tokens').where({ id: row.id }).update({ scopes })).rejects.toThrow(
+        /api_tokens_scopes/,
+      )
+    // ...and a scope the list does not have, stored behind the CLI's back, grants nothing.
+    await knex('api_tokens')
+      .where({ id: row.id })
+      .update({ scopes: ['patients:delete', 'comms:send'] })
+    expect(
+      await new Authenticator(repo, { ttlMs: 0 }).authenticate({ 'x-service-token': token }),
+    ).toMatchObject({
+      ok: true,
+      scopes: ['comms:send'],
+    })
+    await knex('api_tokens')
+      .where({ id: row.id })
+      .update({ scopes: ['appointments:read', 'comms:send'] })
     const { out } = await admin('token:list', '--username', c.username)
     expect(
       out
         .split('\n')
         .slice(1, 3)
         .map((l) => l.split('\t')[3]),
-    ).toEqual(['all but clinical:sign', 'appointments:read,comms:send'])
+    ).toEqual(['all but clinical:sign,fhir:export', 'appointments:read,comms:send'])
   })
 
   it('writes token.created and token.revoked to the outbox with the change, never the secret', async () => {
@@ -249,7 +260,7 @@ describe('identity repository and admin CLI on PostgreSQL', () => {
           lookup,
           hash,
           centers: null,
-          scopes: ['nope'],
+          scopes: ['no pe'],
           expiresAt: null,
         },
         [event],

@@ -100,7 +100,7 @@ describe('runAdmin', () => {
     expect(days).toBeGreaterThan(89.9)
     expect(days).toBeLessThanOrEqual(90)
     expect(err).toContain(
-      `token ${stored.id} for alice (company 7, centers ALM2,ALM1, scopes all but clinical:sign, expires `,
+      `token ${stored.id} for alice (company 7, centers ALM2,ALM1, scopes all but clinical:sign,fhir:export, expires `,
     )
     expect(err).not.toContain(token)
   })
@@ -227,14 +227,14 @@ describe('runAdmin', () => {
       repo.tokens[1]!.id,
       '-',
       'ALM1',
-      'all but clinical:sign',
+      'all but clinical:sign,fhir:export',
     ])
     expect(newest!.split('\t')[6]).toBe('-')
     expect(oldest!.split('\t').slice(0, 4)).toEqual([
       repo.tokens[0]!.id,
       'portal',
       'all',
-      'all but clinical:sign',
+      'all but clinical:sign,fhir:export',
     ])
     expect(oldest!.split('\t')[6]).not.toBe('-') // revoked
     expect(out).not.toContain(first.trim())

@@ -122,4 +122,21 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // Scopes are declared in one place, packages/platform/services.json (issue 42): the admin CLI
+    // refuses any other, and a stored scope the list no longer has grants nothing. The database keeps
+    // their shape (<area>:<verb>, no NULL), no longer a copy of the list that each new scope restated.
+    name: '0006_scopes_declared_once',
+    async up(knex) {
+      await knex.raw(`
+        ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scopes;
+        ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scopes CHECK (
+          scopes IS NULL OR (
+            cardinality(scopes) > 0 AND array_position(scopes, NULL) IS NULL
+            AND array_to_string(scopes, ' ') ~ '^[a-z][a-z_]*:[a-z][a-z_]*( [a-z][a-z_]*:[a-z][a-z_]*)*$'
+          )
+        );
+      `)
+    },
+  },
 ]
