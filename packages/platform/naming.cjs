@@ -26,6 +26,29 @@ function envPrefix(name) {
 /** `a-b` -> `a_b`: a name PostgreSQL takes unquoted. */
 const sqlName = (name) => (envPrefix(name), name.replace(/-/g, '_'))
 
+/**
+ * DB_ROLE_PREFIX: empty (deploy's default, `npm start`), or lowercase letters, digits and `_` that
+ * start with a letter and end in `_` (a test stack's `t<hex>_`, a `staging_` beside production).
+ */
+const DB_ROLE_PREFIX = /^([a-z][a-z0-9_]*_)?$/
+
+/**
+ * A stack's name of one of its database roles: its DB_ROLE_PREFIX before the role's own name (a
+ * service's login role, or a NOLOGIN role its migrations grant to). Roles, and who is a member of
+ * whom, are cluster-wide, so stacks sharing one PostgreSQL each prefix theirs: none uses, grants or
+ * drops another's.
+ */
+function stackDbRole(role, prefix = '') {
+  if (!DB_ROLE_PREFIX.test(prefix))
+    throw new Error(
+      `DB_ROLE_PREFIX ${JSON.stringify(prefix)}: empty, or lowercase letters, digits and _, starting with a letter and ending in _`,
+    )
+  const name = `${prefix}${role}`
+  // PostgreSQL cuts longer names to 63 bytes: two roles could end up as one.
+  if (name.length > 63) throw new Error(`database role ${name}: longer than PostgreSQL's 63 bytes`)
+  return name
+}
+
 /** Every name of one service (an entry of services.json, or a name in it). */
 function namesOf(service) {
   const s = entryOf(service)
@@ -55,4 +78,4 @@ function namesOf(service) {
 /** The variable `what` (PORT, URL, ...) of a service: envName('a-b', 'URL') is A_B_URL. */
 const envName = (service, what) => `${envPrefix(entryOf(service).name)}_${what}`
 
-module.exports = { apps, resources, list, envPrefix, namesOf, envName }
+module.exports = { apps, resources, list, envPrefix, namesOf, envName, DB_ROLE_PREFIX, stackDbRole }

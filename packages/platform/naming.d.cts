@@ -60,3 +60,7 @@ export declare const list: {
 export declare function envPrefix(name: string): string
 export declare function namesOf(service: string | AppEntry): ServiceNames
 export declare function envName(service: string | AppEntry, what: string): string
+/** What DB_ROLE_PREFIX may be: empty, or lowercase letters, digits and `_`, from a letter to a `_`. */
+export declare const DB_ROLE_PREFIX: RegExp
+/** `<prefix><role>`: a stack's name of a database role (login or NOLOGIN); throws on a bad prefix. */
+export declare function stackDbRole(role: string, prefix?: string): string

@@ -17,6 +17,8 @@ interface VarSpec<K extends Kind> {
   protocols?: string[]
   /** Allowed values of a string. */
   choices?: readonly string[]
+  /** A string's form, and how the error says it: `<NAME> must be <says>`. */
+  pattern?: { re: RegExp; says: string }
   /**
    * A secret (a string, a list of `name=key` entries, or a URL whose password is one): a value that
    * is still an example's placeholder (`change-me...`, `CHANGE_ME...`) is refused at start-up.
@@ -122,6 +124,7 @@ function coerce(name: string, spec: VarSpec<Kind>, raw: string): { value?: unkno
         return { error: `${name} must be one of ${spec.choices.join(', ')}` }
       if (spec.min !== undefined && raw.length < spec.min)
         return { error: `${name} must be at least ${spec.min} characters` }
+      if (spec.pattern && !spec.pattern.re.test(raw)) return { error: `${name} must be ${spec.pattern.says}` }
       return { value: raw }
   }
 }

@@ -3,8 +3,9 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
 import { assertionKeysOf, type AssertionKeys, type AssertionSigner } from './assertion-keys'
-import { exitOnConfigError, loadConfig, v, type Config } from './config'
-import { commonTables, createDb, ensureDatabase, ensureLoginRole, migrate, type Migration } from './db/index'
+import { exitOnConfigError, v, type Config } from './config'
+import { commonTables, createDb, stackDbRole, type Migration } from './db/index'
+import { databaseConfig } from './migration-step'
 import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, type ReadinessCheck } from './http'
 import { serve } from './lifecycle'
 import { brokerUserPrefix, eventOrigins, type EventOrigins } from './event-origin'
@@ -12,14 +13,6 @@ import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
 import { readVersion } from './version'
 
-/** The part of every service's configuration that is the same everywhere (DESIGN.md section 6). */
-export const databaseConfig = {
-  DATABASE_URL: v.url({
-    default: 'postgres://postgres@127.0.0.1:5432/clinic',
-    protocols: ['postgres:', 'postgresql:'],
-    secret: true,
-  }),
-}
 export const sharedConfig = {
   ...databaseConfig,
   HOST: v.string({ default: '127.0.0.1' }),
@@ -98,6 +91,7 @@ export async function connectService(o: {
   service: string
   schema: string
   config: SharedConfig
+  /** The NOLOGIN role its requests run as (SET ROLE), named as its migrations name it: DB_ROLE_PREFIX comes before. */
   role?: string
   poolMax?: number
   outbox: boolean
@@ -108,7 +102,7 @@ export async function connectService(o: {
   const logger = createLogger({ service: o.service, level: config.LOG_LEVEL })
   const knex = createDb(config.DATABASE_URL, {
     schema: o.schema,
-    role: o.role,
+    role: o.role && stackDbRole(o.role, config.DB_ROLE_PREFIX),
     poolMax: Math.min(o.poolMax ?? 10, config.DB_POOL_MAX ?? Infinity),
     log: logger,
     refusePrivileged: true,
@@ -163,37 +157,6 @@ export function runMain(service: string, main: () => Promise<void>): void {
   main().catch((err) => {
     exitOnConfigError(err)
     process.stderr.write(`${service} failed to start: ${(err as Error).stack}\n`)
-    process.exit(1)
-  })
-}
-
-/** The migration step's: the owner's URL, and the service's own (whose login role it makes). */
-export const migrationConfig = {
-  ...databaseConfig,
-  /** The schema owner's credentials: only the migration step has them. Unset: DATABASE_URL's. */
-  MIGRATION_DATABASE_URL: v.url({ optional: true, protocols: ['postgres:', 'postgresql:'], secret: true }),
-}
-
-/**
- * A service's db/migrate.ts: creates the database if needed and migrates the service's schema as
- * the owner (MIGRATION_DATABASE_URL); then makes the login role of the service's DATABASE_URL,
- * a member of `appRole` (the privileges its migrations grant) and nothing more.
- */
-export function runMigrations(schema: string, migrations: Migration[], appRole?: string): void {
-  const main = async () => {
-    const { DATABASE_URL, MIGRATION_DATABASE_URL } = loadConfig(migrationConfig)
-    const owner = MIGRATION_DATABASE_URL ?? DATABASE_URL
-    await ensureDatabase(owner)
-    const applied = await migrate(owner, schema, migrations)
-    process.stdout.write(`${schema}: ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`)
-    if (appRole && MIGRATION_DATABASE_URL) {
-      const login = await ensureLoginRole(owner, DATABASE_URL, appRole)
-      process.stdout.write(`${schema}: the service logs in as ${login} (member of ${appRole})\n`)
-    }
-  }
-  main().catch((err) => {
-    exitOnConfigError(err)
-    process.stderr.write(`${schema} migrations failed: ${(err as Error).message}\n`)
     process.exit(1)
   })
 }
@@ -256,7 +219,7 @@ export function runService<C extends SharedConfig>(
   spec: {
     service: string
     schema: string
-    /** The least-privilege role requests run as (SET ROLE); migrations ran as the owner. */
+    /** The least-privilege role requests run as (SET ROLE, after DB_ROLE_PREFIX); migrations ran as the owner. */
     role?: string
     /** Database connections (default 10). */
     poolMax?: number | ((config: C) => number)

@@ -1,15 +1,35 @@
 import type { Knex } from 'knex'
 import pg from 'pg'
+import { stackDbRole } from '../../naming.cjs'
 import { assertIdent, createDb, isUniqueViolation } from './connect'
+
+/** What a migration is told about the stack it runs for. */
+export interface MigrationContext {
+  /**
+   * The stack's name of a role the migration creates or grants to (`<DB_ROLE_PREFIX><role>`):
+   * roles are cluster-wide, so two stacks on one PostgreSQL never grant to the same one.
+   */
+  role(name: string): string
+}
 
 export interface Migration {
   name: string
-  up(knex: Knex): Promise<void>
-  down?(knex: Knex): Promise<void>
+  up(knex: Knex, stack: MigrationContext): Promise<void>
+  down?(knex: Knex, stack: MigrationContext): Promise<void>
 }
 
-/** Runs a service's migrations (a static list, so they work from TypeScript and from dist). */
-export async function migrate(url: string, schema: string, migrations: Migration[]): Promise<string[]> {
+/**
+ * Runs a service's migrations (a static list, so they work from TypeScript and from dist), naming
+ * the roles they grant to after `rolePrefix` (the stack's DB_ROLE_PREFIX; none by default).
+ */
+export async function migrate(
+  url: string,
+  schema: string,
+  migrations: Migration[],
+  { rolePrefix = '' }: { rolePrefix?: string } = {},
+): Promise<string[]> {
+  const stack: MigrationContext = { role: (name) => assertIdent(stackDbRole(name, rolePrefix)) }
+  stack.role('x') // a bad prefix fails here, before any migration runs
   const knex = createDb(url, { schema, poolMax: 2 })
   const latest = () =>
     knex.migrate.latest({
@@ -18,7 +38,10 @@ export async function migrate(url: string, schema: string, migrations: Migration
       migrationSource: {
         getMigrations: async () => migrations,
         getMigrationName: (m: Migration) => m.name,
-        getMigration: async (m: Migration) => ({ up: m.up, down: m.down ?? (async () => undefined) }),
+        getMigration: async (m: Migration) => ({
+          up: (k: Knex) => m.up(k, stack),
+          down: (k: Knex) => (m.down ? m.down(k, stack) : Promise.resolve()),
+        }),
       },
     }) as Promise<[number, string[]]>
   // knex creates its own tables check-then-create: two first runs at once collide there, or leave two

@@ -2,6 +2,9 @@ import type { Knex } from 'knex'
 import pg from 'pg'
 import { assertIdent, isUniqueViolation } from './connect'
 
+/** `<DB_ROLE_PREFIX><role>` (naming.cjs, shared with the scripts and the e2e stack). */
+export { stackDbRole } from '../../naming.cjs'
+
 /** Creates a NOLOGIN role once per cluster; concurrent runs may race, which is fine. */
 export async function ensureRole(knex: Knex, role: string): Promise<void> {
   await knex.raw(`
@@ -50,4 +53,28 @@ export async function ensureLoginRole(
     await client.end()
   }
   return login
+}
+
+/**
+ * Fails unless `role` (the stack's NOLOGIN role, DB_ROLE_PREFIX included) may use `schema`: the
+ * migrations granted to another name (DB_ROLE_PREFIX set or changed after the schema was made), so
+ * the service would log in and be refused everything. Says so in one line instead.
+ */
+export async function assertSchemaRole(ownerUrl: string, role: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ownerUrl, application_name: `${schema}-migrate` })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ usage: boolean | null }>(
+      `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)
+              THEN has_schema_privilege($1, $2, 'USAGE') END AS usage`,
+      [role, schema],
+    )
+    if (rows[0]?.usage !== true)
+      throw new Error(
+        `the role ${role} ${rows[0]?.usage === false ? 'has no grant on' : 'was never made for'} the schema ${schema}: ` +
+          'its migrations ran under another DB_ROLE_PREFIX (choose the prefix before the first migration)',
+      )
+  } finally {
+    await client.end()
+  }
 }

@@ -37,9 +37,9 @@ function countedMigrations(schema: string) {
   const runs: string[] = []
   const list: Migration[] = testMigrations(schema).map((m) => ({
     name: m.name,
-    async up(knex) {
+    async up(knex, stack) {
       runs.push(m.name)
-      await m.up(knex)
+      await m.up(knex, stack)
     },
   }))
   return { runs, list }

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, v } from '@clinic/platform'
+import { ConfigError, databaseConfig, loadConfig, v } from '@clinic/platform'
 
 const spec = {
   PORT: v.port({ default: '8081' }),
@@ -123,6 +123,17 @@ describe('loadConfig', () => {
     expect(loadConfig(spec, { INTERNAL_AUTH_SECRET: 'b'.repeat(32) }).INTERNAL_AUTH_SECRET).toBe(
       'b'.repeat(32),
     )
+  })
+
+  it("checks a string's form: DB_ROLE_PREFIX, empty by default, else a prefix PostgreSQL takes unquoted", () => {
+    expect(loadConfig(databaseConfig, {}).DB_ROLE_PREFIX).toBe('')
+    expect(loadConfig(databaseConfig, { DB_ROLE_PREFIX: 'staging_' }).DB_ROLE_PREFIX).toBe('staging_')
+    expect(loadConfig(databaseConfig, { DB_ROLE_PREFIX: 't0a1b2c3d_' }).DB_ROLE_PREFIX).toBe('t0a1b2c3d_')
+    for (const bad of ['staging', 'Staging_', 'st-aging_', '_x_', '1x_', 'x"; DROP ROLE y; --_'])
+      expect([bad, errorOf(() => loadConfig(databaseConfig, { DB_ROLE_PREFIX: bad })).message]).toEqual([
+        bad,
+        expect.stringContaining('DB_ROLE_PREFIX must be empty, or lowercase letters, digits and _'),
+      ])
   })
 
   it('reports every bad variable in one message, without echoing values', () => {

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { UsageError, parseCommand, runCli, usageMessage, withAdminDb } from '@clinic/platform'
+import { UsageError, parseCommand, runCli, stackDbRole, usageMessage, withAdminDb } from '@clinic/platform'
 import { loadAuditDbConfig, loadAuditVerifyConfig } from '../config'
 import { SCHEMA, WRITER_ROLE } from '../db/migrations'
 import { chainReader, ensurePartitions } from '../db/repositories/audit-events-repository'
@@ -23,8 +23,12 @@ const out = (line: string) => process.stdout.write(`${line}\n`)
 type Err = { write(s: string): unknown }
 /** Refused checkpoint lines named one by one; more are counted. */
 const REFUSED_SHOWN = 10
-/** The service role: verification and partitions need no more. */
-const asWriter = { schema: SCHEMA, role: WRITER_ROLE, applicationName: 'audit-admin' }
+/** The service role (the stack's: DB_ROLE_PREFIX before it): verification and partitions need no more. */
+const asWriter = (config: { DB_ROLE_PREFIX: string }) => ({
+  schema: SCHEMA,
+  role: stackDbRole(WRITER_ROLE, config.DB_ROLE_PREFIX),
+  applicationName: 'audit-admin',
+})
 
 /** The value of a whole-number option, or a UsageError naming it. */
 const wholeNumber = (value: string | undefined, name: string, max = Number.MAX_SAFE_INTEGER): number => {
@@ -69,7 +73,7 @@ async function runCommand(args: string[], err: Err): Promise<number> {
       const { AUDIT_CHAIN_KEY, AUDIT_CHECKPOINT_FILE } = loadAuditVerifyConfig()
       const file = resolve(values.checkpoints ?? AUDIT_CHECKPOINT_FILE)
       // Verification only reads: it runs as the service role.
-      return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
+      return withAdminDb(config.DATABASE_URL, asWriter(config), async (knex) => {
         const db = await readDatabaseIdentity(knex)
         // The file before the heads: a checkpoint written meanwhile names no head beyond the one
         // verification reads then (heads only move forward), so it can never be a false alarm.
@@ -99,7 +103,7 @@ async function runCommand(args: string[], err: Err): Promise<number> {
     case 'audit:partitions': {
       const months = wholeNumber(values['months-ahead'] ?? '1', 'months-ahead', 24)
       const config = loadAuditDbConfig()
-      return withAdminDb(config.DATABASE_URL, asWriter, async (knex) => {
+      return withAdminDb(config.DATABASE_URL, asWriter(config), async (knex) => {
         out(`created ${await ensurePartitions(knex, months)} partitions`)
         return 0
       })

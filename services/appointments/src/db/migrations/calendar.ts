@@ -13,10 +13,11 @@ import type { Migration } from '@clinic/platform'
  * advisory lock), and every read compares `expires_at` with the clock. Each new hold also sweeps a
  * few of the company's other expired holds away. No timer is needed.
  */
-export function calendarMigration(schema: string, appRole: string, tenant: string): Migration {
+export function calendarMigration(schema: string, appRoleName: string, tenant: string): Migration {
   return {
     name: '0005_practitioners_calendar',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(appRoleName)
       await knex.raw(`
         CREATE TABLE practitioners (
           idempresa integer NOT NULL,

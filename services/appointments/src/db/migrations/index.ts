@@ -109,12 +109,13 @@ export const migrations: Migration[] = [
   },
   {
     name: '0003_row_level_security',
-    async up(knex) {
-      await ensureRole(knex, APP_ROLE)
-      await knex.raw(`GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE};
-        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE}`)
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await ensureRole(knex, appRole)
+      await knex.raw(`GRANT USAGE ON SCHEMA ${SCHEMA} TO ${appRole};
+        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${appRole}`)
       for (const [table, privileges, tenant] of SERVICE_ROLE_TABLES) {
-        await knex.raw(`GRANT ${privileges} ON ${table} TO ${APP_ROLE}`)
+        await knex.raw(`GRANT ${privileges} ON ${table} TO ${appRole}`)
         if (tenant)
           await knex.raw(`
             ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;

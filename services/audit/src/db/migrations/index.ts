@@ -8,8 +8,9 @@ export const WRITER_ROLE = 'clinic_audit_writer'
 export const migrations: Migration[] = [
   {
     name: '0001_audit_events',
-    async up(knex) {
-      await ensureRole(knex, WRITER_ROLE)
+    async up(knex, stack) {
+      const writerRole = stack.role(WRITER_ROLE)
+      await ensureRole(knex, writerRole)
       await commonTables.processedEvents(knex)
       await knex.raw(`
         -- One row per company: the end of its hash chain. Locked FOR UPDATE while an event is
@@ -109,30 +110,31 @@ export const migrations: Migration[] = [
 
         REVOKE ALL ON events, events_default, chain_heads, retention_anchors, processed_events FROM PUBLIC;
         REVOKE ALL ON FUNCTION ensure_event_partitions(integer) FROM PUBLIC;
-        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${WRITER_ROLE};
-        GRANT SELECT, INSERT ON events TO ${WRITER_ROLE};
-        GRANT SELECT, INSERT, UPDATE ON chain_heads TO ${WRITER_ROLE};
-        GRANT SELECT, INSERT ON processed_events TO ${WRITER_ROLE};
-        GRANT SELECT ON retention_anchors TO ${WRITER_ROLE};
-        GRANT EXECUTE ON FUNCTION ensure_event_partitions(integer) TO ${WRITER_ROLE};
+        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${writerRole};
+        GRANT SELECT, INSERT ON events TO ${writerRole};
+        GRANT SELECT, INSERT, UPDATE ON chain_heads TO ${writerRole};
+        GRANT SELECT, INSERT ON processed_events TO ${writerRole};
+        GRANT SELECT ON retention_anchors TO ${writerRole};
+        GRANT EXECUTE ON FUNCTION ensure_event_partitions(integer) TO ${writerRole};
       `)
       // The owner must be able to SET ROLE to the writer (a superuser always can).
       await knex.raw(`
         DO $$ BEGIN
-          IF NOT pg_has_role(current_user, '${WRITER_ROLE}', 'MEMBER') THEN
-            EXECUTE format('GRANT ${WRITER_ROLE} TO %I', current_user);
+          IF NOT pg_has_role(current_user, '${writerRole}', 'MEMBER') THEN
+            EXECUTE format('GRANT ${writerRole} TO %I', current_user);
           END IF;
         END $$`)
     },
   },
   {
     name: '0002_chain_heads_by_function',
-    async up(knex) {
+    async up(knex, stack) {
+      const writerRole = stack.role(WRITER_ROLE)
       // The writer could UPDATE chain_heads, so moving a head back hid every later row from
       // verification. Now it may only read heads; two SECURITY DEFINER functions lock a head for
       // an append and move it forward by exactly one event that exists and links to it.
       await knex.raw(`
-        REVOKE INSERT, UPDATE, DELETE ON chain_heads FROM ${WRITER_ROLE};
+        REVOKE INSERT, UPDATE, DELETE ON chain_heads FROM ${writerRole};
 
         CREATE FUNCTION lock_chain_head(company integer)
         RETURNS TABLE (seq bigint, hash text, recorded_at timestamptz)
@@ -169,8 +171,8 @@ export const migrations: Migration[] = [
 
         REVOKE ALL ON FUNCTION lock_chain_head(integer) FROM PUBLIC;
         REVOKE ALL ON FUNCTION advance_chain_head(integer, bigint, text) FROM PUBLIC;
-        GRANT EXECUTE ON FUNCTION lock_chain_head(integer) TO ${WRITER_ROLE};
-        GRANT EXECUTE ON FUNCTION advance_chain_head(integer, bigint, text) TO ${WRITER_ROLE};
+        GRANT EXECUTE ON FUNCTION lock_chain_head(integer) TO ${writerRole};
+        GRANT EXECUTE ON FUNCTION advance_chain_head(integer, bigint, text) TO ${writerRole};
       `)
     },
   },
@@ -178,7 +180,8 @@ export const migrations: Migration[] = [
     // Batched appends: the head moves once past several events, each checked to link to the one
     // before it, the first to the head, the last being new_seq / new_hash.
     name: '0003_advance_chain_head_past_a_run',
-    async up(knex) {
+    async up(knex, stack) {
+      const writerRole = stack.role(WRITER_ROLE)
       await knex.raw(`
         CREATE FUNCTION advance_chain_head_to(company integer, new_seq bigint, new_hash text) RETURNS void
         LANGUAGE plpgsql SECURITY DEFINER SET search_path = ${SCHEMA}, pg_temp AS $$
@@ -214,7 +217,7 @@ export const migrations: Migration[] = [
             WHERE idempresa = company;
         END $$;
         REVOKE ALL ON FUNCTION advance_chain_head_to(integer, bigint, text) FROM PUBLIC;
-        GRANT EXECUTE ON FUNCTION advance_chain_head_to(integer, bigint, text) TO ${WRITER_ROLE};
+        GRANT EXECUTE ON FUNCTION advance_chain_head_to(integer, bigint, text) TO ${writerRole};
       `)
     },
   },
@@ -224,8 +227,9 @@ export const migrations: Migration[] = [
     // only: the writer has no privilege on the partitions themselves, so it reaches rows through
     // the parent and its policy alone.
     name: '0004_events_row_level_security',
-    async up(knex) {
-      await secureTenantTable(knex, 'events', { role: WRITER_ROLE, privileges: ['SELECT', 'INSERT'] })
+    async up(knex, stack) {
+      const writerRole = stack.role(WRITER_ROLE)
+      await secureTenantTable(knex, 'events', { role: writerRole, privileges: ['SELECT', 'INSERT'] })
     },
   },
 ]

@@ -6,10 +6,11 @@ import { baseMigration, ensureRole, secureTenantTable, type Migration } from '@c
  * idempotency keys are a tenant table. A table of the service's own comes in a migration of its
  * own, secured the same way (secureTenantTable).
  */
-export const base = (schema: string, appRole: string): Migration => ({
+export const base = (schema: string, appRoleName: string): Migration => ({
   name: '0001_base',
-  async up(knex) {
-    await baseMigration(schema).up(knex)
+  async up(knex, stack) {
+    const appRole = stack.role(appRoleName)
+    await baseMigration(schema).up(knex, stack)
     await ensureRole(knex, appRole)
     await knex.raw(`
       GRANT USAGE ON SCHEMA ${schema} TO ${appRole};

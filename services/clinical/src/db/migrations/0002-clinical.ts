@@ -6,9 +6,10 @@ import { secureTenantTable, type Migration } from '@clinic/platform'
  * the exam's history (one row per version) and prescriptions. Every key leads with the company,
  * every table is under row-level security.
  */
-export const clinicalTables = (appRole: string): Migration => ({
+export const clinicalTables = (appRoleName: string): Migration => ({
   name: '0002_clinical',
-  async up(knex) {
+  async up(knex, stack) {
+    const appRole = stack.role(appRoleName)
     await knex.raw(`
       CREATE TABLE exams (
         idempresa integer NOT NULL,

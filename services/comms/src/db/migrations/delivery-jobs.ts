@@ -9,10 +9,11 @@ export const DELIVERY_CHANNEL = 'comms_delivery'
  * `next_attempt_at` after a transient failure. Replaces the `comms.delivery` queue and its `.retry`
  * delay queue: a message queued before this migration is a row due at once.
  */
-export function messageDeliveryJobs(schema: string, appRole: string): Migration {
+export function messageDeliveryJobs(schema: string, appRoleName: string): Migration {
   return {
     name: '0006_message_delivery_jobs',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(appRoleName)
       await knex.raw(`
         -- '-infinity': a new message is due before any clock a worker may run on (tests and demos
         -- move comms' clock; the database's own now() is not it). \`cause\`: who queued it and in which

@@ -13,10 +13,11 @@ import { secureTenantTable, type Migration } from '@clinic/platform'
  * go with the day-old receipts. With no SMS in `sending` no worker can record the sid any more
  * (a lost or failed send), so such a receipt is not kept.
  */
-export function earlyReceiptsByCompany(schema: string, appRole: string, receiptLock: number): Migration {
+export function earlyReceiptsByCompany(schema: string, appRoleName: string, receiptLock: number): Migration {
   return {
     name: '0005_early_receipts_by_company',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(appRoleName)
       const sendingSms = `SELECT DISTINCT m.idempresa FROM ${schema}.messages m
         WHERE m.channel = 'sms' AND m.status = 'sending'`
       await knex.raw(`

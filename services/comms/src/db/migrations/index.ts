@@ -69,15 +69,16 @@ export const migrations: Migration[] = [
   },
   {
     name: '0003_row_level_security',
-    async up(knex) {
-      await ensureRole(knex, APP_ROLE)
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await ensureRole(knex, appRole)
       await knex.raw(`
-        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE};
-        GRANT SELECT, INSERT, UPDATE ON messages TO ${APP_ROLE};
-        GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys, processed_events TO ${APP_ROLE};
+        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${appRole};
+        GRANT SELECT, INSERT, UPDATE ON messages TO ${appRole};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys, processed_events TO ${appRole};
         -- The outbox relay reads every company's pending events, so the outbox has no policy.
-        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${APP_ROLE};
-        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${appRole};
+        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${appRole};
       `)
       for (const table of ['messages', 'idempotency_keys'])
         await knex.raw(`
@@ -139,7 +140,7 @@ export const migrations: Migration[] = [
         REVOKE ALL ON FUNCTION fail_stale_sending(integer, text), apply_receipt(text, text, text),
           apply_early_receipt(text) FROM PUBLIC;
         GRANT EXECUTE ON FUNCTION fail_stale_sending(integer, text), apply_receipt(text, text, text),
-          apply_early_receipt(text) TO ${APP_ROLE};
+          apply_early_receipt(text) TO ${appRole};
       `)
     },
   },

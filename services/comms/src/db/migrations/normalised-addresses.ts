@@ -13,10 +13,11 @@ import type { Migration } from '@clinic/platform'
  * (`sent_at`). Numbers of every company, so no policy and no grant: only record_sms_keyword, a
  * SECURITY DEFINER function as set_consent_everywhere, reads and writes it.
  */
-export function normalisedAddresses(schema: string, appRole: string, keywordLock: number): Migration {
+export function normalisedAddresses(schema: string, appRoleName: string, keywordLock: number): Migration {
   return {
     name: '0007_normalised_addresses_sms_keywords',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(appRoleName)
       // Every company's rows: the owner is outside the policies only while they are not forced
       // (a superuser owner is anyway), so they are lifted for these statements and put back.
       await knex.raw(`

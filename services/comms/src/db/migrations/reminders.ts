@@ -7,9 +7,10 @@ const TENANT = `idempresa = nullif(current_setting('app.idempresa', true), '')::
  * the daily messaging counters, the uses of patient links; `suppressed` messages and the guardian
  * override on messages. Given the schema and role names by the list (index.ts), which imports this.
  */
-export const remindersConsentLimits = (SCHEMA: string, APP_ROLE: string): Migration => ({
+export const remindersConsentLimits = (SCHEMA: string, APP_ROLE_NAME: string): Migration => ({
   name: '0004_reminders_consent_limits',
-  async up(knex) {
+  async up(knex, stack) {
+    const APP_ROLE = stack.role(APP_ROLE_NAME)
     await knex.raw(`
       ALTER TABLE messages DROP CONSTRAINT messages_status_check;
       ALTER TABLE messages ADD CONSTRAINT messages_status_check CHECK (status IN

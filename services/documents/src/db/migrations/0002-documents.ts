@@ -8,9 +8,10 @@ import { secureTenantTable, type Migration } from '@clinic/platform'
  * that sha256 or, when the company already holds those bytes, its chunks are dropped. Every table
  * leads its keys with idempresa and is under row-level security (DESIGN section 9).
  */
-export const documentsTables = (appRole: string): Migration => ({
+export const documentsTables = (appRoleName: string): Migration => ({
   name: '0002_documents',
-  async up(knex) {
+  async up(knex, stack) {
+    const appRole = stack.role(appRoleName)
     await knex.raw(`
       CREATE TABLE documents (
         idempresa integer NOT NULL,

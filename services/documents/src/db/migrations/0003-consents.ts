@@ -7,9 +7,10 @@ import { secureTenantTable, type Migration } from '@clinic/platform'
  * pending consents past their expiry for the expiry worker (owner's rights: row-level security
  * would show it none); each is then expired in its own company's transaction.
  */
-export const consentsTables = (schema: string, appRole: string): Migration => ({
+export const consentsTables = (schema: string, appRoleName: string): Migration => ({
   name: '0003_consents',
-  async up(knex) {
+  async up(knex, stack) {
+    const appRole = stack.role(appRoleName)
     await knex.raw(`
       CREATE TABLE consent_templates (
         idempresa integer NOT NULL,

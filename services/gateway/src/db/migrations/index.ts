@@ -61,14 +61,15 @@ export const migrations: Migration[] = [
   },
   {
     name: '0002_gateway_role',
-    async up(knex) {
-      await ensureRole(knex, APP_ROLE)
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await ensureRole(knex, appRole)
       await knex.raw(`
-        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE};
-        GRANT SELECT ON companies, centers, users, api_tokens TO ${APP_ROLE};
-        GRANT UPDATE (last_used_at) ON api_tokens TO ${APP_ROLE};
-        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${APP_ROLE};
-        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE};
+        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${appRole};
+        GRANT SELECT ON companies, centers, users, api_tokens TO ${appRole};
+        GRANT UPDATE (last_used_at) ON api_tokens TO ${appRole};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${appRole};
+        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${appRole};
       `)
     },
   },

@@ -135,15 +135,16 @@ export const migrations: Migration[] = [
   },
   {
     name: '0003_row_level_security',
-    async up(knex) {
-      await ensureRole(knex, APP_ROLE)
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await ensureRole(knex, appRole)
       await knex.raw(`
-        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE};
-        GRANT SELECT, INSERT, UPDATE ON patients, patient_counts TO ${APP_ROLE};
-        GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO ${APP_ROLE};
+        GRANT USAGE ON SCHEMA ${SCHEMA} TO ${appRole};
+        GRANT SELECT, INSERT, UPDATE ON patients, patient_counts TO ${appRole};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON idempotency_keys TO ${appRole};
         -- The outbox relay reads every company's pending events, so the outbox has no policy.
-        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${APP_ROLE};
-        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO ${appRole};
+        GRANT USAGE ON SEQUENCE outbox_id_seq TO ${appRole};
       `)
       for (const table of ['patients', 'patient_counts', 'idempotency_keys'])
         await knex.raw(`
@@ -155,7 +156,8 @@ export const migrations: Migration[] = [
   },
   {
     name: '0004_name_search',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
       // Under row-level security the planner may not push a non-leakproof qual (ILIKE, ||) into an
       // index scan, so `q` fell back to scanning the whole company. This function runs as its owner
       // (the migration role, which bypasses RLS as a superuser or BYPASSRLS role) and so can use the
@@ -171,7 +173,7 @@ export const migrations: Migration[] = [
             AND ((first_name || ' ' || last_name || ' ' || first_name) ILIKE pattern OR national_id = exact)
         $$;
         REVOKE ALL ON FUNCTION search_patients(text, text) FROM PUBLIC;
-        GRANT EXECUTE ON FUNCTION search_patients(text, text) TO ${APP_ROLE};
+        GRANT EXECUTE ON FUNCTION search_patients(text, text) TO ${appRole};
       `)
     },
   },

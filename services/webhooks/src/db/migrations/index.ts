@@ -105,12 +105,13 @@ export const migrations: Migration[] = [
   },
   {
     name: '0003_row_level_security',
-    async up(knex) {
-      await ensureRole(knex, APP_ROLE)
-      await knex.raw(`GRANT USAGE ON SCHEMA ${SCHEMA} TO ${APP_ROLE}`)
-      await knex.raw(`GRANT USAGE ON SEQUENCE outbox_id_seq TO ${APP_ROLE}`)
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await ensureRole(knex, appRole)
+      await knex.raw(`GRANT USAGE ON SCHEMA ${SCHEMA} TO ${appRole}`)
+      await knex.raw(`GRANT USAGE ON SEQUENCE outbox_id_seq TO ${appRole}`)
       for (const [table, privileges, tenant] of SERVICE_ROLE_TABLES) {
-        await knex.raw(`GRANT ${privileges} ON ${table} TO ${APP_ROLE}`)
+        await knex.raw(`GRANT ${privileges} ON ${table} TO ${appRole}`)
         if (tenant)
           await knex.raw(`
             ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
@@ -186,7 +187,7 @@ export const migrations: Migration[] = [
         REVOKE ALL ON FUNCTION claim_deliveries(timestamptz, integer, integer, interval),
           purge_events(timestamptz) FROM PUBLIC;
         GRANT EXECUTE ON FUNCTION claim_deliveries(timestamptz, integer, integer, interval),
-          purge_events(timestamptz) TO ${APP_ROLE};
+          purge_events(timestamptz) TO ${appRole};
       `)
     },
   },
