@@ -22,6 +22,7 @@ import {
   machine,
   measure,
   record,
+  stackDbRole,
 } from './lib.mjs'
 
 const BIG = 50_000
@@ -98,7 +99,7 @@ await listAppointments(
 )
 const { sql: listSql, bindings: params } = listStatement(sqlOnly, 1, filter).toSQL().toNative()
 await db.query('BEGIN')
-await db.query('SET LOCAL ROLE clinic_appointments_app')
+await db.query(`SET LOCAL ROLE ${stackDbRole('clinic_appointments_app', env.DB_ROLE_PREFIX)}`)
 await db.query('SET LOCAL search_path TO appointments, public')
 await db.query(`SELECT set_config('app.idempresa', '1', true)`)
 const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${listSql}`, params)).rows
@@ -271,7 +272,7 @@ if (purgeQuery && conflictQuery) {
   ]) {
     const { sql, bindings } = q.toSQL().toNative()
     await db.query('BEGIN')
-    await db.query('SET LOCAL ROLE clinic_appointments_app')
+    await db.query(`SET LOCAL ROLE ${stackDbRole('clinic_appointments_app', env.DB_ROLE_PREFIX)}`)
     await db.query('SET LOCAL search_path TO appointments, public')
     await db.query(`SELECT set_config('app.idempresa', '1', true)`)
     const explained = await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, bindings)

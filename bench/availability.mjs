@@ -19,6 +19,7 @@ import {
   load,
   machine,
   record,
+  stackDbRole,
 } from './lib.mjs'
 
 const CENTER = 'ALM1'
@@ -187,7 +188,7 @@ const { sql: availabilitySql, bindings } = availabilityStatement(sqlOnly, 1, {
   .toSQL()
   .toNative()
 await db.query('BEGIN')
-await db.query('SET LOCAL ROLE clinic_appointments_app')
+await db.query(`SET LOCAL ROLE ${stackDbRole('clinic_appointments_app', env.DB_ROLE_PREFIX)}`)
 await db.query('SET LOCAL search_path TO appointments, public')
 await db.query(`SELECT set_config('app.idempresa', '1', true)`)
 const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${availabilitySql}`, bindings)).rows

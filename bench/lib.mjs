@@ -12,6 +12,12 @@ import pg from 'pg'
 import autocannon from 'autocannon'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const platformRequire = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
+/** `<DB_ROLE_PREFIX><role>`: the bench's name of a database role (a SET ROLE in a bench's own query). */
+export const { stackDbRole } = platformRequire(path.join(ROOT, 'packages', 'platform', 'naming.cjs'))
+/** The platform's test helpers, from its build (databases, vhosts, role prefixes). */
+export const platformTesting = () =>
+  platformRequire(path.join(ROOT, 'packages', 'platform', 'dist', 'testing', 'index.js'))
 const BASE_DB = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 export async function freshDatabase(name) {
@@ -84,8 +90,18 @@ export function startService(name, env, core) {
  * publish its outbox into their own old vhost, and its audit would never see those events).
  */
 const started = new Set()
+/**
+ * The bench's database and the prefix of its roles (benchTenant): dropped when it exits however it
+ * ends, the database first, then its roles (cluster-wide, they would outlive it), by a process of
+ * its own (an exit handler cannot wait).
+ */
+const benchDatabases = []
 process.on('exit', () => {
   for (const child of started) child.kill('SIGKILL')
+  for (const { databaseUrl, rolePrefix } of benchDatabases)
+    execFileSync(process.execPath, [path.join(ROOT, 'bench', 'teardown.mjs'), databaseUrl, rolePrefix], {
+      stdio: 'inherit',
+    })
 })
 
 export async function waitOk(url, timeoutMs = 30_000) {
@@ -201,7 +217,11 @@ export async function benchTenant(name, { services, centers = [] }) {
   const env = {
     DATABASE_URL: await freshDatabase(name),
     ASSERTION_ROOT_SECRET: BENCH_SECRET,
+    // Its services' login roles and the roles their migrations grant to are the bench's own
+    // (`t<hex>_clinic_...`), never those of `npm start` or a test run on the same PostgreSQL.
+    DB_ROLE_PREFIX: platformTesting().newDbRolePrefix(),
   }
+  benchDatabases.push({ databaseUrl: env.DATABASE_URL, rolePrefix: env.DB_ROLE_PREFIX })
   // The schema of the build that runs (BENCH_SERVICES_ROOT: another checkout's).
   for (const s of ['gateway', ...services])
     node(`services/${s}/dist/db/migrate.js`, serviceEnv(s, env), [], process.env.BENCH_SERVICES_ROOT ?? ROOT)
@@ -298,11 +318,8 @@ export async function smtpSink() {
  * the users.
  */
 export async function startStack(base, services, extra = {}) {
-  const require = createRequire(path.join(ROOT, 'packages', 'platform', 'package.json'))
-  const { createTestVhost, deleteTestVhost } = require(
-    path.join(ROOT, 'packages', 'platform', 'dist', 'testing', 'index.js'),
-  )
-  const brokerUsers = require(path.join(ROOT, 'packages', 'platform', 'broker-users.cjs'))
+  const { createTestVhost, deleteTestVhost } = platformTesting()
+  const brokerUsers = platformRequire(path.join(ROOT, 'packages', 'platform', 'broker-users.cjs'))
   const amqpUrl = await createTestVhost()
   const brokerPrefix = brokerUsers.newBrokerPrefix()
   await brokerUsers.createBrokerUsers({ amqpUrl, prefix: brokerPrefix, rootSecret: BENCH_SECRET })

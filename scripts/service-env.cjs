@@ -1,13 +1,16 @@
 'use strict'
 // One service's environment in a local stack (`npm start`, the benches, the e2e stack). The given
 // DATABASE_URL is the owner's, kept as MIGRATION_DATABASE_URL for the migrations; the service logs
-// in as its own role (naming.cjs: `clinic_<name>`, same host, database and password), which its
-// migration step makes and which owns nothing. It logs in to the broker as its own user too
-// (packages/platform/broker-users.cjs: `<BROKER_USER_PREFIX>clinic-<name>`, its password derived from
-// BROKER_ROOT_SECRET, which reaches no process), so the broker vouches for the origin of its events.
+// in as its own role (naming.cjs: `<DB_ROLE_PREFIX>clinic_<name>`, same host, database and
+// password), which its migration step makes and which owns nothing. DB_ROLE_PREFIX goes on to the
+// service, whose migrations grant to `<DB_ROLE_PREFIX><role>` and which runs as that role: a test
+// stack's prefix is its own, so stacks on one PostgreSQL share no role. It logs in to the broker as
+// its own user too (packages/platform/broker-users.cjs: `<BROKER_USER_PREFIX>clinic-<name>`, its
+// password derived from BROKER_ROOT_SECRET, which reaches no process), so the broker vouches for the
+// origin of its events.
 // CommonJS, so that the scripts (ESM) and the e2e stack (TypeScript under Jest) share this one copy.
 const { createHmac, createPrivateKey, createPublicKey } = require('node:crypto')
-const { apps, namesOf } = require('../packages/platform/naming.cjs')
+const { apps, namesOf, stackDbRole } = require('../packages/platform/naming.cjs')
 
 // The fixed DER prefix of an Ed25519 PKCS#8 private key; the 32-byte seed follows (RFC 8410).
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
@@ -49,7 +52,7 @@ function assertionEnv(name, rootSecret) {
 
 function serviceEnv(name, env, ownerUrl = env.DATABASE_URL) {
   const login = new URL(ownerUrl)
-  login.username = namesOf(name).loginRole
+  login.username = stackDbRole(namesOf(name).loginRole, env.DB_ROLE_PREFIX ?? '')
   const out = { ...env, DATABASE_URL: login.toString(), MIGRATION_DATABASE_URL: ownerUrl }
   delete out.ASSERTION_ROOT_SECRET
   if (name !== 'gateway') delete out.GATEWAY_SIGNING_KEY

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { namesOf } from '@clinic/platform/naming'
+import { namesOf, stackDbRole } from '@clinic/platform/naming'
 import { moveClock } from '../src/stack'
 import { makeTenant, post, waitFor, type Answer, type FaultStack, type Tenant } from './harness'
 
@@ -168,7 +168,7 @@ export async function killWhileSending(
   })
   const killedAt = Date.now()
   const { signal } = await exit!
-  const role = namesOf('comms').loginRole
+  const role = stackDbRole(namesOf('comms').loginRole, fs.info.env.DB_ROLE_PREFIX)
   await waitFor(
     async () =>
       (

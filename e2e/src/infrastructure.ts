@@ -8,6 +8,7 @@ import {
   createTestDatabase,
   createTestVhost,
   dockerEngineAnswers,
+  newDbRolePrefix,
 } from '@clinic/platform/testing'
 import { stackBrokerUsers } from './broker'
 
@@ -152,8 +153,10 @@ export function shareInfrastructure(infra: Infrastructure) {
 }
 
 /**
- * A stack's own place on `infra`: a database, a vhost, and broker users (one a service; the
- * variables service-env.cjs makes their AMQP URLs of).
+ * A stack's own place on `infra`: a database, a vhost, broker users (one a service; the variables
+ * service-env.cjs makes their AMQP URLs of) and the prefix of its database roles (DB_ROLE_PREFIX:
+ * roles are cluster-wide, and the stacks of a run share one PostgreSQL; the services' migration
+ * steps make the roles, stopStack drops them).
  */
 export async function stackPlaceOn(infra: Infrastructure) {
   const access = { container: infra.brokerContainer }
@@ -161,5 +164,10 @@ export async function stackPlaceOn(infra: Infrastructure) {
     createTestDatabase(infra.databaseUrl),
     createTestVhost(infra.amqpUrl, access),
   ])
-  return { databaseUrl, amqpUrl, brokerEnv: await stackBrokerUsers(amqpUrl, access) }
+  return {
+    databaseUrl,
+    amqpUrl,
+    brokerEnv: await stackBrokerUsers(amqpUrl, access),
+    dbRolePrefix: newDbRolePrefix(),
+  }
 }

@@ -13,7 +13,7 @@ import {
 } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { deleteTestVhost, dropTestDatabase, freePort, waitFor } from '@clinic/platform/testing'
+import { deleteTestVhost, dropTestDatabase, freePort, removeDbRoles, waitFor } from '@clinic/platform/testing'
 import { GATEWAY_ISSUER, parsePrivateKey, type AssertionSigner } from '@clinic/platform'
 import { envName } from '@clinic/platform/naming'
 import serviceList from '@clinic/platform/services.json'
@@ -113,7 +113,7 @@ async function startStackOn(
   infra: Infrastructure,
   o: Parameters<typeof startStack>[0] & object,
 ): Promise<StackInfo> {
-  const { databaseUrl, amqpUrl, brokerEnv } = await stackPlaceOn(infra)
+  const { databaseUrl, amqpUrl, brokerEnv, dbRolePrefix } = await stackPlaceOn(infra)
   // Kept after the run when E2E_LOGS is set (its path is printed), else removed with the stack.
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'clinic-e2e-logs-'))
   if (process.env.E2E_LOGS) process.stderr.write(`e2e: service logs in ${logDir}\n`)
@@ -126,6 +126,9 @@ async function startStackOn(
     // Each process's assertion keys are derived from it (service-env.cjs); no process gets it.
     ASSERTION_ROOT_SECRET: 'e2e-assertion-root-0123456789abcdef0123456789',
     ...brokerEnv,
+    // Its services log in as `<prefix>clinic_<name>` and run as `<prefix>clinic_<name>_app`: no role
+    // of another stack on this PostgreSQL (nor of the machine's `npm start`).
+    DB_ROLE_PREFIX: dbRolePrefix,
     AUDIT_CHAIN_KEY: 'e2e-audit-chain-key-0123456789abcdef012345678',
     WEBHOOKS_SECRET_KEY: 'e2e-webhooks-secret-key-0123456789abcdef01234',
     COMMS_LINK_SECRET: 'e2e-comms-link-secret-0123456789abcdef0123456',
@@ -218,6 +221,8 @@ export async function stopStack(info: StackInfo) {
   if (containers?.length) return removeContainers(containers)
   const access = { container: info.brokerContainer }
   if (databaseUrl) await dropTestDatabase(databaseUrl)
+  // Roles are cluster-wide: they outlive the database, so they go after it.
+  if (databaseUrl && info.env.DB_ROLE_PREFIX) await removeDbRoles(databaseUrl, info.env.DB_ROLE_PREFIX)
   if (amqpUrl) await deleteTestVhost(amqpUrl, access)
   await removeStackBrokerUsers(info.env, access)
 }

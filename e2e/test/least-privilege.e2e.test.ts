@@ -1,4 +1,4 @@
-import { apps, namesOf, resources } from '@clinic/platform/naming'
+import { apps, namesOf, resources, stackDbRole } from '@clinic/platform/naming'
 import { call, makeTenant, sql, stack } from '../src/client'
 
 /**
@@ -24,10 +24,35 @@ test('each running service is connected as its own unprivileged login role', asy
   )
   expect(rows.sort(byName)).toEqual(
     names
-      .map((n) => ({ application_name: n.schema, usename: n.loginRole, rolsuper: false, owned: 0 }))
+      .map((n) => ({
+        application_name: n.schema,
+        // The stack's own (DB_ROLE_PREFIX): no other stack on this PostgreSQL shares it.
+        usename: stackDbRole(n.loginRole, stack().env.DB_ROLE_PREFIX),
+        rolsuper: false,
+        owned: 0,
+      }))
       .sort(byName),
   )
   // One role per service: no two share one.
   expect(new Set(rows.map((r) => r.usename)).size).toBe(apps.length)
   expect(stack().env.DATABASE_URL).toMatch(/^postgres/)
+})
+
+test("each login role's privileges come from one NOLOGIN role of this stack's own", async () => {
+  const prefix = stack().env.DB_ROLE_PREFIX!
+  expect(prefix).toMatch(/^t[0-9a-f]{8}_$/)
+  const logins = apps.map((s) => stackDbRole(namesOf(s).loginRole, prefix))
+  const rows = await sql<{ login: string; member_of: string; can_login: boolean }>(
+    `SELECT m.rolname::text AS login, g.rolname::text AS member_of, g.rolcanlogin AS can_login
+       FROM pg_auth_members a
+       JOIN pg_roles m ON m.oid = a.member
+       JOIN pg_roles g ON g.oid = a.roleid
+      WHERE m.rolname = ANY($1::text[])`,
+    [logins],
+  )
+  // Membership is cluster-wide: a role another stack granted to would carry that stack's grants
+  // in its database too. Each is `<prefix>...`, NOLOGIN, and no two services share one.
+  expect(rows.map((r) => r.login).sort()).toEqual([...logins].sort())
+  for (const r of rows) expect([r.member_of.startsWith(prefix), r.can_login]).toEqual([true, false])
+  expect(new Set(rows.map((r) => r.member_of)).size).toBe(apps.length)
 })

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { apps, list, namesOf, resources } from '../../packages/platform/naming.cjs'
+import { apps, list, namesOf, resources, stackDbRole } from '../../packages/platform/naming.cjs'
 import { contractsByService, eventContracts } from '../../packages/platform/src/contracts'
 import { upstreamEnv } from '../../services/gateway/src/families'
 import { assertionKeyPair, serviceEnv } from '../service-env.cjs'
@@ -63,6 +63,21 @@ describe('naming.cjs', () => {
     expect(new URL(env.DATABASE_URL!).username).toBe('clinic_a_b')
     expect(env.MIGRATION_DATABASE_URL).toBe('postgres://owner:pw@db.example:5432/clinic')
     expect(upstreamEnv('a-b')).toBe('A_B_URL')
+  })
+
+  it("prefixes a stack's database roles with its DB_ROLE_PREFIX, and passes the prefix on to the service", () => {
+    const env = serviceEnv('a-b', {
+      DATABASE_URL: 'postgres://owner:pw@db.example:5432/clinic',
+      DB_ROLE_PREFIX: 't0a1b2c3d_',
+    })
+    expect(new URL(env.DATABASE_URL!).username).toBe('t0a1b2c3d_clinic_a_b')
+    expect(stackDbRole(namesOf('a-b').loginRole, 't0a1b2c3d_')).toBe('t0a1b2c3d_clinic_a_b')
+    // The service's migrations grant to `<prefix><role>` and it runs as that role.
+    expect(env.DB_ROLE_PREFIX).toBe('t0a1b2c3d_')
+    expect(() =>
+      serviceEnv('a-b', { DATABASE_URL: 'postgres://owner@db.example/clinic', DB_ROLE_PREFIX: 'T-1' }),
+    ).toThrow(/DB_ROLE_PREFIX/)
+    expect(() => stackDbRole(`${'x'.repeat(60)}_`, 't0a1b2c3d_')).toThrow(/63/)
   })
 
   it('logs each service in to the broker as its own user, with no event key and no root secret', () => {
