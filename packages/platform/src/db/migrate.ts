@@ -29,7 +29,7 @@ export async function migrate(
   { rolePrefix = '' }: { rolePrefix?: string } = {},
 ): Promise<string[]> {
   const stack: MigrationContext = { role: (name) => assertIdent(stackDbRole(name, rolePrefix)) }
-  stack.role('x') // a bad prefix fails here, before any migration runs
+  stackDbRole('', rolePrefix) // a bad prefix fails here, before any migration runs
   const knex = createDb(url, { schema, poolMax: 2 })
   const latest = () =>
     knex.migrate.latest({
