@@ -3,7 +3,14 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, wri
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createTestDatabase, dropTestDatabase, freePort, waitFor } from '@clinic/platform/testing'
+import {
+  createTestDatabase,
+  dropTestDatabase,
+  freePort,
+  newDbRolePrefix,
+  removeDbRoles,
+  waitFor,
+} from '@clinic/platform/testing'
 import { namesOf } from '../../packages/platform/naming.cjs'
 import { bareCopy } from './bare-copy'
 
@@ -63,6 +70,7 @@ it(
     }
     let server: ChildProcess | undefined
     let database: string | undefined
+    const rolePrefix = newDbRolePrefix()
     try {
       // --no-install: pnpm would write into the real node_modules, which the copy links to.
       const made = step('npm', ['run', '-s', 'new-service', '--', NAME, '--no-install'], 60_000)
@@ -115,6 +123,8 @@ it(
       const serviceEnvironment = serviceEnv(NAME, {
         ...env,
         DATABASE_URL: database,
+        // Roles of its own (cluster-wide), dropped with its database below.
+        DB_ROLE_PREFIX: rolePrefix,
         AMQP_URL: process.env.AMQP_URL,
         ASSERTION_ROOT_SECRET: 'test-assertion-root-0123456789abcdef0123456789',
         [namesOf(NAME).env.port]: String(port),
@@ -147,7 +157,10 @@ it(
         server.kill('SIGTERM')
         await exited
       }
-      if (database) await dropTestDatabase(database)
+      if (database) {
+        await dropTestDatabase(database)
+        await removeDbRoles(database, rolePrefix)
+      }
       rmSync(copy, { recursive: true, force: true })
     }
   },
