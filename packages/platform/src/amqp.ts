@@ -138,8 +138,13 @@ export class Amqp {
     )
   }
 
-  /** The same for events already serialised (the outbox relay sends the stored JSON as is). */
-  async publishRaw(events: Array<{ id: string; type: string; body: Buffer }>): Promise<void> {
+  /**
+   * The same for events already serialised (the outbox relay sends the stored JSON as is).
+   * `headers`: AMQP headers of the message (the relay's publish span as `traceparent`).
+   */
+  async publishRaw(
+    events: Array<{ id: string; type: string; body: Buffer; headers?: object }>,
+  ): Promise<void> {
     const ch = this.pub
     if (!ch) throw new Error('AMQP not connected')
     const timestamp = Math.floor(Date.now() / 1000)
@@ -152,6 +157,7 @@ export class Amqp {
         timestamp,
         // Checked by RabbitMQ against the connection's user: the consumers' proof of the source.
         userId: this.user,
+        ...(e.headers ? { headers: e.headers } : {}),
       })
     }
     await this.confirmed(ch)

@@ -6,7 +6,7 @@
 import { ConfigError } from './config-error'
 import { servicePort, serviceUrl } from './service-list'
 
-type Kind = 'string' | 'int' | 'port' | 'url' | 'bool' | 'list'
+type Kind = 'string' | 'int' | 'number' | 'port' | 'url' | 'bool' | 'list'
 interface VarSpec<K extends Kind> {
   kind: K
   default?: string
@@ -25,7 +25,7 @@ interface VarSpec<K extends Kind> {
    */
   secret?: boolean
 }
-type Value<K extends Kind> = K extends 'int' | 'port'
+type Value<K extends Kind> = K extends 'int' | 'number' | 'port'
   ? number
   : K extends 'bool'
     ? boolean
@@ -42,6 +42,8 @@ export type Config<S extends ConfigSpec> = {
 export const v = {
   string: (o: Omit<VarSpec<'string'>, 'kind'> = {}) => ({ kind: 'string' as const, ...o }),
   int: (o: Omit<VarSpec<'int'>, 'kind'> = {}) => ({ kind: 'int' as const, ...o }),
+  /** A decimal number (`0.25`), within `min` and `max` when given. */
+  number: (o: Omit<VarSpec<'number'>, 'kind'> = {}) => ({ kind: 'number' as const, ...o }),
   port: (o: Omit<VarSpec<'port'>, 'kind'> = {}) => ({ kind: 'port' as const, ...o }),
   url: (o: Omit<VarSpec<'url'>, 'kind'> = {}) => ({ kind: 'url' as const, ...o }),
   bool: (o: Omit<VarSpec<'bool'>, 'kind'> = {}) => ({ kind: 'bool' as const, ...o }),
@@ -95,6 +97,13 @@ function coerce(name: string, spec: VarSpec<Kind>, raw: string): { value?: unkno
       const min = spec.min ?? (spec.kind === 'port' ? 0 : Number.MIN_SAFE_INTEGER)
       const max = spec.max ?? (spec.kind === 'port' ? 65535 : Number.MAX_SAFE_INTEGER)
       if (n < min || n > max) return { error: `${name} must be between ${min} and ${max}` }
+      return { value: n }
+    }
+    case 'number': {
+      if (!/^-?(\d+\.?\d*|\.\d+)$/.test(raw)) return { error: `${name} must be a number` }
+      const n = Number(raw)
+      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max))
+        return { error: `${name} must be between ${spec.min ?? '-∞'} and ${spec.max ?? '∞'}` }
       return { value: n }
     }
     case 'bool':

@@ -21,6 +21,9 @@ import {
   type Delivery,
 } from './consumer-support'
 import { GroupCommit } from './group-commit'
+import type { Trace } from './context'
+import { consumerSpan, type EventTraces } from './consumer-span'
+import { endSpan, traceOf, type Span } from './tracing'
 
 export { PARKED_HEADER, PARKED_KEY_HEADER, PARKED_USER_HEADER, attemptOf } from './consumer-support'
 
@@ -33,8 +36,11 @@ export interface ConsumerOptions {
    * a failed attempt waiting in `<queue>.wait` before it comes back, parked in `<queue>.dlq`.
    */
   queue: string
-  /** Runs inside the transaction that also records the event id. Throw to retry. */
-  handle: (event: CloudEvent, trx: Knex.Transaction) => Promise<void>
+  /**
+   * Runs inside the transaction that also records the event id. Throw to retry. `trace`: the span
+   * handling it, which what it leaves (job rows, events, calls) is a child of.
+   */
+  handle: (event: CloudEvent, trx: Knex.Transaction, trace: Trace) => Promise<void>
   /**
    * When set, messages are handled in batches: up to `size` events (in delivery order, duplicates
    * already dropped) in one transaction with their processed_events rows, then acked together.
@@ -45,7 +51,7 @@ export interface ConsumerOptions {
     size: number
     /** How long the first message of a batch may wait for others. */
     lingerMs: number
-    handle: (events: CloudEvent[], trx: Knex.Transaction) => Promise<void>
+    handle: (events: CloudEvent[], trx: Knex.Transaction, traces: EventTraces) => Promise<void>
   }
   prefetch?: number
   /**
@@ -177,28 +183,43 @@ class IdempotentConsumer implements Consumer {
     return check
   }
 
-  private logOf(event: CloudEvent) {
-    return this.o.log.child({ event_id: event.id, event_type: event.type, request_id: event.requestid })
+  private logOf(event: CloudEvent, span: Span) {
+    return this.o.log.child({
+      event_id: event.id,
+      event_type: event.type,
+      request_id: event.requestid,
+      trace_id: span.spanContext().traceId,
+    })
   }
 
   private async processOne(d: Admitted): Promise<void> {
-    const log = this.logOf(d.event)
+    const span = consumerSpan(d, this.o.queue)
+    const log = this.logOf(d.event, span)
     try {
       await this.o.knex.transaction(async (trx) => {
         if (!(await recordFresh(trx, [d.event.id])).size) return log.debug('duplicate event ignored')
-        await this.o.handle(d.event, trx)
+        await this.o.handle(d.event, trx, traceOf(span))
       })
       this.outage = 0
     } catch (err) {
+      endSpan(span, err)
       if (isConnectionError(err as Error)) return this.holdAndRequeue([d], log, err)
       return this.retryLater(d, log, err)
     }
+    endSpan(span)
     this.unsettled.settle(d)
     ack(d, log)
   }
 
   /** One transaction for the batch; if it fails, its messages one by one (a poison alone). */
   private async handleBatch(batch: Admitted[]): Promise<void> {
+    // A span per event (each in its own trace), all from the batch's start to its commit.
+    const started = Date.now()
+    const spans = new Map(batch.map((b) => [b.event, consumerSpan(b, this.o.queue, started)]))
+    const traces: EventTraces = (event) => {
+      const span = spans.get(event)
+      return span ? traceOf(span) : {}
+    }
     try {
       await this.o.knex.transaction(async (trx) => {
         const fresh = await recordFresh(
@@ -207,11 +228,13 @@ class IdempotentConsumer implements Consumer {
         )
         // Delivered twice (or twice in this batch): handled once.
         const todo = batch.filter((b) => fresh.delete(b.event.id)).map((b) => b.event)
-        if (todo.length) await this.o.batch!.handle(todo, trx)
+        if (todo.length) await this.o.batch!.handle(todo, trx, traces)
       })
+      for (const span of spans.values()) endSpan(span)
       this.outage = 0
       this.unsettled.ackBatch(batch, this.o.log)
     } catch (err) {
+      for (const span of spans.values()) endSpan(span, err)
       if (isConnectionError(err as Error)) return this.holdAndRequeue(batch, this.o.log, err)
       this.o.log.warn({ err, messages: batch.length }, 'batch failed; handling its messages one by one')
       for (const b of batch) await this.processOne(b)

@@ -34,6 +34,13 @@ export interface CloudEvent<T extends EventType = EventType> {
   actorname?: string
   actortokenid?: string
   requestid?: string
+  /**
+   * CloudEvents Distributed Tracing extension: the W3C trace context of the span the event was
+   * made in (the request, the consumer or the job that emitted it). Consumers' spans are its
+   * children (or the relay's publish span's, from the AMQP headers).
+   */
+  traceparent?: string
+  tracestate?: string
   data: EventData<T>
 }
 
@@ -44,8 +51,8 @@ export interface MakeEvent<T extends EventType> {
   data: EventData<T>
   companyId: number
   codalmacen?: string | null
-  /** The request that caused it: actor and request id travel with the event. */
-  ctx?: Pick<Ctx, 'auth' | 'requestId'>
+  /** The request that caused it: actor, request id and trace context travel with the event. */
+  ctx?: Pick<Ctx, 'auth' | 'requestId' | 'traceparent' | 'tracestate'>
   time?: Date
 }
 
@@ -67,6 +74,8 @@ export function makeEvent<T extends EventType>(e: MakeEvent<T>): CloudEvent<T> {
     event.actorname = e.ctx.auth.username
     event.actortokenid = e.ctx.auth.tokenId
     event.requestid = e.ctx.requestId
+    if (e.ctx.traceparent) event.traceparent = e.ctx.traceparent
+    if (e.ctx.tracestate) event.tracestate = e.ctx.tracestate
   }
   return event
 }

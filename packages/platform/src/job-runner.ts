@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { endSpan, startSpan, type Span, type TraceText } from './tracing'
 import { WakeLoop } from './wake-loop'
 
 export interface JobRunnerOptions {
@@ -41,8 +42,19 @@ export abstract class JobRunner<J> {
    * a job whose process died is claimed again when its lease runs out.
    */
   protected abstract claimJobs(limit: number): Promise<J[]>
-  /** Does one claimed job and writes its outcome (while its lease is still its own). */
-  protected abstract runJob(job: J): Promise<void>
+  /**
+   * Does one claimed job and writes its outcome (while its lease is still its own). `span`: the
+   * job's run, the child of its cause (`causeOf`): its log lines name its `trace_id`, and what it
+   * emits or calls is its child.
+   */
+  protected abstract runJob(job: J, span: Span): Promise<void>
+  /**
+   * The trace context of what caused a job, kept with its row (the span of the request or the
+   * consumer that queued it): each run of the job is a span in that trace. None: a trace of its own.
+   */
+  protected causeOf(_job: J): TraceText | undefined {
+    return undefined
+  }
 
   start(): this {
     this.loop.start()
@@ -70,9 +82,17 @@ export abstract class JobRunner<J> {
     if (free <= 0 || (this.inFlight.size > 0 && free < (this.runner.minClaim ?? 1))) return
     const jobs = await this.claimJobs(free)
     for (const job of jobs) {
-      const p: Promise<void> = this.runJob(job)
-        .catch((err: unknown) =>
-          this.runner.log.error({ err }, `a claimed job of ${this.runner.name} failed`),
+      const span = startSpan(`run ${this.runner.name}`, { parent: this.causeOf(job) })
+      const p: Promise<void> = this.runJob(job, span)
+        .then(
+          () => endSpan(span),
+          (err: unknown) => {
+            endSpan(span, err)
+            this.runner.log.error(
+              { err, trace_id: span.spanContext().traceId },
+              `a claimed job of ${this.runner.name} failed`,
+            )
+          },
         )
         .finally(() => {
           this.inFlight.delete(p)

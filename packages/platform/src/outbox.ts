@@ -1,10 +1,20 @@
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Amqp } from './amqp'
+import {
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_MESSAGE_ID,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_RABBITMQ_DESTINATION_ROUTING_KEY,
+  ATTR_MESSAGING_SYSTEM,
+} from '@opentelemetry/semantic-conventions/incubating'
+import { EXCHANGE } from './amqp'
 import { OUTBOX_ROWS } from './db/company'
 import { runPrepared } from './db/prepared'
 import type { CloudEvent } from './events'
 import { Listener } from './listener'
+import { SpanKind, endSpan, startSpan, traceOf, tracingOn, type Span } from './tracing'
 import { WakeLoop } from './wake-loop'
 
 /**
@@ -20,11 +30,46 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: CloudE
   await runPrepared(trx, OUTBOX_ROWS, [JSON.stringify(events)])
 }
 
-/** The relay's pass: the oldest pending rows, taken and deleted (prepared: one text, every pass). */
+/**
+ * The relay's pass: the oldest pending rows, taken and deleted (prepared: one text, every pass),
+ * with each event's trace context (its CloudEvents extensions) for the publish spans.
+ */
 const TAKE_ROWS = `DELETE FROM outbox WHERE id IN (
      SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
    RETURNING id, event_id, type, payload::text AS payload,
+             payload->>'traceparent' AS traceparent, payload->>'tracestate' AS tracestate,
              set_config('synchronous_commit', 'off', true) AS commit_mode`
+
+interface TakenRow {
+  id: string
+  event_id: string
+  type: string
+  payload: string
+  traceparent: string | null
+  tracestate: string | null
+}
+
+/**
+ * The publish span of an event that has a trace (messaging semantic conventions), while spans are
+ * recorded: a child of the span that made the event, and the parent its consumers' spans take from
+ * the message's `traceparent` header. Without recording, no span and no header: the consumers take
+ * the event's own trace context.
+ */
+function publishSpan(row: TakenRow): Span | null {
+  if (!row.traceparent || !tracingOn()) return null
+  return startSpan(`publish ${EXCHANGE}`, {
+    kind: SpanKind.PRODUCER,
+    parent: { traceparent: row.traceparent, tracestate: row.tracestate ?? undefined },
+    attributes: {
+      [ATTR_MESSAGING_SYSTEM]: 'rabbitmq',
+      [ATTR_MESSAGING_OPERATION_TYPE]: 'send',
+      [ATTR_MESSAGING_OPERATION_NAME]: 'publish',
+      [ATTR_MESSAGING_DESTINATION_NAME]: EXCHANGE,
+      [ATTR_MESSAGING_RABBITMQ_DESTINATION_ROUTING_KEY]: row.type,
+      [ATTR_MESSAGING_MESSAGE_ID]: row.event_id,
+    },
+  })
+}
 
 export interface RelayOptions {
   knex: Knex
@@ -96,17 +141,28 @@ export class OutboxRelay {
         // PostgreSQL holds: no parse and re-serialise per event. The commit need not wait for the
         // disk (synchronous_commit off, for this transaction only, set by the statement itself):
         // a delete lost in a crash only publishes its events again, and consumers are idempotent.
-        const rows = await runPrepared<{ id: string; event_id: string; type: string; payload: string }>(
-          trx,
-          TAKE_ROWS,
-          [this.batchSize],
-        )
+        const rows = await runPrepared<TakenRow>(trx, TAKE_ROWS, [this.batchSize])
         if (!rows.length) return 0
         // In the order they were written (RETURNING promises none).
         rows.sort((a, b) => Number(a.id) - Number(b.id))
-        await this.o.amqp.publishRaw(
-          rows.map((r) => ({ id: r.event_id, type: r.type, body: Buffer.from(r.payload) })),
-        )
+        const spans = rows.map(publishSpan)
+        try {
+          await this.o.amqp.publishRaw(
+            rows.map((r, i) => {
+              const span = spans[i]
+              return {
+                id: r.event_id,
+                type: r.type,
+                body: Buffer.from(r.payload),
+                ...(span ? { headers: traceOf(span) } : {}),
+              }
+            }),
+          )
+        } catch (err) {
+          for (const span of spans) if (span) endSpan(span, err)
+          throw err
+        }
+        for (const span of spans) if (span) endSpan(span)
         return rows.length
       })
       total += sent

@@ -4,6 +4,12 @@ import { assertionHeaders } from './assertion'
 import type { AssertionSigner } from './assertion-keys'
 import type { Ctx } from './context'
 import { UpstreamUnavailable } from './errors'
+import {
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+} from '@opentelemetry/semantic-conventions'
+import { SpanKind, endSpan, startSpan, traceOf, tracingOn } from './tracing'
 
 export interface ServiceCall {
   /** The called service's name (services.json): the assertion's audience, and for errors and logs. */
@@ -38,9 +44,34 @@ export interface ServiceAnswer<T> {
  * interface; this is only the transport.
  */
 export async function callService<T>(
+  ctx: Pick<Ctx, 'auth' | 'requestId' | 'log' | 'traceparent' | 'tracestate'>,
+  signer: AssertionSigner,
+  call: ServiceCall,
+): Promise<ServiceAnswer<T>> {
+  // The callee's server span is the child of the caller's span: of a client span of the call
+  // while spans are recorded, else of the caller's own.
+  if (!tracingOn()) return send(ctx, signer, call, ctx)
+  const span = startSpan(`${call.method} ${call.service}`, {
+    kind: SpanKind.CLIENT,
+    parent: ctx,
+    attributes: { [ATTR_HTTP_REQUEST_METHOD]: call.method, [ATTR_SERVER_ADDRESS]: call.service },
+  })
+  try {
+    const answer = await send<T>(ctx, signer, call, traceOf(span))
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, answer.status)
+    endSpan(span)
+    return answer
+  } catch (err) {
+    endSpan(span, err)
+    throw err
+  }
+}
+
+async function send<T>(
   ctx: Pick<Ctx, 'auth' | 'requestId' | 'log'>,
   signer: AssertionSigner,
   call: ServiceCall,
+  trace: Pick<Ctx, 'traceparent' | 'tracestate'>,
 ): Promise<ServiceAnswer<T>> {
   const unavailable = () =>
     new UpstreamUnavailable(`The ${call.service} service is unavailable; retry shortly`)
@@ -54,6 +85,8 @@ export async function callService<T>(
     )),
     accept: 'application/json',
   }
+  if (trace.traceparent) headers.traceparent = trace.traceparent
+  if (trace.tracestate) headers.tracestate = trace.tracestate
   if (sent !== undefined) headers['content-type'] = 'application/json'
   let res: Response
   try {
@@ -95,7 +128,7 @@ export async function callService<T>(
  * answer is a failing upstream (503), as are the failures `callService` names.
  */
 export async function lookUp<T>(
-  ctx: Pick<Ctx, 'auth' | 'requestId' | 'log'>,
+  ctx: Pick<Ctx, 'auth' | 'requestId' | 'log' | 'traceparent' | 'tracestate'>,
   signer: AssertionSigner,
   call: Omit<ServiceCall, 'method' | 'body' | 'answer'> & { answer: TSchema },
 ): Promise<T | null> {

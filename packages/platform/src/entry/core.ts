@@ -3,7 +3,7 @@
 export * from '../errors'
 export * from '../ids'
 export * from '../centers'
-export { type Cause, type Ctx, ctxFromEvent, ctxOfCause, causeOf } from '../context'
+export { type Cause, type Ctx, type Trace, ctxFromEvent, ctxOfCause, causeOf, traceOfCause } from '../context'
 export { type Principal, type AssertionClaims, type CompanyNames } from '../assertion'
 export * from '../assertion-keys'
 export * from '../events'

@@ -16,6 +16,7 @@ import { GATEWAY_ISSUER, type AssertionKeys } from '../assertion-keys'
 import type { Ctx } from '../context'
 import { NotFound, Unauthenticated } from '../errors'
 import { lazyChild } from '../logging'
+import { traceOf } from '../tracing'
 import { routeConfig } from './route-config'
 
 declare module 'fastify' {
@@ -146,6 +147,7 @@ export function assertionHooks(app: FastifyInstance, o: AssertionHookOptions) {
       auth,
       log: lazyChild(req.log as unknown as Logger, { company_id: auth.companyId }),
       requestId: String(req.id),
+      ...traceOf(req.span),
     }
   }
   const internalOnly = (req: FastifyRequest, result: VerifyResult | null): Error | undefined => {

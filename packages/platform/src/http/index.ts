@@ -13,6 +13,7 @@ import { problemHandlers } from './problems'
 import { probes, type ReadinessCheck } from './probes'
 import { requestLog } from './request-log'
 import { routeRules } from './route-rules'
+import { serverSpans } from './server-span'
 import { textSafety } from './text-safety'
 
 export * from './answer'
@@ -27,6 +28,7 @@ export * from './probes'
 export * from './request-log'
 export * from './route-config'
 export * from './route-rules'
+export * from './server-span'
 
 export interface HttpPluginOptions {
   /** The service's name (services.json): assertions addressed to another service are refused. */
@@ -80,10 +82,11 @@ function validatorCompiler() {
 /**
  * What every service (and the gateway) is on HTTP, one concern a module: the gateway assertion,
  * route rules, text safety, problem+json errors, the version and request-id headers, one access
- * line per request, metrics, probes and the OpenAPI document of its routes.
+ * line and one server span per request, metrics, probes and the OpenAPI document of its routes.
  */
 async function platformHttp(app: FastifyInstance, opts: HttpPluginOptions) {
   app.setValidatorCompiler(validatorCompiler())
+  serverSpans(app)
   // JSON only: anything else is 415, as in the gateway. PATCH bodies follow JSON merge patch
   // (RFC 7396) at the top level, so its media type is JSON too.
   app.removeContentTypeParser('text/plain')

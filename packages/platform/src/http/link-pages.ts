@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Ctx } from '../context'
+import { traceOf } from '../tracing'
 
 /**
  * What every page for people (a patient link, a consent link, an unsubscribe page) is sent with:
@@ -22,9 +23,12 @@ export const LinkTokenParams = Type.Object({ '*': Type.String({ maxLength: 1024 
 /** The token of a page's URL: the wildcard after its prefix. */
 export const linkTokenOf = (req: FastifyRequest) => (req.params as { '*'?: string })['*'] ?? ''
 
-/** What a link's domain function is given of the request: its token, log and id. */
-export const linkRequestOf = (req: FastifyRequest): Pick<Ctx, 'log' | 'requestId'> & { token: string } => ({
+/** What a link's domain function is given of the request: its token, log, id and trace context. */
+export const linkRequestOf = (
+  req: FastifyRequest,
+): Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'> & { token: string } => ({
   token: linkTokenOf(req),
   log: req.log as unknown as Ctx['log'],
   requestId: String(req.id),
+  ...traceOf(req.span),
 })

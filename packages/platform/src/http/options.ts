@@ -4,6 +4,7 @@ import type {
   FastifyReply,
   FastifyRequest,
   FastifyServerOptions,
+  RawRequestDefaultExpression,
 } from 'fastify'
 import { LogController } from 'fastify'
 import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
@@ -11,6 +12,7 @@ import { HeadersTooLarge, NotFound, PROBLEM_CONTENT_TYPE, ValidationFailed, prob
 import { lazyChild, requestIdFrom } from '../logging'
 import { BODY_LIMIT, VERSION_HEADER } from './limits'
 import { sendProblem } from './problems'
+import { serverSpanOf } from './server-span'
 
 /** What Node's parser refused (headers over 16 KiB, broken HTTP), written straight to the socket. */
 function clientErrorHandler(version: string) {
@@ -47,9 +49,17 @@ export function fastifyOptions(logger: Logger, version = '') {
     },
     clientErrorHandler: clientErrorHandler(version),
     loggerInstance: logger,
-    // The request's logger (with request_id) is made when the request first writes a line.
-    childLoggerFactory: (parent: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) =>
-      opts.level ? parent.child(bindings, opts) : lazyChild(parent as Logger, bindings),
+    // The request's logger (with request_id, and the trace_id of its server span, started here: the
+    // first thing Fastify does with a request) is made when the request first writes a line.
+    childLoggerFactory: (
+      parent: FastifyBaseLogger,
+      bindings: Bindings,
+      opts: ChildLoggerOptions,
+      raw: RawRequestDefaultExpression,
+    ) => {
+      bindings.trace_id = serverSpanOf(raw).spanContext().traceId
+      return opts.level ? parent.child(bindings, opts) : lazyChild(parent as Logger, bindings)
+    },
     genReqId: requestIdFrom,
     logController: new LogController({
       requestIdLogLabel: 'request_id',

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { routeConfig } from './route-config'
+import { endServerSpan } from './server-span'
 
 /** A request slower than this is logged as a warning whatever LOG_LEVEL says. */
 const SLOW_REQUEST_MS = 1000
@@ -32,7 +33,7 @@ function waitAsked(req: FastifyRequest): number {
 }
 
 /**
- * One access line per request, at info (warn when slow): method, route, status, ms and, for a
+ * One access line per request (and the end of its server span), at info (warn when slow): method, route, status, ms and, for a
  * refused request, the problem's code; `request_id` comes with the request's logger. The path's
  * parameters and the query string stay out (a query can hold a patient's name); the route does not.
  * Probes (`config.probe`) log at debug; a long poll (`config.longPoll`) is slow only past its wait.
@@ -61,6 +62,7 @@ export function requestLog(app: FastifyInstance, clock: () => number = () => per
       },
       slow ? 'slow request' : 'request',
     )
+    endServerSpan(req, reply, config.url ?? null)
     done()
   })
 }
