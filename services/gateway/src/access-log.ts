@@ -8,6 +8,7 @@ import {
   makeEvent,
   type CloudEvent,
   type Principal,
+  type TraceHeaders,
 } from '@clinic/platform'
 import { RESOURCE_TYPES } from './families'
 
@@ -26,6 +27,8 @@ export interface AccessRecord {
   durationMs: number
   ip: string
   requestId: string
+  /** The request's server span: the access event is its child (as its audit record's handling). */
+  trace?: TraceHeaders
   principal: Principal
   codalmacen: string | null
 }
@@ -144,7 +147,7 @@ export class AccessLog {
       subject: resource_id ?? undefined,
       companyId: r.principal.companyId,
       codalmacen: r.codalmacen,
-      ctx: { auth: r.principal, requestId: r.requestId },
+      ctx: { auth: r.principal, requestId: r.requestId, ...r.trace },
       data: {
         method: r.method,
         path: r.path,

@@ -77,6 +77,9 @@ export async function buildApp(deps: Deps) {
       'If-Match',
       'Idempotency-Key',
       'X-Request-Id',
+      // W3C Trace Context: a browser's trace goes on through the gateway (if well formed).
+      'traceparent',
+      'tracestate',
     ],
     exposedHeaders: [
       VERSION_HEADER,

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { routeConfig } from '@clinic/platform'
+import { routeConfig, traceOf } from '@clinic/platform'
 import type { AccessLog } from '../access-log'
 import { isPublic } from './authenticate'
 import { codalmacenOf } from './centers'
@@ -45,6 +45,7 @@ export const accessEvents = fp(
           durationMs: reply.elapsedTime,
           ip: req.ip,
           requestId: String(req.id),
+          trace: traceOf(req.span),
           principal: req.principal,
           codalmacen: typeof code === 'string' && req.principal.companyCenters.includes(code) ? code : null,
         })

@@ -13,6 +13,7 @@ import {
   routeConfig,
   sendProblem,
   signAssertionInBatch,
+  traceOf,
   type AssertionSigner,
 } from '@clinic/platform'
 import { BASES } from '../bases'
@@ -28,8 +29,11 @@ import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 const SPOOFABLE =
   /^(x-clinic-|x-idempresa|idempresa|x-empresa|x-tenant|x-company|x-user|x-forwarded-|forwarded$|x-real-ip$|x-original-url$|x-rewrite-url$|x-original-uri$)/i
 // Between the client and the gateway only: the gateway has read the body already (undici refuses an
-// `expect` header outright, which answered 503), and connections are per hop. And credentials.
+// `expect` header outright, which answered 503), and connections are per hop. And credentials. The
+// trace context goes on as the gateway's own (its request's server span, child of the client's).
 const NOT_FORWARDED = new Set([
+  'traceparent',
+  'tracestate',
   'authorization',
   'x-service-token',
   'cookie',
@@ -185,7 +189,8 @@ function proxyOptions(upstream: string, o: Forward) {
 
 /**
  * What the upstream sees: no client credentials or tenant hints, a signed assertion instead,
- * addressed to the family's service (another service refuses it).
+ * addressed to the family's service (another service refuses it), and the gateway's span as the
+ * parent of the service's (`traceparent`).
  */
 function forwardHeaders(
   req: FastifyRequest,
@@ -198,6 +203,9 @@ function forwardHeaders(
   }
   if (req.assertion) out[ASSERTION_HEADER] = req.assertion
   out['x-request-id'] = String(req.id)
+  const trace = traceOf(req.span)
+  out.traceparent = trace.traceparent
+  if (trace.tracestate) out.tracestate = trace.tracestate
   out['x-forwarded-for'] = req.ip
   return out
 }
