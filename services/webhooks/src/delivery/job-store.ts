@@ -16,6 +16,8 @@ export interface Job {
   secret: Buffer
   previous_secret: Buffer | null
   previous_secret_until: Date | null
+  /** What queued it (W3C): each attempt is a span of that trace. */
+  traceparent: string | null
 }
 
 export interface AttemptRecord {

@@ -1,4 +1,5 @@
-import { JobRunner } from '@clinic/platform'
+import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE } from '@opentelemetry/semantic-conventions'
+import { JobRunner, SpanKind, endSpan, startSpan, type Span } from '@clinic/platform'
 import { retryUntil } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { AttemptRecord, Job, JobStore } from './job-store'
@@ -80,9 +81,17 @@ export class DeliveryWorker extends JobRunner<Job> {
     return o.jobs.claim({ now: o.clock(), limit, perEndpoint: o.perEndpoint, leaseMs: LEASE_MS })
   }
 
-  protected runJob(job: Job): Promise<void> {
-    return this.attempt(job).catch((err: unknown) =>
-      this.o.log.error({ err, delivery_id: job.id }, 'delivery attempt failed to record'),
+  /** A delivery's attempts are spans of the trace that queued it (the consumer's, or a request's). */
+  protected override causeOf(job: Job) {
+    return job.traceparent ? { traceparent: job.traceparent } : undefined
+  }
+
+  protected runJob(job: Job, span: Span): Promise<void> {
+    return this.attempt(job, span).catch((err: unknown) =>
+      this.o.log.error(
+        { err, delivery_id: job.id, trace_id: span.spanContext().traceId },
+        'delivery attempt failed to record',
+      ),
     )
   }
 
@@ -122,16 +131,32 @@ export class DeliveryWorker extends JobRunner<Job> {
     }
   }
 
-  private async attempt(job: Job) {
+  private async attempt(job: Job, run: Span) {
     const claimedAt = Date.now()
+    const trace_id = run.spanContext().traceId
     let sent: SendResult
+    // The POST itself (HTTP client conventions; the URL stays out: its query may hold a receiver's
+    // secret). The receiver gets no traceparent: the trace is the clinic's, not the integrator's.
+    const post = startSpan('webhook POST', {
+      kind: SpanKind.CLIENT,
+      parent: run.spanContext(),
+      attributes: {
+        [ATTR_HTTP_REQUEST_METHOD]: 'POST',
+        'clinic.delivery_id': job.id,
+        'clinic.endpoint_id': job.endpoint_id,
+        'clinic.event_id': job.event_id,
+        'clinic.attempt': job.attempts,
+      },
+    })
     try {
       sent = await sendWebhook(this.signed(job), this.o.policy, this.o.limits)
     } catch (err) {
       // A secret that does not open (WEBHOOKS_SECRET_KEY changed): a failed attempt, on the log.
-      this.o.log.error({ err, endpoint_id: job.endpoint_id }, 'webhook could not be signed')
+      this.o.log.error({ err, endpoint_id: job.endpoint_id, trace_id }, 'webhook could not be signed')
       sent = { status: null, ok: false, durationMs: 0, error: 'the signing secret could not be read' }
     }
+    if (sent.status !== null) post.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, sent.status)
+    endSpan(post, sent.ok ? undefined : { code: sent.status === null ? 'no_answer' : `HTTP ${sent.status}` })
     const done = this.o.clock()
     const record = outcomeOf(job, sent, this.o, done)
     const kept = await this.record(job, record, done, claimedAt)
@@ -144,6 +169,7 @@ export class DeliveryWorker extends JobRunner<Job> {
         status_code: sent.status,
         outcome: record.status,
         duration_ms: sent.durationMs,
+        trace_id,
         ...(kept ? {} : { lease_lost: true }),
       },
       'webhook attempt',

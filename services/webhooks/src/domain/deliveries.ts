@@ -1,4 +1,11 @@
-import { NotFound, ValidationFailed, keysetPage, type Ctx, type Page } from '@clinic/platform/core'
+import {
+  NotFound,
+  ValidationFailed,
+  keysetPage,
+  traceOfCause,
+  type Ctx,
+  type Page,
+} from '@clinic/platform/core'
 import type { Delivery, ListDeliveriesInput } from '../schemas/endpoint'
 import type { EndpointStore } from './endpoint-store'
 import { seenEndpoint, type EndpointDeps, type EndpointTarget } from './endpoints'
@@ -36,7 +43,7 @@ export async function replay(
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
     // Locked, as sendTest: the deliveries it queues need their endpoint until this commits.
     const e = seenEndpoint(ctx, await tx.findById(input.id, { forUpdate: true }), input.queryCenter)
-    return { accepted: await tx.replay(e, since, now) }
+    return { accepted: await tx.replay(e, since, now, traceOfCause(ctx)) }
   })
 }
 
@@ -51,6 +58,6 @@ export async function retryDelivery(
   if (!delivery) throw new NotFound('No such delivery')
   return deps.store.transaction(ctx.auth.companyId, async (tx) => {
     seenEndpoint(ctx, await tx.findById(delivery.endpoint_id), target.queryCenter)
-    return { accepted: await tx.retryDelivery(id, deps.clock()) }
+    return { accepted: await tx.retryDelivery(id, deps.clock(), traceOfCause(ctx)) }
   })
 }

@@ -1,4 +1,4 @@
-import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { KeysetAfter, TenantStore, TenantTx, Trace } from '@clinic/platform/core'
 import type { Delivery, Endpoint } from '../schemas/endpoint'
 import type { ThinData } from './catalogue'
 
@@ -32,12 +32,15 @@ export interface EndpointTx extends TenantTx<Endpoint> {
   sealedSecret(id: string): Promise<Buffer | null>
   /** The new secret signs; the old one too until `previousUntil`. */
   rotate(id: string, sealedSecret: Buffer, previousUntil: Date): Promise<void>
-  /** Stores an event outside the feed (webhook.test) and queues it to these endpoints. */
-  queueEvent(event: StoredEvent, endpointIds: string[], now: Date): Promise<number>
+  /**
+   * Stores an event outside the feed (webhook.test) and queues it to these endpoints. `cause`, here
+   * and below: the trace context of the request, which the attempts' spans are children of.
+   */
+  queueEvent(event: StoredEvent, endpointIds: string[], now: Date, cause: Trace): Promise<number>
   /** Makes a delivery due now; 0 when it is in flight or already pending again. */
-  retryDelivery(id: string, now: Date): Promise<number>
+  retryDelivery(id: string, now: Date, cause: Trace): Promise<number>
   /** Queues every feed event since `since` that the endpoint subscribes to; how many. */
-  replay(endpoint: Endpoint, since: Date, now: Date): Promise<number>
+  replay(endpoint: Endpoint, since: Date, now: Date, cause: Trace): Promise<number>
 }
 
 interface Paging<K extends string> {

@@ -6,6 +6,7 @@ import {
   idempotencyOf,
   ifMatchAllows,
   keysetPage,
+  traceOfCause,
   uuidv7,
   visibleCenters,
   visibleRow,
@@ -219,6 +220,6 @@ export async function sendTest(
       occurred_at: now.toISOString(),
       data: testData(e.id, e.codalmacen),
     }
-    return { accepted: await tx.queueEvent(event, [e.id], now) }
+    return { accepted: await tx.queueEvent(event, [e.id], now, traceOfCause(ctx)) }
   })
 }

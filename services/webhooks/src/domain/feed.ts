@@ -1,4 +1,4 @@
-import { ValidationFailed, visibleCenters, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { ValidationFailed, visibleCenters, type CloudEvent, type Ctx, type Trace } from '@clinic/platform/core'
 import type { FeedInput } from '../schemas/endpoint'
 import type { ThinData } from './catalogue'
 import { CursorExpired } from './errors'
@@ -28,7 +28,8 @@ export interface FeedSource {
  * transaction `tx` (the one that also records the event ids): the feed and the deliveries they make.
  */
 export interface FeedWriter<Tx> {
-  store(tx: Tx, events: CloudEvent[], now: Date): Promise<void>
+  /** `traces`: each event's handling span (the consumer's), which its deliveries' attempts are children of. */
+  store(tx: Tx, events: CloudEvent[], now: Date, traces: (event: CloudEvent) => Trace): Promise<void>
 }
 
 const PREFIX = 'feed.'

@@ -28,7 +28,11 @@ export function startEventsConsumer(o: {
     origins: o.origins,
     metrics: o.metrics,
     prefetch: 200,
-    handle: (event, trx) => o.feed.store(trx, [event], o.clock()),
-    batch: { size: 100, lingerMs: 20, handle: (events, trx) => o.feed.store(trx, events, o.clock()) },
+    handle: (event, trx, trace) => o.feed.store(trx, [event], o.clock(), () => trace),
+    batch: {
+      size: 100,
+      lingerMs: 20,
+      handle: (events, trx, traces) => o.feed.store(trx, events, o.clock(), traces),
+    },
   })
 }

@@ -1,4 +1,5 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
+import { deliveryTraces } from './delivery-traces'
 
 export const SCHEMA = 'webhooks'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
@@ -191,4 +192,5 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  deliveryTraces(SCHEMA, APP_ROLE),
 ]

@@ -1,4 +1,4 @@
-import { NotFound, uuidv7 } from '@clinic/platform/core'
+import { NotFound, uuidv7, type Trace } from '@clinic/platform/core'
 import { TenantRepository, companyPage, companyRead, isoInstant, keysetPageParts } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
@@ -69,22 +69,22 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
             updated_at: trx.raw('now()'),
           })
       },
-      async queueEvent(event, endpointIds, now) {
+      async queueEvent(event, endpointIds, now, cause) {
         await trx('events')
           .insert({ idempresa: companyId, ...event, data: JSON.stringify(event.data), stored_at: now })
           .onConflict(['idempresa', 'id'])
           .ignore()
-        return queueDeliveries(trx, companyId, pairsOf(endpointIds, [event]), now)
+        return queueDeliveries(trx, companyId, pairsOf(endpointIds, [event], cause), now)
       },
-      retryDelivery: (id, now) => retryDue(trx, companyId, id, now),
-      async replay(endpoint, since, now) {
+      retryDelivery: (id, now, cause) => retryDue(trx, companyId, id, now, cause),
+      async replay(endpoint, since, now, cause) {
         const events = await trx('events')
           .where('idempresa', companyId)
           .whereNotNull('seq')
           .where('stored_at', '>=', since)
           .modify((q) => matchEndpoint(q, endpoint))
           .select('id', 'type')
-        return queueDeliveries(trx, companyId, pairsOf([endpoint.id], events), now)
+        return queueDeliveries(trx, companyId, pairsOf([endpoint.id], events, cause), now)
       },
       publish: (events) => enqueueEvents(trx, events),
     }
@@ -121,19 +121,27 @@ export class EndpointsRepository extends TenantRepository<EndpointTx, Endpoint> 
 }
 
 /**
- * Makes a delivery due now. One in flight (leased) is left to finish, and one already pending for
- * the same event and endpoint (a replay) is that retry: 0 then.
+ * Makes a delivery due now, its attempts now in the trace of the request that asked (`cause`). One
+ * in flight (leased) is left to finish, and one already pending for the same event and endpoint (a
+ * replay) is that retry: 0 then.
  */
-async function retryDue(trx: Knex.Transaction, companyId: number, id: string, now: Date): Promise<number> {
+async function retryDue(
+  trx: Knex.Transaction,
+  companyId: number,
+  id: string,
+  now: Date,
+  cause: Trace,
+): Promise<number> {
   const { rows } = await trx.raw<{ rows: unknown[] }>(
-    `UPDATE deliveries d SET status = 'pending', next_attempt_at = :now, succeeded_at = NULL
+    `UPDATE deliveries d SET status = 'pending', next_attempt_at = :now, succeeded_at = NULL,
+       traceparent = :traceparent
      WHERE d.idempresa = :company AND d.id = :id
        AND (d.leased_until IS NULL OR d.leased_until <= :now)
        AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.idempresa = d.idempresa
          AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.status = 'pending'
          AND o.id <> d.id)
      RETURNING 1`,
-    { company: companyId, id, now },
+    { company: companyId, id, now, traceparent: cause.traceparent ?? null },
   )
   return rows.length
 }
@@ -148,6 +156,8 @@ export interface DeliveryPair {
   endpoint_id: string
   event_id: string
   event_type: string
+  /** What queued it (the consumer's span of the event, or a request): its attempts' parent. */
+  traceparent?: string
 }
 
 /**
@@ -165,9 +175,11 @@ export async function queueDeliveries(
   // The worker is woken (DUE_CHANNEL) in the same statement, when something was queued.
   const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>(
     `WITH q AS (
-       INSERT INTO deliveries (idempresa, id, endpoint_id, event_id, event_type, next_attempt_at, created_at)
-       SELECT :company, r.id, r.endpoint_id, r.event_id, r.event_type, :now, :now
-       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id uuid, endpoint_id uuid, event_id uuid, event_type text)
+       INSERT INTO deliveries (idempresa, id, endpoint_id, event_id, event_type, next_attempt_at, created_at,
+         traceparent)
+       SELECT :company, r.id, r.endpoint_id, r.event_id, r.event_type, :now, :now, r.traceparent
+       FROM jsonb_to_recordset(CAST(:rows AS jsonb))
+         AS r(id uuid, endpoint_id uuid, event_id uuid, event_type text, traceparent text)
        ON CONFLICT (idempresa, endpoint_id, event_id) WHERE status = 'pending' DO NOTHING
        RETURNING 1),
      n AS (SELECT count(*) AS n FROM q)
@@ -177,7 +189,11 @@ export async function queueDeliveries(
   return Number(rows[0]?.n ?? 0)
 }
 
-const pairsOf = (endpointIds: string[], events: Array<{ id: string; type: string }>): DeliveryPair[] =>
+const pairsOf = (
+  endpointIds: string[],
+  events: Array<{ id: string; type: string }>,
+  cause: Trace,
+): DeliveryPair[] =>
   endpointIds.flatMap((endpoint_id) =>
-    events.map((e) => ({ endpoint_id, event_id: e.id, event_type: e.type })),
+    events.map((e) => ({ endpoint_id, event_id: e.id, event_type: e.type, traceparent: cause.traceparent })),
   )

@@ -1,4 +1,4 @@
-import type { CloudEvent } from '@clinic/platform/core'
+import type { CloudEvent, Trace } from '@clinic/platform/core'
 import { companyRead } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import { FEED_CHANNEL } from '../../delivery/channels'
@@ -44,11 +44,17 @@ SELECT q.* FROM c CROSS JOIN LATERAL (
 /**
  * Stores domain events for the change feed and queues a delivery to each enabled endpoint of the
  * event's company that subscribes to it, in the consumer's transaction (committed with the event
- * ids, so a redelivered event does nothing): per company one statement (STORE_FEED), and one more
+ * ids, so a redelivered event does nothing), each delivery in the trace of its event's handling
+ * (`traces`): per company one statement (STORE_FEED), and one more
  * when an endpoint wants one of its events. Companies are taken in id order, so two batches never
  * wait on each other's locks in a cycle.
  */
-export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], now: Date): Promise<void> {
+export async function storeEvents(
+  trx: Knex.Transaction,
+  events: CloudEvent[],
+  now: Date,
+  traces: (event: CloudEvent) => Trace = () => ({}),
+): Promise<void> {
   const byCompany = new Map<number, CloudEvent[]>()
   for (const e of events.filter((e) => isCatalogueType(e.type)))
     byCompany.set(e.idempresa, [...(byCompany.get(e.idempresa) ?? []), e])
@@ -73,7 +79,12 @@ export async function storeEvents(trx: Knex.Transaction, events: CloudEvent[], n
     const pairs: DeliveryPair[] = endpoints.flatMap((ep) =>
       list
         .filter((e) => matches(ep, e))
-        .map((e) => ({ endpoint_id: ep.id, event_id: e.id, event_type: e.type })),
+        .map((e) => ({
+          endpoint_id: ep.id,
+          event_id: e.id,
+          event_type: e.type,
+          traceparent: traces(e).traceparent,
+        })),
     )
     await queueDeliveries(trx, companyId, pairs, now)
   }
