@@ -1,4 +1,4 @@
-import { JobRunner, Listener } from '@clinic/platform'
+import { JobRunner, Listener, traceOf, type Span } from '@clinic/platform'
 import { ctxOfCause, isConnectionError, retryUntil } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { Clock } from './clock'
@@ -72,9 +72,18 @@ export class DeliveryWorker extends JobRunner<ClaimedMessage> {
     return this.o.store.claim(this.o.clock(), limit)
   }
 
-  protected async runJob(m: ClaimedMessage): Promise<void> {
-    // Who queued it, as the queued event said: the sent or failed event names them too.
-    const ctx = ctxOfCause(m, this.o.log.child({ request_id: m.cause.requestid }))
+  /** Delivering a message is a span of the trace it was queued in (its cause). */
+  protected override causeOf(m: ClaimedMessage) {
+    return m.cause
+  }
+
+  protected async runJob(m: ClaimedMessage, span: Span): Promise<void> {
+    // Who queued it, as the queued event said: the sent or failed event names them too, and are
+    // children of this run's span.
+    const ctx = ctxOfCause(
+      { ...m, cause: { ...m.cause, ...traceOf(span) } },
+      this.o.log.child({ request_id: m.cause.requestid, trace_id: span.spanContext().traceId }),
+    )
     await deliverMessage(
       ctx,
       {

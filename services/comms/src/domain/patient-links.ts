@@ -72,7 +72,7 @@ export type LinkPage =
   | { kind: 'done'; action: LinkAction; appointment: AppointmentInfo }
 
 /** The request's logger and id: the ctx of a link is made from them and the token's company. */
-export type LinkRequest = Pick<Ctx, 'log' | 'requestId'> & { token: string }
+export type LinkRequest = Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'> & { token: string }
 
 const isLinkAction = (v: unknown): v is LinkAction => LINK_ACTIONS.includes(v as LinkAction)
 
@@ -105,10 +105,15 @@ async function linkOf(
 }
 
 /** Who asks: the link, for the token's company only, with no user, token or centers of its own. */
-export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>): Ctx =>
+export const linkCtx = (
+  companyId: number,
+  req: Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'>,
+): Ctx =>
   systemCtx(companyId, LINK_ACTOR, {
     log: req.log.child({ company_id: companyId }),
     requestId: req.requestId,
+    traceparent: req.traceparent,
+    tracestate: req.tracestate,
   })
 
 /**

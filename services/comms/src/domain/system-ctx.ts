@@ -1,4 +1,4 @@
-import type { Ctx } from '@clinic/platform/core'
+import { traceOfCause, type Ctx } from '@clinic/platform/core'
 
 /**
  * The company's own work, done by comms rather than by a person with a token (reminders, a patient
@@ -7,11 +7,12 @@ import type { Ctx } from '@clinic/platform/core'
 export function systemCtx(
   companyId: number,
   username: string,
-  o: Pick<Ctx, 'log'> & { requestId?: string },
+  o: Pick<Ctx, 'log' | 'traceparent' | 'tracestate'> & { requestId?: string },
 ): Ctx {
   return {
     auth: { companyId, userId: '', username, tokenId: '', companyCenters: [], allowedCenters: null },
     log: o.log,
     requestId: o.requestId ?? '',
+    ...traceOfCause(o),
   }
 }

@@ -1,4 +1,12 @@
-import { startConsumer, type Amqp, type CloudEvent, type Consumer, type EventOrigins } from '@clinic/platform'
+import {
+  startConsumer,
+  traceIdOf,
+  type Amqp,
+  type CloudEvent,
+  type Consumer,
+  type EventOrigins,
+  type Trace,
+} from '@clinic/platform'
 import { setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
@@ -36,6 +44,7 @@ async function slotOf(
   event: CloudEvent,
   appointments: AppointmentDirectory,
   log: Logger,
+  trace: Trace,
 ): Promise<AppointmentSlot | null> {
   const data = event.data as Partial<SlotData> & { changes?: string[]; id?: string }
   if (typeof data.id !== 'string') return null
@@ -43,8 +52,9 @@ async function slotOf(
   if (event.type === 'appointment.updated' && !data.changes?.some((c) => TIMING.includes(c))) return null
   const requestId = event.requestid
   const ctx = systemCtx(event.idempresa, REMINDER_ACTOR, {
-    log: requestId ? log.child({ request_id: requestId }) : log,
+    log: log.child({ request_id: requestId, trace_id: traceIdOf(trace.traceparent) }),
     requestId,
+    ...trace,
   })
   const current = await appointments.find(ctx, data.id)
   // Gone (or never visible): whatever was pending for it stops.
@@ -76,18 +86,22 @@ export function startReminderConsumer(o: {
     origins: o.origins,
     metrics: o.metrics,
     prefetch: 16,
-    handle: (event, trx) => applyAppointmentEvent(o, event, trx),
+    handle: (event, trx, trace) => applyAppointmentEvent(o, event, trx, trace),
   })
 }
 
-/** One appointment event applied to its reminders, in the consumer's transaction `trx`. */
+/**
+ * One appointment event applied to its reminders, in the consumer's transaction `trx`; `trace`: the
+ * consumer's span of it, which the lookup and the reminders it schedules are children of.
+ */
 export async function applyAppointmentEvent(
   o: { store: Pick<ReminderStore, 'reconcile'>; appointments: AppointmentDirectory; log: Logger },
   event: CloudEvent,
   trx: Knex.Transaction,
+  trace: Trace = {},
 ): Promise<void> {
-  const slot = await slotOf(event, o.appointments, o.log)
+  const slot = await slotOf(event, o.appointments, o.log, trace)
   if (!slot) return
   await setCompany(trx, event.idempresa)
-  await o.store.reconcile(trx, event.idempresa, slot, new Date(event.time))
+  await o.store.reconcile(trx, event.idempresa, slot, new Date(event.time), trace)
 }

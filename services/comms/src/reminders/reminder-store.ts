@@ -1,4 +1,4 @@
-import type { KeysetAfter } from '@clinic/platform/core'
+import type { KeysetAfter, Trace } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import type { Reminder, ReminderPolicy, ReminderPolicyInput, ReminderStatus } from '../schemas/reminder'
 import type { AppointmentSlot } from './plan'
@@ -13,6 +13,8 @@ export interface ClaimedReminder {
   confirmLink: boolean
   /** The claim's attempt number: the outcome is written only while it is still this one. */
   attempts: number
+  /** What scheduled it (W3C): sending it is a span of that trace. */
+  traceparent: string | null
 }
 
 export interface ReminderFilter {
@@ -45,9 +47,16 @@ export interface ReminderStore {
   setPolicy(companyId: number, p: ReminderPolicyInput, ifMatch?: string): Promise<ReminderPolicy | null>
   /**
    * Brings an appointment's reminders in line with its state and the company's policy. An event
-   * older than the state already applied (by the appointment's version) changes nothing.
+   * older than the state already applied (by the appointment's version) changes nothing. The
+   * reminders it schedules keep `cause`'s trace context (the consumer's span of the event).
    */
-  reconcile(trx: Knex.Transaction, companyId: number, slot: AppointmentSlot, scheduledAt: Date): Promise<void>
+  reconcile(
+    trx: Knex.Transaction,
+    companyId: number,
+    slot: AppointmentSlot,
+    scheduledAt: Date,
+    cause?: Trace,
+  ): Promise<void>
   /** Due reminders of every company, leased to this worker for `leaseMs`. */
   claim(now: Date, limit: number, leaseMs: number): Promise<ClaimedReminder[]>
   /** Of these claimed reminders (of one company), the ids still ours, locked for the rest of `trx`. */

@@ -1,4 +1,4 @@
-import { GroupCommit, JobRunner } from '@clinic/platform'
+import { GroupCommit, JobRunner, traceOf, type Span } from '@clinic/platform'
 import { AppError, type Ctx } from '@clinic/platform/core'
 import { companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
@@ -88,12 +88,20 @@ export class ReminderWorker extends JobRunner<ClaimedReminder> {
     return this.o.store.claim(this.o.clock(), limit, this.o.leaseMs ?? LEASE_MS)
   }
 
-  protected runJob(r: ClaimedReminder): Promise<void> {
-    return this.send(r)
+  /** Sending a reminder is a span of the trace that scheduled it. */
+  protected override causeOf(r: ClaimedReminder) {
+    return r.traceparent ? { traceparent: r.traceparent } : undefined
   }
 
-  private async send(r: ClaimedReminder): Promise<void> {
-    const ctx = systemCtx(r.companyId, REMINDER_ACTOR, { log: this.o.log })
+  protected runJob(r: ClaimedReminder, span: Span): Promise<void> {
+    return this.send(r, span)
+  }
+
+  private async send(r: ClaimedReminder, span: Span): Promise<void> {
+    const ctx = systemCtx(r.companyId, REMINDER_ACTOR, {
+      log: this.o.log.child({ trace_id: span.spanContext().traceId }),
+      ...traceOf(span),
+    })
     try {
       const prepared = await this.prepare(ctx, r)
       const status = await this.commits.submit({ r, ctx, prepared })

@@ -1,4 +1,4 @@
-import type { CloudEvent, Ctx } from '@clinic/platform/core'
+import { traceOfCause, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { consentLinkViewed } from '../events/consent-events'
 import {
   PDF_LINK_SECONDS,
@@ -81,9 +81,12 @@ export interface LinkDeps extends ConsentDeps {
 /** C0 controls and DEL: never part of a name as typed. */
 const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f
 
-export type LinkRequest = Pick<Ctx, 'log' | 'requestId'> & { token: string }
+export type LinkRequest = Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'> & { token: string }
 
-export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>): Ctx => ({
+export const linkCtx = (
+  companyId: number,
+  req: Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'>,
+): Ctx => ({
   auth: {
     companyId,
     userId: '',
@@ -94,6 +97,7 @@ export const linkCtx = (companyId: number, req: Pick<Ctx, 'log' | 'requestId'>):
   },
   log: req.log.child({ company_id: companyId }),
   requestId: req.requestId,
+  ...traceOfCause(req),
 })
 
 async function linkOf(deps: LinkDeps, token: string): Promise<{ link: ConsentLink } | { page: ConsentPage }> {

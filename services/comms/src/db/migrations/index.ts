@@ -2,6 +2,7 @@ import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
 import { messageDeliveryJobs } from './delivery-jobs'
 import { earlyReceiptsByCompany } from './early-receipts'
 import { normalisedAddresses } from './normalised-addresses'
+import { reminderTraces } from './reminder-traces'
 import { remindersConsentLimits } from './reminders'
 
 export const SCHEMA = 'comms'
@@ -148,4 +149,5 @@ export const migrations: Migration[] = [
   earlyReceiptsByCompany(SCHEMA, APP_ROLE, RECEIPT_LOCK),
   messageDeliveryJobs(SCHEMA, APP_ROLE),
   normalisedAddresses(SCHEMA, APP_ROLE, KEYWORD_LOCK),
+  reminderTraces,
 ]

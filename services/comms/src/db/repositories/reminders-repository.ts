@@ -5,7 +5,7 @@ import {
   isoInstant,
   keysetPageParts,
 } from '@clinic/platform/db'
-import { ifMatchAllows, uuidv7 } from '@clinic/platform/core'
+import { ifMatchAllows, uuidv7, type Trace } from '@clinic/platform/core'
 import type { Knex } from 'knex'
 import { planReminders, type AppointmentSlot } from '../../reminders/plan'
 import { REMINDER_KEYSET } from '../../reminders/read-reminders'
@@ -128,6 +128,7 @@ export class RemindersRepository
     companyId: number,
     slot: AppointmentSlot,
     scheduledAt: Date,
+    cause: Trace = {},
   ): Promise<void> {
     await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`comms.reminders:${companyId}:${slot.id}`])
     const seen = await trx(TABLE)
@@ -166,12 +167,13 @@ export class RemindersRepository
       status: p.skipped ? 'skipped' : 'scheduled',
       reason: p.skipped,
       confirm_link: policy.confirm_links,
+      traceparent: cause.traceparent ?? null,
     }))
     await trx.raw(
       `? ON CONFLICT (idempresa, appointment_id, offset_iso, starts_at) DO UPDATE
          SET status = excluded.status, reason = excluded.reason, due_at = excluded.due_at,
            next_attempt_at = excluded.next_attempt_at, confirm_link = excluded.confirm_link,
-           updated_at = date_trunc('milliseconds', now()), version = reminders.version + 1
+           traceparent = excluded.traceparent, updated_at = date_trunc('milliseconds', now()), version = reminders.version + 1
          WHERE reminders.status = 'cancelled'`,
       [trx(TABLE).insert(rows)],
     )
@@ -191,6 +193,7 @@ export class RemindersRepository
       startsAt: new Date(r.starts_at as string),
       confirmLink: r.confirm_link as boolean,
       attempts: r.attempts as number,
+      traceparent: (r.traceparent as string | null) ?? null,
     }))
   }
 
