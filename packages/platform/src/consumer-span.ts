@@ -25,7 +25,10 @@ const MAX_LINKS = 128
 function fromHeaders(d: Admitted): TraceText | null {
   const h = d.msg.properties.headers as Record<string, unknown> | undefined
   if (typeof h?.traceparent !== 'string') return null
-  return { traceparent: h.traceparent, tracestate: typeof h.tracestate === 'string' ? h.tracestate : undefined }
+  return {
+    traceparent: h.traceparent,
+    tracestate: typeof h.tracestate === 'string' ? h.tracestate : undefined,
+  }
 }
 
 /**

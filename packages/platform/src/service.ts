@@ -11,7 +11,7 @@ import { serve } from './lifecycle'
 import { brokerUserPrefix, eventOrigins, type EventOrigins } from './event-origin'
 import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
-import { SAMPLERS, startOtlpTracing } from './tracing'
+import { startOtlpTracing, tracingConfig } from './tracing-sdk'
 import { readVersion } from './version'
 
 export const sharedConfig = {
@@ -59,22 +59,7 @@ export const sharedConfig = {
    * gateway and webhooks). Test stacks set it low so several fit under one server's max_connections.
    */
   DB_POOL_MAX: v.int({ optional: true, min: 1 }),
-  /**
-   * Where spans go (OTLP over HTTP, `/v1/traces` under it), e.g. http://otel-collector:4318.
-   * Unset: nothing is recorded or exported; the trace context still travels and logs name it.
-   */
-  OTEL_EXPORTER_OTLP_ENDPOINT: v.url({ optional: true, protocols: ['http:', 'https:'] }),
-  OTEL_EXPORTER_OTLP_PROTOCOL: v.string({ default: 'http/protobuf', choices: ['http/protobuf', 'http/json'] }),
-  /** The spans' `service.name`; unset: the service's own name (gateway, patients, ...). */
-  OTEL_SERVICE_NAME: v.string({ optional: true }),
-  /**
-   * Which traces are recorded (the SDK's names). The default follows the parent's decision, and
-   * records every trace that starts here. The gateway makes its own: a client's `sampled` flag
-   * decides nothing there.
-   */
-  OTEL_TRACES_SAMPLER: v.string({ default: 'parentbased_always_on', choices: SAMPLERS }),
-  /** The ratio of the `*traceidratio` samplers, 0 to 1. */
-  OTEL_TRACES_SAMPLER_ARG: v.number({ default: '1', min: 0, max: 1 }),
+  ...tracingConfig,
 }
 export type SharedConfig = Config<typeof sharedConfig>
 
@@ -114,18 +99,12 @@ export async function connectService(o: {
   outbox: boolean
   /** The relay's least time between passes (RelayOptions.minPassIntervalMs). */
   relayMinIntervalMs?: number
-  /** The gateway: the trace contexts requests come with are its clients' (samplerOf). */
-  untrustedTraceParents?: boolean
+  /** False for the gateway: the trace contexts requests come with are its clients' (samplerOf). */
+  verifiesAssertions?: boolean
 }): Promise<Infrastructure> {
   const { config } = o
   const logger = createLogger({ service: o.service, level: config.LOG_LEVEL })
-  const tracing = await startOtlpTracing(config, {
-    service: o.service,
-    version: readVersion(),
-    untrustedParents: o.untrustedTraceParents,
-  })
-  if (tracing)
-    logger.info({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT }, 'spans exported over OTLP/HTTP')
+  const tracing = await startOtlpTracing(config, logger, o.service, o.verifiesAssertions === false)
   const knex = createDb(config.DATABASE_URL, {
     schema: o.schema,
     role: o.role && stackDbRole(o.role, config.DB_ROLE_PREFIX),
@@ -161,9 +140,7 @@ export async function connectService(o: {
       await relay?.stop()
       await amqp.close()
       await knex.destroy()
-      await tracing?.shutdown().catch((err: Error) =>
-        logger.warn({ err: err.message }, 'the last spans could not be exported'),
-      )
+      await tracing?.shutdown()
     },
   }
 }
@@ -268,12 +245,7 @@ export function runService<C extends SharedConfig>(
   runMain(spec.service, async () => {
     const config = spec.config()
     const poolMax = typeof spec.poolMax === 'function' ? spec.poolMax(config) : spec.poolMax
-    const infra = await connectService({
-      ...spec,
-      poolMax,
-      config,
-      untrustedTraceParents: spec.verifiesAssertions === false,
-    })
+    const infra = await connectService({ ...spec, poolMax, config })
     const deps = {
       ...infra,
       ...(spec.verifiesAssertions === false

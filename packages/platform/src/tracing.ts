@@ -13,20 +13,8 @@ import {
   type Tracer,
 } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import { resourceFromAttributes } from '@opentelemetry/resources'
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  RandomIdGenerator,
-  SimpleSpanProcessor,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-  type SpanExporter,
-} from '@opentelemetry/sdk-trace-base'
-import { ATTR_ERROR_TYPE, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions'
+import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base'
+import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions'
 
 export { SpanKind, type Span, type SpanContext } from '@opentelemetry/api'
 
@@ -36,7 +24,7 @@ export { SpanKind, type Span, type SpanContext } from '@opentelemetry/api'
  * reaches the services it touches, the events it causes (the CloudEvents Distributed Tracing
  * extension), their consumers and the jobs they leave, and every log line of that work names its
  * `trace_id`. Spans are recorded and exported only when `startTracing` has run (OTLP over HTTP when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set): until then a span is the API's non-recording span, with
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set, tracing-sdk.ts): until then a span is the API's non-recording span, with
  * ids of its own and its parent's trace, and nothing else is kept or sent.
  */
 
@@ -53,6 +41,11 @@ const propagator = new W3CTraceContextPropagator()
 const ids = new RandomIdGenerator()
 /** The SDK's tracer while tracing is on (startTracing); null: spans are not recorded. */
 let recording: Tracer | null = null
+
+/** Spans recorded by `tracer` from now on (null: none). startTracing's (tracing-sdk.ts). */
+export function recordWith(tracer: Tracer | null): void {
+  recording = tracer
+}
 
 /**
  * The span context a `traceparent` (and `tracestate`) names, checked as the W3C Trace Context
@@ -141,124 +134,8 @@ export async function inSpan<T>(name: string, o: StartSpan, work: (span: Span) =
 }
 
 /** The W3C text of a span (what its children are given). */
-export const traceOf = (span: Span): TraceHeaders & { traceparent: string } => traceHeaders(span.spanContext())
+export const traceOf = (span: Span): TraceHeaders & { traceparent: string } =>
+  traceHeaders(span.spanContext())
 
 /** A log line's trace field, for a logger's bindings. */
 export const traceField = (span: Span) => ({ trace_id: span.spanContext().traceId })
-
-/** OTEL_TRACES_SAMPLER's values (the OpenTelemetry SDK's names). */
-export const SAMPLERS = [
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-  'always_on',
-  'always_off',
-  'traceidratio',
-] as const
-export type SamplerName = (typeof SAMPLERS)[number]
-
-/**
- * The sampler OTEL_TRACES_SAMPLER names. `untrustedParents` (the gateway, whose parents are the
- * clients'): a parent from another process decides nothing, the root sampler does; a client cannot
- * make every request of its recorded by sending `sampled`.
- */
-export function samplerOf(name: SamplerName, ratio = 1, untrustedParents = false): Sampler {
-  const root = name.endsWith('always_on')
-    ? new AlwaysOnSampler()
-    : name.endsWith('always_off')
-      ? new AlwaysOffSampler()
-      : new TraceIdRatioBasedSampler(ratio)
-  if (!name.startsWith('parentbased_')) return root
-  return untrustedParents
-    ? new ParentBasedSampler({ root, remoteParentSampled: root, remoteParentNotSampled: root })
-    : new ParentBasedSampler({ root })
-}
-
-export interface TracingOptions {
-  /** `service.name` (OTEL_SERVICE_NAME, default the service's own name). */
-  serviceName: string
-  serviceVersion?: string
-  exporter: SpanExporter
-  sampler?: Sampler
-  /**
-   * `batch` (default): spans leave in the background, in batches (the SDK's OTEL_BSP_* settings).
-   * `simple`: each as it ends (tests).
-   */
-  processor?: 'batch' | 'simple'
-}
-
-export interface Tracing {
-  /** Exports what is pending now. */
-  flush(): Promise<void>
-  /** Exports what is pending, and records no more spans. */
-  shutdown(): Promise<void>
-}
-
-/**
- * Turns recording on in this process: spans go to `exporter` through the SDK (the API's global
- * tracer provider is the SDK's too, for any library that uses it). No context manager: spans are
- * parented explicitly, from the request's `ctx`, an event or a job row, never from async state.
- */
-export function startTracing(o: TracingOptions): Tracing {
-  const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: o.serviceName,
-      ...(o.serviceVersion ? { [ATTR_SERVICE_VERSION]: o.serviceVersion } : {}),
-    }),
-    sampler: o.sampler ?? samplerOf('parentbased_always_on'),
-    spanProcessors: [
-      o.processor === 'simple' ? new SimpleSpanProcessor(o.exporter) : new BatchSpanProcessor(o.exporter),
-    ],
-  })
-  trace.setGlobalTracerProvider(provider)
-  const tracer = provider.getTracer('@clinic/platform')
-  recording = tracer
-  return {
-    flush: () => provider.forceFlush(),
-    async shutdown() {
-      if (recording === tracer) {
-        recording = null
-        trace.disable()
-      }
-      await provider.shutdown()
-    },
-  }
-}
-
-/** The OTEL_* settings of sharedConfig (service.ts), checked there. */
-export interface OtlpConfig {
-  OTEL_EXPORTER_OTLP_ENDPOINT?: string
-  /** `http/protobuf` or `http/json`. */
-  OTEL_EXPORTER_OTLP_PROTOCOL: string
-  OTEL_SERVICE_NAME?: string
-  /** One of SAMPLERS. */
-  OTEL_TRACES_SAMPLER: string
-  OTEL_TRACES_SAMPLER_ARG: number
-}
-
-/**
- * Tracing as the configuration asks: spans exported over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT
- * (`/v1/traces` under it), protobuf or JSON; null, and nothing recorded, when it is unset.
- */
-export async function startOtlpTracing(
-  config: OtlpConfig,
-  o: { service: string; version?: string; untrustedParents?: boolean },
-): Promise<Tracing | null> {
-  if (!config.OTEL_EXPORTER_OTLP_ENDPOINT) return null
-  const url = new URL('v1/traces', config.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/?$/, '/')).href
-  // Loaded only when asked for: a process that exports nothing never loads an exporter.
-  const { OTLPTraceExporter } =
-    config.OTEL_EXPORTER_OTLP_PROTOCOL === 'http/json'
-      ? await import('@opentelemetry/exporter-trace-otlp-http')
-      : await import('@opentelemetry/exporter-trace-otlp-proto')
-  return startTracing({
-    serviceName: config.OTEL_SERVICE_NAME ?? o.service,
-    serviceVersion: o.version,
-    exporter: new OTLPTraceExporter({ url }),
-    sampler: samplerOf(
-      config.OTEL_TRACES_SAMPLER as SamplerName,
-      config.OTEL_TRACES_SAMPLER_ARG,
-      o.untrustedParents,
-    ),
-  })
-}

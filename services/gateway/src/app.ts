@@ -27,6 +27,18 @@ import { proxyRoutes } from './routes/proxy'
 
 export type { Upstreams } from './families'
 
+/** What browser code may send: the API's headers, and W3C Trace Context (a browser's trace goes on). */
+const CORS_ALLOWED_HEADERS = [
+  'Content-Type',
+  'X-service-Token',
+  'Authorization',
+  'If-Match',
+  'Idempotency-Key',
+  'X-Request-Id',
+  'traceparent',
+  'tracestate',
+]
+
 /**
  * knex: the identity schema (tokens, and the outbox of access events). The gateway verifies no
  * assertion: it signs them (`signer`, GATEWAY_SIGNING_KEY).
@@ -70,17 +82,7 @@ export async function buildApp(deps: Deps) {
   await app.register(cors, {
     origin: deps.corsOrigins.length ? deps.corsOrigins : false,
     methods: ['GET', 'POST', 'PATCH', 'OPTIONS'],
-    allowedHeaders: [
-      'Content-Type',
-      'X-service-Token',
-      'Authorization',
-      'If-Match',
-      'Idempotency-Key',
-      'X-Request-Id',
-      // W3C Trace Context: a browser's trace goes on through the gateway (if well formed).
-      'traceparent',
-      'tracestate',
-    ],
+    allowedHeaders: CORS_ALLOWED_HEADERS,
     exposedHeaders: [
       VERSION_HEADER,
       'ETag',

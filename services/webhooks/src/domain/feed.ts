@@ -1,4 +1,10 @@
-import { ValidationFailed, visibleCenters, type CloudEvent, type Ctx, type Trace } from '@clinic/platform/core'
+import {
+  ValidationFailed,
+  visibleCenters,
+  type CloudEvent,
+  type Ctx,
+  type Trace,
+} from '@clinic/platform/core'
 import type { FeedInput } from '../schemas/endpoint'
 import type { ThinData } from './catalogue'
 import { CursorExpired } from './errors'
