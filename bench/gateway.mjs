@@ -64,6 +64,9 @@ const upstream = http
 
 const gatewayEnv = (port) => ({
   ...env,
+  // OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* settings of this run go to the gateways: the
+  // cost of tracing with an exporter (unset: without).
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_'))),
   GATEWAY_PORT: String(port),
   PATIENTS_URL: upstreamUrl,
   RATE_LIMIT_PER_MINUTE: '100000000',
