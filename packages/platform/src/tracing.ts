@@ -133,9 +133,15 @@ export async function inSpan<T>(name: string, o: StartSpan, work: (span: Span) =
   }
 }
 
+/** Each span's W3C text, made once: a request asks for it more than once (its ctx, its forward, its event). */
+const texts = new WeakMap<Span, Readonly<TraceHeaders & { traceparent: string }>>()
+
 /** The W3C text of a span (what its children are given). */
-export const traceOf = (span: Span): TraceHeaders & { traceparent: string } =>
-  traceHeaders(span.spanContext())
+export function traceOf(span: Span): Readonly<TraceHeaders & { traceparent: string }> {
+  let text = texts.get(span)
+  if (!text) texts.set(span, (text = Object.freeze(traceHeaders(span.spanContext()))))
+  return text
+}
 
 /** A log line's trace field, for a logger's bindings. */
 export const traceField = (span: Span) => ({ trace_id: span.spanContext().traceId })
