@@ -6,10 +6,11 @@ import type { Migration } from '@clinic/platform'
  * claim_deliveries hands it to the worker with the rest (the function of 0003 with one more
  * column; a function's result type cannot change in place, so it is made again and granted again).
  */
-export function deliveryTraces(schema: string, appRole: string): Migration {
+export function deliveryTraces(schema: string, appRoleName: string): Migration {
   return {
     name: '0004_delivery_traces',
-    async up(knex) {
+    async up(knex, stack) {
+      const appRole = stack.role(appRoleName)
       await knex.raw(`
         ALTER TABLE deliveries ADD COLUMN traceparent text;
         DROP FUNCTION claim_deliveries(timestamptz, integer, integer, interval);
