@@ -45,6 +45,11 @@ export interface ServiceEntry extends AppEntry {
    */
   uploads?: Record<string, number>
   /**
+   * The FHIR R4 resource types it maps (DESIGN.md section 19), each with the scope that reads it
+   * (`any`: every token): the gateway routes `/fhir/R4/<Type>` (and below) to it, GET only.
+   */
+  fhir?: Record<string, string>
+  /**
    * Families whose requests carry the company's and its centers' names in the gateway's assertion
    * (`ctx.auth.names`): what a service shows people (a consent). No other request carries them.
    */
@@ -72,6 +77,8 @@ export class ServiceListError extends ConfigError {
 const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
 const FAMILY = /^[a-z][a-z0-9-]*$/
 const PLAIN_PATH = /^[a-z0-9/_-]+$/
+/** A FHIR resource type's name (`Patient`, `VisionPrescription`). */
+const FHIR_TYPE = /^[A-Z][A-Za-z]{1,63}$/
 // A page prefix is one or two path segments outside the API and the gateway's own paths, of one
 // service; a two-segment prefix (`/p/c/`) is its service's even under another's one-segment `/p/`.
 const PAGE = /^(\/[a-z0-9][a-z0-9_-]*){1,2}\/$/
@@ -137,6 +144,8 @@ function checkService(s: Record<string, unknown>, who: string, problems: string[
       (limit as number) < 1
     )
       problems.push(`upload ${p} of ${who} must be a plain path of its families, and bytes`)
+  if (s.fhir !== undefined && !(isObject(s.fhir) && Object.keys(s.fhir).every((t) => FHIR_TYPE.test(t))))
+    problems.push(`${who}: fhir must map FHIR resource types (PascalCase) to the scope that reads them`)
   if (s.names !== undefined && !(strings(s.names) && s.names.every((f) => families.some(([x]) => x === f))))
     problems.push(`${who}: names must list families of its own`)
   for (const p of strings(s.pages) ? s.pages : [])
@@ -204,6 +213,13 @@ function scopeProblems(apps: Array<Record<string, unknown>>): string[] {
   }
   for (const x of twice(apps.flatMap((s) => (strings(s.scopes) ? s.scopes : []))))
     problems.push(`the scope ${String(x)} is declared twice`)
+  const declared = new Set(apps.flatMap((s) => (strings(s.scopes) ? s.scopes : [])))
+  const fhir = apps.flatMap((s) => Object.entries(isObject(s.fhir) ? s.fhir : {}))
+  for (const [type, scope] of fhir)
+    if (scope !== 'any' && !declared.has(String(scope)))
+      problems.push(`the FHIR type ${type} is read with ${String(scope)}, which no entry declares`)
+  for (const t of twice(fhir.map(([type]) => type)))
+    problems.push(`the FHIR type ${String(t)} has two owners`)
   return problems
 }
 

@@ -10,11 +10,18 @@ import {
   type Principal,
   type TraceHeaders,
 } from '@clinic/platform'
-import { RESOURCE_TYPES } from './families'
+import { FHIR_TYPES, RESOURCE_TYPES } from './families'
 
-/** `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' } */
+/**
+ * `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' }; under the FHIR base
+ * the FHIR type's (`/api/fhir/R4/VisionPrescription/<id>` -> `vision_prescription`).
+ */
 export function resourceOf(path: string): { resource_type: string | null; resource_id: string | null } {
   const parts = path.replace(/^\/api(\/3|\/v\d+)?\//, '').split('/')
+  if (parts[0] === 'fhir' && parts[1] === 'R4') {
+    const fhir = FHIR_TYPES.get(parts[2] ?? '')
+    return { resource_type: fhir?.resourceType ?? null, resource_id: parts.slice(3).find(isUuid) ?? null }
+  }
   const type = RESOURCE_TYPES.get(parts[0] ?? '') ?? null
   const id = parts.slice(1).find(isUuid) ?? null
   return { resource_type: type, resource_id: id }

@@ -22,6 +22,8 @@ export interface RoutedService {
   uploads: Readonly<Record<string, number>>
   /** Families whose requests carry the company's and centers' names in the assertion. */
   names: readonly string[]
+  /** The FHIR R4 resource types it maps: `/fhir/R4/<Type>` and below are proxied to it (GET). */
+  fhirTypes: readonly string[]
 }
 
 /** A path family and the service that answers it. */
@@ -71,7 +73,25 @@ export const ROUTED_SERVICES: readonly RoutedService[] = source.services.map((s)
   bodyLimits: s.body_limits ?? {},
   uploads: s.uploads ?? {},
   names: s.names ?? [],
+  fhirTypes: Object.keys(s.fhir ?? {}),
 }))
+
+/** The FHIR base under each API base (DESIGN.md section 19): `/api/fhir/R4`. */
+export const FHIR_BASE = '/fhir/R4'
+
+/**
+ * FHIR resource type -> the scope that reads it (services.json `fhir`; `any`: every token may), and
+ * what the audit trail calls it (the type in snake case: `vision_prescription`).
+ */
+export const FHIR_TYPES: ReadonlyMap<string, { service: string; scope: string; resourceType: string }> =
+  new Map(
+    source.services.flatMap((s) =>
+      Object.entries(s.fhir ?? {}).map(([type, scope]) => [
+        type,
+        { service: s.name, scope, resourceType: type.replace(/(?<=[a-z])(?=[A-Z])/g, '_').toLowerCase() },
+      ]),
+    ),
+  )
 
 export const ROUTED: readonly RoutedFamily[] = source.services.flatMap((s) =>
   Object.entries(s.families).map(([family, resourceType]) => ({ family, service: s.name, resourceType })),

@@ -1,5 +1,5 @@
 import { BASES } from './bases'
-import { DECLARED_SCOPES, ROUTED } from './families'
+import { DECLARED_SCOPES, FHIR_TYPES, ROUTED } from './families'
 
 /**
  * The token scopes of DESIGN.md section 13, as packages/platform/services.json declares them (each
@@ -195,7 +195,13 @@ for (const bucket of ROUTES_BY_SHAPE.values()) bucket.sort(moreStatic)
  */
 export function scopesNeeded(method: string, url: string): readonly Scope[] {
   const path = segmentsOf(url)
-  if (!path || !(FAMILIES.has(path.sent[0]!) || FAMILIES.has(path.decoded[0] ?? ''))) return []
+  if (!path) return []
+  // A FHIR resource type (services.json `fhir`): the scope that reads it, whatever is below it.
+  if (path.sent[0] === 'fhir' && path.sent[1] === 'R4' && path.sent[2] !== undefined) {
+    const type = FHIR_TYPES.get(path.decoded[2] ?? '')
+    if (type) return type.scope === 'any' ? [] : [type.scope]
+  }
+  if (!(FAMILIES.has(path.sent[0]!) || FAMILIES.has(path.decoded[0] ?? ''))) return []
   // What the routers would make of a segment that does not decode is not guessed: every scope.
   if (path.decoded.includes(null)) return SCOPES
   const segments = path.decoded as string[]

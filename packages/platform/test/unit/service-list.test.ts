@@ -91,6 +91,39 @@ describe('services.json, as the platform reads it', () => {
       (l: ServiceList) => l.services[0]!.publishes!.pop(),
       /patients does not list patient\.updated of its contracts file/,
     ],
+    [
+      'a scope that is no <area>:<verb>',
+      (l: ServiceList) => l.services[0]!.scopes!.push('Patients-Read'),
+      /patients: scopes must list <area>:<verb> names/,
+    ],
+    [
+      'a scope declared twice',
+      (l: ServiceList) => l.services[1]!.scopes!.push('patients:read'),
+      /the scope patients:read is declared twice/,
+    ],
+    [
+      'a named-only scope not its own',
+      (l: ServiceList) => (l.services[0]!.named_only_scopes = ['clinical:sign']),
+      /patients: named_only_scopes must be among its scopes/,
+    ],
+    [
+      'a FHIR type read with a scope nobody declares',
+      (l: ServiceList) => (l.services[0]!.fhir = { Patient: 'patients:admin' }),
+      /the FHIR type Patient is read with patients:admin, which no entry declares/,
+    ],
+    [
+      'a FHIR type with two owners',
+      (l: ServiceList) => {
+        l.services[0]!.fhir = { Patient: 'patients:read' }
+        l.services[1]!.fhir = { Patient: 'appointments:read' }
+      },
+      /the FHIR type Patient has two owners/,
+    ],
+    [
+      'a FHIR type that is no resource name',
+      (l: ServiceList) => (l.services[0]!.fhir = { patient: 'patients:read' }),
+      /patients: fhir must map FHIR resource types/,
+    ],
   ])('refuses %s, naming it on one line', (_, edit, why) => {
     const message = problemOf(changed(edit))
     expect(message).toMatch(/^packages\/platform\/services\.json: /)

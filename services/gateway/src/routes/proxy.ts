@@ -19,7 +19,7 @@ import {
 import { BASES } from '../bases'
 import { spreadLookup } from '../spread-lookup'
 import { uploadLimitOf } from '../plugins/body-guards'
-import { PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
+import { FHIR_BASE, PLANNED, ROUTED_SERVICES, type Upstreams } from '../families'
 
 /**
  * Headers a client must never set for itself: tenant hints, internal assertions, and what proxies
@@ -81,7 +81,7 @@ export async function proxyRoutes(
       app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
-    for (const { families, service, webhooks, bodyLimits, uploads, names } of ROUTED_SERVICES) {
+    for (const { families, service, webhooks, bodyLimits, uploads, names, fhirTypes } of ROUTED_SERVICES) {
       // An upload's POST is a route of its family's proxy (the family's root, or a path under it,
       // for which a route of its own would collide with the family's): marked on registration.
       const marked = new Map(Object.entries(uploads).map(([path, limit]) => [`${base}${path}`, limit]))
@@ -102,6 +102,14 @@ export async function proxyRoutes(
           rewritePrefix: `/${family}`,
           httpMethods: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
           ...(LONG_POLLS[family] ? { config: { longPoll: LONG_POLLS[family] } } : {}),
+        })
+      // The FHIR resource types it maps (DESIGN.md section 19): read-only, under the FHIR base.
+      for (const type of fhirTypes)
+        await app.register(proxy, {
+          ...options,
+          prefix: `${base}${FHIR_BASE}/${type}`,
+          rewritePrefix: `${FHIR_BASE}/${type}`,
+          httpMethods: ['GET'],
         })
       // A provider's callbacks carry no API token and may be form-encoded: the service checks
       // their signature. No assertion is forwarded, so the service sees no principal.
