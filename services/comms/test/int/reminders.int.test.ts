@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { createDb, createLogger, makeEvent, migrate } from '@clinic/platform'
-import { createTestDatabase, dropTestDatabase, testSigner } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, testServices } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
-import { AppointmentsClient } from '../../src/clients/appointments-client'
-import { PatientsClient } from '../../src/clients/patients-client'
+import { directoriesOf } from '../../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 import { PreferencesRepository } from '../../src/db/repositories/preferences-repository'
 import { messageTx } from '../../src/db/repositories/messages-repository'
@@ -81,11 +80,11 @@ async function event(
     time: now,
   } as never)
   await knex.transaction((trx) =>
-    applyAppointmentEvent({ store, appointments: new AppointmentsClient(client()), log }, e, trx),
+    applyAppointmentEvent({ store, appointments: directories().appointments, log }, e, trx),
   )
 }
 
-const client = () => ({ baseUrl: directory.url, signer: testSigner('comms'), timeoutMs: 2000 })
+const directories = () => directoriesOf(testServices('comms', directory.url))
 const reminders = async (appointmentId: string) =>
   (await owner('reminders').where({ appointment_id: appointmentId }).orderBy('due_at')) as Array<
     Record<string, unknown>
@@ -115,8 +114,7 @@ beforeAll(async () => {
     knex,
     log,
     store,
-    patients: new PatientsClient(client()),
-    appointments: new AppointmentsClient(client()),
+    ...directories(),
     queue: reminderQueue({
       messageTx,
       limits: { dailySms: 1000, dailyEmail: 1000, hourlyPerAddress: 1000, smsCountries: ['ES'] },
