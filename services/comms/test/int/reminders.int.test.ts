@@ -9,7 +9,8 @@ import { messageTx } from '../../src/db/repositories/messages-repository'
 import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
 import { applySmsKeyword } from '../../src/domain/sms-keywords'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
-import { verifyLink } from '../../src/links/tokens'
+import { verifyLink } from '@clinic/platform/core'
+import { APPOINTMENT_LINK } from '../../src/domain/link-kinds'
 import { applyAppointmentEvent } from '../../src/reminders/consumer'
 import { reminderQueue } from '../../src/reminders/queue'
 import { ReminderWorker } from '../../src/reminders/worker'
@@ -229,10 +230,10 @@ describe('the worker', () => {
     expect(m.body).toContain('Hello Ana Pérez')
     expect(m.body).toContain('09:30')
     const token = /\/p\/a\/(\S+)/.exec(m.body as string)![1]!
-    const link = await verifyLink(LINK_SECRET, 'appointment', token, now)
+    const link = await verifyLink(LINK_SECRET, APPOINTMENT_LINK, token, now)
     expect(link).toEqual({
       ok: true,
-      payload: {
+      claims: {
         id: rows[0]!.id,
         companyId: COMPANY,
         appointmentId: a.id,
