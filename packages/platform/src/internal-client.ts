@@ -50,16 +50,17 @@ function methodOf(e: InternalEndpoint, o: InternalClientOptions) {
 }
 
 /**
- * The typed clients of a service that calls others: one per service its services.json `calls`
- * names, each with a method per internal endpoint it may use (internal-api/). Every call is
+ * The typed clients of a service: one per service its services.json `calls` names (none for a
+ * service that calls none), each with a method per internal endpoint it may use (internal-api/). Every call is
  * `callService`'s: signed with the caller's own key on behalf of its caller (company, centers,
  * request id), bounded by `timeoutMs`; a callee down, slow, failing (5xx), answering off-schema or
  * answering what its declaration does not name is 503 upstream_unavailable.
  */
-export function internalClients<C extends Caller>(caller: C, o: InternalClientOptions): ServicesOf<C> {
+export function internalClients<C extends string>(caller: C, o: InternalClientOptions): ServicesOf<C> {
   const apis = internalApi as Record<string, Record<string, InternalEndpoint>>
+  const calls: readonly string[] = Object.hasOwn(CALLS, caller) ? CALLS[caller as Caller] : []
   return Object.fromEntries(
-    CALLS[caller].map((callee) => [
+    calls.map((callee) => [
       callee,
       Object.fromEntries(
         Object.entries(apis[callee]!)

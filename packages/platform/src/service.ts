@@ -244,11 +244,11 @@ export function servicesOf<S extends string>(
     throw new ConfigError(
       `${service} calls ${missing.join(', ')} (services.json) but its config.ts declares no ${missing.map((c) => envName(c, 'URL')).join(', ')}`,
     )
-  return internalClients(service as Caller, {
+  return internalClients(service, {
     signer: requireServiceSigner(deps, calls.join(' and ')),
     timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
     baseUrl: (c) => urls.get(c) as string,
-  }) as ServicesOf<S>
+  })
 }
 
 /**

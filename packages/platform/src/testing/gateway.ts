@@ -7,7 +7,7 @@ import {
   type AssertionKeys,
   type AssertionSigner,
 } from '../assertion-keys'
-import type { Caller, ServicesOf } from '../internal-api/services'
+import type { ServicesOf } from '../internal-api/services'
 import { internalClients } from '../internal-client'
 
 const envKey = (name: string) => {
@@ -98,5 +98,5 @@ export function injectAs(app: Injectable, principal: Principal, signer: Assertio
  * A caller's typed clients (`deps.services`) as in a run: signed with the caller's key of the run,
  * every service it calls answering at `baseUrl` (a test's stand-in, e.g. a local HTTP server).
  */
-export const testServices = <C extends Caller>(caller: C, baseUrl: string, timeoutMs = 2000): ServicesOf<C> =>
+export const testServices = <C extends string>(caller: C, baseUrl: string, timeoutMs = 2000): ServicesOf<C> =>
   internalClients(caller, { signer: testSigner(caller), timeoutMs, baseUrl: () => baseUrl })
