@@ -27,7 +27,11 @@ try {
     const knex = createDb('postgres://openapi@127.0.0.1:1/unused', { schema: name.replace(/-/g, '_') })
     const amqp = new Amqp({ url: 'amqp://127.0.0.1:1', log: logger, name: 'openapi' })
     // Its typed clients of the services it calls, never called either.
-    const services = internalClients(name, { signer: null, timeoutMs: 1, baseUrl: () => 'http://127.0.0.1:1' })
+    const services = internalClients(name, {
+      signer: null,
+      timeoutMs: 1,
+      baseUrl: () => 'http://127.0.0.1:1',
+    })
     const deps = { logger, knex, amqp, version, assertionKeys: new Map(), serviceSigner: null, services }
     const app = await buildApp(deps)
     try {
