@@ -7,22 +7,28 @@ import { toAppError } from './problems'
 
 /** The pages every link site shows of its own accord: a bad request, the service away, a failure. */
 export type FailurePage = { kind: 'invalid' } | { kind: 'unavailable' } | { kind: 'error' }
+/** Their status codes. */
+export const FAILURE_STATUS = { invalid: 400, unavailable: 503, error: 500 } as const
+
+/** The languages link pages are written in, the default first. */
+export const PAGE_LANGUAGES = ['es', 'en'] as const
+export type PageLanguage = (typeof PAGE_LANGUAGES)[number]
 
 export interface LinkPageSite<V extends { kind: string }, L extends string> {
   /** The pages' path prefix, e.g. `/p/a` (a token follows it: `/p/a/<token>`). */
   prefix: string
-  /** What its log lines call it, e.g. `patient link`. */
-  what: string
-  /** The languages its pages are written in, the default first (pageLanguage). */
-  languages: readonly [L, ...L[]]
   /** A page and its status code. */
   render: (view: V | FailurePage, lang: L) => { status: number; html: string }
+  /** The largest body its POSTs take, in bytes. */
+  bodyLimit: number
   /**
-   * What its POSTs carry: `form` (application/x-www-form-urlencoded, parsed, at most `bodyLimit`
-   * bytes), or `any` (any media type, read as text and bounded, not interpreted: RFC 8058's
-   * one-click POST comes form-encoded or as multipart).
+   * Its POSTs are forms (application/x-www-form-urlencoded, parsed); with `anyBody`, any media
+   * type, read as text and bounded, not interpreted (RFC 8058's one-click POST comes form-encoded or
+   * as multipart).
    */
-  body: { kind: 'form' | 'any'; limit: number }
+  anyBody?: boolean
+  /** The languages its pages are written in, the default first (pageLanguage); PAGE_LANGUAGES by default. */
+  languages?: readonly [L, ...L[]]
 }
 
 export type SendPage<V> = (
@@ -41,12 +47,14 @@ export type SendPage<V> = (
  * own, else the browser's), with PAGE_HEADERS, and the access line naming what the page said
  * (`link_<kind>`, never the token: the route is logged, not the URL).
  */
-export function linkPages<V extends { kind: string }, L extends string>(
+export function linkPages<V extends { kind: string }, L extends string = PageLanguage>(
   app: FastifyInstance,
   site: LinkPageSite<V, L>,
 ): SendPage<V> {
+  const languages = site.languages ?? (PAGE_LANGUAGES as unknown as readonly [L, ...L[]])
+  const what = `link page ${site.prefix}`
   const send: SendPage<V> = (req, reply, view, status) => {
-    const lang = pageLanguage(site.languages, {
+    const lang = pageLanguage(languages, {
       link: linkLanguageOf(linkTokenOf(req)),
       acceptLanguage: req.headers['accept-language'],
     })
@@ -55,16 +63,16 @@ export function linkPages<V extends { kind: string }, L extends string>(
     if (code >= 400 && !reply.problemCode) reply.problemCode = `link_${view.kind}`
     return reply.code(code).headers(PAGE_HEADERS).send(page.html)
   }
-  const form = site.body.kind === 'form'
+  const form = !site.anyBody
   app.addContentTypeParser(
     form ? 'application/x-www-form-urlencoded' : '*',
-    { parseAs: 'string', bodyLimit: site.body.limit },
+    { parseAs: 'string', bodyLimit: site.bodyLimit },
     (_req, body, done) => done(null, form ? Object.fromEntries(new URLSearchParams(body as string)) : body),
   )
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = toAppError(err)
-    if (appErr.status === 503) req.log.warn({ err: err.message, code: appErr.code }, `${site.what} failed`)
-    else if (appErr.status >= 500) req.log.error({ err }, `${site.what} failed`)
+    if (appErr.status === 503) req.log.warn({ err: err.message, code: appErr.code }, `${what} failed`)
+    else if (appErr.status >= 500) req.log.error({ err }, `${what} failed`)
     if (appErr.headers) reply.headers(appErr.headers)
     reply.problemCode = appErr.code
     if (appErr.status < 500) return send(req, reply, { kind: 'invalid' }, appErr.status)

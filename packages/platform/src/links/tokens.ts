@@ -19,7 +19,7 @@ export interface LinkKind<T extends TObject = TObject> {
   typ: string
   /** What its payload must hold besides `aud`; a token whose claims do not fit is as altered. */
   claims: T
-  /** Whether it carries `exp` (and is refused from then on) or never expires. */
+  /** Whether it carries `exp` (and is refused from then on): its claims name `exp`; else it never expires. */
   expires: boolean
 }
 
@@ -35,10 +35,32 @@ export const LinkClaim = {
   exp: Type.Number(),
 }
 
-/** A kind of link: `typ` LINK_TYPE unless given (the consent links kept theirs). */
-export const linkKind = <T extends TObject>(k: Omit<LinkKind<T>, 'typ'> & { typ?: string }): LinkKind<T> => ({
+/**
+ * The claims of a link sent in a message to act once on one record before it expires (a patient's
+ * appointment, a consent): its own id (spent on use), the company, the record's id under `record`'s
+ * name, the page's language and the expiry.
+ */
+export const actOnceClaims = <R extends string>(record: R) =>
+  Type.Object({
+    id: LinkClaim.id,
+    companyId: LinkClaim.companyId,
+    lang: LinkClaim.lang,
+    exp: LinkClaim.exp,
+    ...({ [record]: LinkClaim.id } as Record<R, typeof LinkClaim.id>),
+  })
+
+/**
+ * A kind of link: `typ` LINK_TYPE unless given (the consent links kept theirs); it expires when its
+ * claims have `exp`.
+ */
+export const linkKind = <T extends TObject>(k: {
+  purpose: string
+  typ?: string
+  claims: T
+}): LinkKind<T> => ({
   typ: LINK_TYPE,
   ...k,
+  expires: (k.claims.required ?? []).includes('exp'),
 })
 
 export type LinkClaims<K extends LinkKind> = Static<K['claims']>

@@ -80,7 +80,6 @@ describe('a site of link pages (linkPages)', () => {
   const SECRET = 'a-link-secret-of-at-least-32-characters!'
   const KIND = linkKind({
     purpose: 'test',
-    expires: false,
     claims: Type.Object({ companyId: LinkClaim.companyId, lang: LinkClaim.lang }),
   })
   type View = { kind: 'open'; name: string } | FailurePage
@@ -92,7 +91,6 @@ describe('a site of link pages (linkPages)', () => {
     await app.register(async (site) => {
       const send = linkPages(site, {
         prefix: '/p/t',
-        what: 'test link',
         languages: PAGE,
         render: (view: View, l) => ({
           status: STATUS[view.kind],
@@ -103,7 +101,7 @@ describe('a site of link pages (linkPages)', () => {
             body: view.kind === 'open' ? esc(view.name) : '',
           }),
         }),
-        body: { kind: 'form', limit: 64 },
+        bodyLimit: 64,
       })
       const config = { public: true }
       site.get('/p/t/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) =>

@@ -1,4 +1,4 @@
-import { LinkClaim, linkKind, type LinkClaims } from '@clinic/platform/core'
+import { LinkClaim, actOnceClaims, linkKind, type LinkClaims } from '@clinic/platform/core'
 import { Type } from '@sinclair/typebox'
 
 /** comms' links (platform `links/tokens.ts`: HS256 under COMMS_LINK_SECRET, which only comms holds). */
@@ -7,17 +7,7 @@ import { Type } from '@sinclair/typebox'
  * `PUBLIC_BASE_URL/p/a/<token>`: confirm or cancel one appointment, once, until it starts. `id` is
  * the reminder's: a used one is recorded in link_uses.
  */
-export const APPOINTMENT_LINK = linkKind({
-  purpose: 'appointment',
-  expires: true,
-  claims: Type.Object({
-    id: LinkClaim.id,
-    companyId: LinkClaim.companyId,
-    appointmentId: LinkClaim.id,
-    lang: LinkClaim.lang,
-    exp: LinkClaim.exp,
-  }),
-})
+export const APPOINTMENT_LINK = linkKind({ purpose: 'appointment', claims: actOnceClaims('appointmentId') })
 export type AppointmentLink = LinkClaims<typeof APPOINTMENT_LINK>
 
 /**
@@ -26,7 +16,6 @@ export type AppointmentLink = LinkClaims<typeof APPOINTMENT_LINK>
  */
 export const UNSUBSCRIBE_LINK = linkKind({
   purpose: 'unsubscribe',
-  expires: false,
   claims: Type.Object({ companyId: LinkClaim.companyId, messageId: Type.String(), lang: LinkClaim.lang }),
 })
 export type UnsubscribeLink = LinkClaims<typeof UNSUBSCRIBE_LINK>

@@ -1,4 +1,4 @@
-import { esc, renderPage, type FailurePage } from '@clinic/platform/http'
+import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
 import type { AppointmentInfo } from '../domain/appointment-directory'
 import type { LinkAction, LinkPage } from '../domain/patient-links'
 
@@ -6,22 +6,19 @@ import type { LinkAction, LinkPage } from '../domain/patient-links'
  * The patient link page (platform link kit: shell, headers, escaping, language), in Spanish or
  * English. Every value that comes from data goes through `esc`.
  */
-export const LANGUAGES = ['es', 'en'] as const
-export type Lang = (typeof LANGUAGES)[number]
+type Lang = PageLanguage
 
 /** What the page may show: the use case's pages, and those the route makes of errors. */
 export type PageView = LinkPage | FailurePage
 
 export const PAGE_STATUS: Record<PageView['kind'], number> = {
+  ...FAILURE_STATUS,
   open: 200,
   done: 200,
-  invalid: 400,
   not_found: 404,
   closed: 409,
   expired: 410,
   used: 410,
-  error: 500,
-  unavailable: 503,
 }
 
 const TEXTS = {

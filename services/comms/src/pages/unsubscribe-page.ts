@@ -1,12 +1,10 @@
-import { renderPage, type FailurePage } from '@clinic/platform/http'
+import { renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
 
 /**
  * The pages of the one-click unsubscribe link (`/p/u/<token>`, platform link kit: shell, headers,
  * language), in es or en. A bad link, or the service away, gets a page in both: its language cannot
  * be trusted. Every text here is ours, none the request's.
  */
-export const LANGUAGES = ['es', 'en'] as const
-export type PageLang = (typeof LANGUAGES)[number]
 
 /** Before the click (GET), after it (POST), or no such message in the link's company. */
 export type UnsubscribePage = { kind: 'ask' } | { kind: 'done' } | { kind: 'not_found' }
@@ -58,7 +56,7 @@ const BOTH = {
 /** A page and its status code: the button is a POST, the same as a mail client's one click. */
 export function renderUnsubscribePage(
   view: UnsubscribePage | FailurePage,
-  lang: PageLang,
+  lang: PageLanguage,
 ): { status: number; html: string } {
   const page = (status: number, l: string, title: string, body: string) => ({
     status,

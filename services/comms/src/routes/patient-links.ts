@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock'
 import { LINK_ACTIONS, answerPatientLink, openPatientLink, type LinkDeps } from '../domain/patient-links'
-import { LANGUAGES, renderLinkPage } from '../pages/appointment-page'
+import { renderLinkPage } from '../pages/appointment-page'
 
 export interface PatientLinkOptions {
   /** COMMS_LINK_SECRET; without it every link is the invalid page (400). */
@@ -31,13 +31,7 @@ const AnswerForm = Type.Object(
 export const patientLinkRoutes: FastifyPluginAsync<PatientLinkOptions> = async (app, o) => {
   const deps: LinkDeps = { secret: o.secret, clock: o.clock, appointments: o.appointments, uses: o.uses }
   // Form bodies of one short field; whatever fails on the way is a page too; `/p/a` the invalid page.
-  const sendPage = linkPages(app, {
-    prefix: '/p/a',
-    what: 'patient link',
-    languages: LANGUAGES,
-    render: renderLinkPage,
-    body: { kind: 'form', limit: 1024 },
-  })
+  const sendPage = linkPages(app, { prefix: '/p/a', render: renderLinkPage, bodyLimit: 1024 })
   // Pages, not API operations: hidden from the OpenAPI document.
   const config = { public: true }
   app.get('/p/a/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {

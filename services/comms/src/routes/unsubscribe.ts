@@ -4,7 +4,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { UNSUBSCRIBE_LINK, type UnsubscribeLink } from '../domain/link-kinds'
 import type { PreferenceStore } from '../domain/preference-store'
 import { unsubscribeByLink, unsubscribeTarget } from '../domain/set-preference'
-import { LANGUAGES, renderUnsubscribePage } from '../pages/unsubscribe-page'
+import { renderUnsubscribePage } from '../pages/unsubscribe-page'
 
 export interface UnsubscribeOptions {
   store: PreferenceStore
@@ -25,10 +25,9 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   // shows both); the token decides, so the body is read (and bounded) but not interpreted.
   const sendPage = linkPages(app, {
     prefix: '/p/u',
-    what: 'unsubscribe link',
-    languages: LANGUAGES,
     render: renderUnsubscribePage,
-    body: { kind: 'any', limit: 4096 },
+    bodyLimit: 4096,
+    anyBody: true,
   })
   const linkOf = async (req: FastifyRequest): Promise<UnsubscribeLink | null> => {
     if (!o.secret) return null

@@ -1,4 +1,4 @@
-import { LinkClaim, linkKind, type LinkClaims } from '@clinic/platform/core'
+import { LinkClaim, actOnceClaims, linkKind, type LinkClaims } from '@clinic/platform/core'
 import { Type } from '@sinclair/typebox'
 
 /**
@@ -11,14 +11,7 @@ import { Type } from '@sinclair/typebox'
 export const CONSENT_LINK = linkKind({
   purpose: 'consent',
   typ: 'clinic-consent-link+jwt',
-  expires: true,
-  claims: Type.Object({
-    id: LinkClaim.id,
-    companyId: LinkClaim.companyId,
-    consentId: LinkClaim.id,
-    lang: LinkClaim.lang,
-    exp: LinkClaim.exp,
-  }),
+  claims: actOnceClaims('consentId'),
 })
 export type ConsentLink = LinkClaims<typeof CONSENT_LINK>
 
@@ -26,7 +19,6 @@ export type ConsentLink = LinkClaims<typeof CONSENT_LINK>
 export const CONSENT_PDF_LINK = linkKind({
   purpose: 'consent-pdf',
   typ: 'clinic-consent-pdf+jwt',
-  expires: true,
   claims: Type.Object({
     companyId: LinkClaim.companyId,
     consentId: LinkClaim.id,

@@ -1,4 +1,4 @@
-import { esc, renderPage, type FailurePage } from '@clinic/platform/http'
+import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
 import type { ConsentPage } from '../domain/consent-links'
 import type { ClinicNames } from '../domain/consent-store'
 import { localTime } from '../render/consent-pdf'
@@ -8,20 +8,17 @@ import { localTime } from '../render/consent-pdf'
  * works without JavaScript, in Spanish or English. The template's text is shown exactly as written
  * (paragraphs kept, nothing interpreted). Every value from data goes through `esc`.
  */
-export const LANGUAGES = ['es', 'en'] as const
-export type Lang = (typeof LANGUAGES)[number]
+type Lang = PageLanguage
 export type PageView = ConsentPage | FailurePage
 
 export const PAGE_STATUS: Record<PageView['kind'], number> = {
+  ...FAILURE_STATUS,
   open: 200,
   done: 200,
   name_required: 422,
-  invalid: 400,
   not_found: 404,
   expired: 410,
   used: 410,
-  error: 500,
-  unavailable: 503,
 }
 
 const TEXTS = {

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import { answerConsentLink, openConsentLink, openConsentPdf, type LinkDeps } from '../domain/consent-links'
 import { contentDisposition } from '../domain/filename'
-import { LANGUAGES, renderConsentPage } from '../pages/consent-page'
+import { renderConsentPage } from '../pages/consent-page'
 
 const AnswerForm = Type.Object(
   {
@@ -21,13 +21,7 @@ const AnswerForm = Type.Object(
  * token is the authentication. Every outcome is an HTML page, never a 5xx for a bad token.
  */
 export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (app, { deps }) => {
-  const sendPage = linkPages(app, {
-    prefix: '/p/c',
-    what: 'consent link',
-    languages: LANGUAGES,
-    render: renderConsentPage,
-    body: { kind: 'form', limit: 2048 },
-  })
+  const sendPage = linkPages(app, { prefix: '/p/c', render: renderConsentPage, bodyLimit: 2048 })
   const config = { public: true }
   // The signed PDF the page after a grant offers (24 hours): data to keep, never a page to run.
   app.get('/p/c/pdf/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {
