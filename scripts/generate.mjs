@@ -11,6 +11,8 @@
 //   generate/networkpolicy.mjs  deploy/k8s/networkpolicy.yaml (ingress, monitoring, egress)
 //   generate/rabbitmq.mjs   deploy/rabbitmq/definitions.json (the broker topology, users and permissions)
 //   generate/contracts.mjs  packages/platform/src/contracts/index.ts (each publisher's event contracts)
+//   generate/internal-api.mjs  packages/platform/src/internal-api/index.ts (each callee's internal
+//                           endpoints, and whom each service calls)
 //   Dockerfile              nothing: it reads services.json and naming.cjs at build and run time
 //
 //   node scripts/generate.mjs          rewrite the files (npm run generate)
@@ -25,6 +27,7 @@ import { read } from './generate/common.mjs'
 import { compose, composeEnvExample } from './generate/compose.mjs'
 import { CONTRACTS_INDEX, contractsIndex } from './generate/contracts.mjs'
 import { envExample, tsconfig } from './generate/env.mjs'
+import { INTERNAL_API_INDEX, internalApiIndex } from './generate/internal-api.mjs'
 import { configMap, k8sService, kustomization, networkPolicy, secretExample } from './generate/k8s.mjs'
 import { definitions } from './generate/rabbitmq.mjs'
 
@@ -41,6 +44,7 @@ export async function generate() {
     'deploy/k8s/networkpolicy.yaml': networkPolicy(),
     'deploy/rabbitmq/definitions.json': definitions(),
     [CONTRACTS_INDEX]: contractsIndex(),
+    [INTERNAL_API_INDEX]: internalApiIndex(),
     ...Object.assign({}, ...apps.map(k8sService)),
   }
   const prettier = await import('prettier')

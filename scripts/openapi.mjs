@@ -15,7 +15,7 @@ try {
   build()
   // Each service resolves its own dependencies (the root package has none of them).
   const gatewayRequire = createRequire(path.join(root, 'services', 'gateway', 'package.json'))
-  const { Amqp, createDb, createLogger, readVersion } = gatewayRequire('@clinic/platform')
+  const { Amqp, createDb, createLogger, internalClients, readVersion } = gatewayRequire('@clinic/platform')
   const { mergeOpenApi } = gatewayRequire('./dist/routes/docs.js')
   const logger = createLogger({ service: 'openapi', level: 'silent' })
   const version = readVersion()
@@ -26,7 +26,14 @@ try {
     // Never used: nothing here runs a query or publishes.
     const knex = createDb('postgres://openapi@127.0.0.1:1/unused', { schema: name.replace(/-/g, '_') })
     const amqp = new Amqp({ url: 'amqp://127.0.0.1:1', log: logger, name: 'openapi' })
-    const app = await buildApp({ logger, knex, amqp, version, assertionKeys: new Map(), serviceSigner: null })
+    // Its typed clients of the services it calls, never called either.
+    const services = internalClients(name, {
+      signer: null,
+      timeoutMs: 1,
+      baseUrl: () => 'http://127.0.0.1:1',
+    })
+    const deps = { logger, knex, amqp, version, assertionKeys: new Map(), serviceSigner: null, services }
+    const app = await buildApp(deps)
     try {
       await app.ready()
       docs[name] = app.swagger()

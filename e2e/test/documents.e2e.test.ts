@@ -2,8 +2,9 @@ import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import type { BrowserContext } from 'playwright-core'
+import { signLink } from '@clinic/platform/core'
 import { waitFor } from '@clinic/platform/testing'
-import { signConsentLink } from '../../services/documents/src/links/tokens'
+import { CONSENT_LINK } from '../../services/documents/src/domain/link-kinds'
 import { heading, open, openBrowser } from '../src/browser'
 import { SAMPLE_PNG, SETTLE_MS, call, makeTenant, multipartOf, stack, type Tenant } from '../src/client'
 
@@ -243,7 +244,7 @@ describe('a consent in a browser', () => {
 
 /** A link as documents signs them, for that consent, that expired a minute ago. */
 const expiredToken = (consentId: string) =>
-  signConsentLink(stack().env.DOCUMENTS_LINK_SECRET!, {
+  signLink(stack().env.DOCUMENTS_LINK_SECRET!, CONSENT_LINK, {
     id: randomUUID(),
     companyId: t.companyId,
     consentId,

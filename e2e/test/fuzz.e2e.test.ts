@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { waitFor } from '@clinic/platform/testing'
 import fc from 'fast-check'
-import { LINK_TYPE } from '../../services/comms/src/links/tokens'
+import { LINK_TYPE } from '@clinic/platform/core'
 import { call, extraGateway, makeTenant, rawExchange, stack, type Tenant } from '../src/client'
 import {
   apiOperations,
@@ -972,7 +972,7 @@ function publicArbitrary(
   link: { secret: string; companyId: number; emailMessage: string; apiToken: string },
 ): fc.Arbitrary<PublicCase> {
   const future = Math.floor(Date.now() / 1000) + 365 * 86_400
-  // A link token as comms makes one (links/tokens.ts: an HS256 JWT whose audience is the purpose),
+  // A link token as comms makes one (platform links/tokens.ts: an HS256 JWT whose audience is the purpose),
   // by RFC 7515's own steps: fast-check maps synchronously, and jose signs only asynchronously.
   const sign = (purpose: 'appointment' | 'unsubscribe', payload: unknown) => {
     const claims =

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { BrowserContext, Page } from 'playwright-core'
 import { waitFor } from '@clinic/platform/testing'
-import { signLink } from '../../services/comms/src/links/tokens'
+import { signLink } from '@clinic/platform/core'
+import { APPOINTMENT_LINK } from '../../services/comms/src/domain/link-kinds'
 import { PHONE, heading, open, openBrowser, press } from '../src/browser'
 import { SETTLE_MS, call, makeTenant, stack, type Tenant } from '../src/client'
 
@@ -54,7 +55,7 @@ async function linkTo(
   lang: string,
   exp = Date.parse(a.starts_at) / 1000,
 ) {
-  const token = await signLink(stack().env.COMMS_LINK_SECRET!, 'appointment', {
+  const token = await signLink(stack().env.COMMS_LINK_SECRET!, APPOINTMENT_LINK, {
     id: randomUUID(),
     companyId: t.companyId,
     appointmentId: a.id,

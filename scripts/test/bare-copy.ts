@@ -14,6 +14,7 @@ const READ_AND_WRITTEN = [
   'packages/platform/broker-users.cjs',
   'packages/platform/package.json',
   'packages/platform/src/contracts',
+  'packages/platform/src/internal-api',
   'package.json',
   'tsconfig.json',
   'VERSION',

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { apps, list, namesOf, resources, stackDbRole } from '../../packages/platform/naming.cjs'
 import { contractsByService, eventContracts } from '../../packages/platform/src/contracts'
+import { CALLS } from '../../packages/platform/src/internal-api/index'
 import { upstreamEnv } from '../../services/gateway/src/families'
 import { assertionKeyPair, serviceEnv } from '../service-env.cjs'
 import { bareCopy } from './bare-copy'
@@ -216,18 +217,28 @@ describe('services.json against the code', () => {
       }
   })
 
-  it('lists as calls exactly the clients each service has', () => {
+  it('gives each service a typed client of exactly the services it calls, and no client or internal route of its own', () => {
     const names = resources.map((s) => s.name)
+    const calls: Record<string, readonly string[]> = CALLS
     for (const s of apps) {
-      const dir = path.join(ROOT, 'services', s.name, 'src', 'clients')
-      const clients = existsSync(dir)
-        ? readdirSync(dir)
-            .filter((f) => f.endsWith('-client.ts'))
-            .map((f) => f.replace(/-client\.ts$/, ''))
-        : []
       if (s.name === 'gateway') continue // it reaches every resource service (its routing table)
-      expect([s.name, [...(s.calls ?? [])].sort()]).toEqual([s.name, clients.sort()])
+      // internal-api/index.ts, generated from services.json, types `deps.services` of each caller.
+      expect([s.name, [...(calls[s.name] ?? [])].sort()]).toEqual([s.name, [...(s.calls ?? [])].sort()])
       for (const c of s.calls ?? []) expect(names).toContain(c)
+      // The per-pair client classes are gone: platform builds each from the declarations.
+      expect([s.name, existsSync(path.join(ROOT, 'services', s.name, 'src', 'clients'))]).toEqual([
+        s.name,
+        false,
+      ])
+      const code = tsFiles(`services/${s.name}/src`)
+        .map((f) => read(f))
+        .join('\n')
+      // No call made by hand, and no internal route registered outside its declaration.
+      expect([
+        s.name,
+        /import \{[^}]*\b(callService|lookUp)\b[^}]*\} from '@clinic\/platform/.test(code),
+      ]).toEqual([s.name, false])
+      expect([s.name, code.includes("'/internal/")]).toEqual([s.name, false])
     }
   })
 

@@ -95,6 +95,28 @@ export class UnknownPatient extends AppError {
     })
   }
 }
+/** An `appointment_id` that is not an appointment of that patient in the caller's company. */
+export class UnknownAppointment extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'unknown_appointment',
+      title: 'Unknown appointment',
+      detail: 'appointment_id is not an appointment of this patient in this company',
+    })
+  }
+}
+/** An `exam_id` that is not an exam of that patient in the caller's company. */
+export class UnknownExam extends AppError {
+  constructor() {
+    super({
+      status: 422,
+      code: 'unknown_exam',
+      title: 'Unknown exam',
+      detail: 'exam_id is not an exam of this patient in this company',
+    })
+  }
+}
 
 export class IdempotencyConflict extends AppError {
   constructor() {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error'
 import { contractsByService } from './contracts'
+import { callingProblems } from './internal-api/calling'
 
 /** A work queue on clinic.events and the routing keys bound to it. */
 export interface QueueEntry {
@@ -191,6 +192,7 @@ export function serviceListProblems(list: unknown): string[] {
     for (const c of strings(s.calls) ? s.calls : [])
       if (!resources.includes(c)) problems.push(`${String(s.name)} calls ${c}, which is no resource service`)
   problems.push(...publishingProblems(apps))
+  problems.push(...callingProblems(apps))
   problems.push(...scopeProblems(apps))
   return problems
 }

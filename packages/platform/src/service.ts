@@ -2,8 +2,13 @@ import Fastify from 'fastify'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import { Amqp } from './amqp'
-import { assertionKeysOf, type AssertionKeys, type AssertionSigner } from './assertion-keys'
-import { exitOnConfigError, v, type Config } from './config'
+import {
+  assertionKeysOf,
+  requireServiceSigner,
+  type AssertionKeys,
+  type AssertionSigner,
+} from './assertion-keys'
+import { ConfigError, exitOnConfigError, v, type Config } from './config'
 import { commonTables, createDb, stackDbRole, type Migration } from './db/index'
 import { databaseConfig } from './migration-step'
 import { DEFAULT_INTERNAL_NETWORKS, fastifyOptions, http, type ReadinessCheck } from './http'
@@ -13,6 +18,9 @@ import { createLogger } from './logging'
 import { OutboxRelay } from './outbox'
 import { startOtlpTracing, tracingConfig } from './tracing-sdk'
 import { readVersion } from './version'
+import { internalClients } from './internal-client'
+import { CALLS, type Caller, type ServicesOf } from './internal-api/services'
+import { envName } from '../naming.cjs'
 
 export const sharedConfig = {
   ...databaseConfig,
@@ -36,6 +44,8 @@ export const sharedConfig = {
   SERVICE_SIGNING_KEY: v.string({ optional: true, secret: true }),
   /** A service that others call: `<caller>=<its public key>,...`, its callers only. */
   SERVICE_VERIFY_KEYS: v.list({ optional: true }),
+  /** A service that calls others: how long a call may take before its request answers 503. */
+  SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   LOG_LEVEL: v.string({
     default: 'info',
     choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -217,13 +227,38 @@ export async function serviceApp(deps: ServiceDeps, o: { service: string; descri
 }
 
 /**
- * A service's whole server.ts: loads its configuration, connects (connectService), builds the app
- * from the dependencies every service gets, then serves it until SIGTERM (serve: drain, close,
- * `stops` in order, connections last).
+ * The typed clients of the services `service` calls (services.json `calls`), signed with its own
+ * SERVICE_SIGNING_KEY (required then), each at its `<NAME>_URL` (the config declares it:
+ * `v.serviceUrl(name)`), within SERVICE_CALL_TIMEOUT_MS.
  */
-export function runService<C extends SharedConfig>(
+export function servicesOf<S extends string>(
+  service: S,
+  deps: { serviceSigner: AssertionSigner | null },
+  config: SharedConfig,
+): ServicesOf<S> {
+  const calls: readonly string[] = Object.hasOwn(CALLS, service) ? CALLS[service as Caller] : []
+  if (!calls.length) return {} as ServicesOf<S>
+  const urls = new Map(calls.map((c) => [c, (config as Record<string, unknown>)[envName(c, 'URL')]]))
+  const missing = calls.filter((c) => typeof urls.get(c) !== 'string')
+  if (missing.length)
+    throw new ConfigError(
+      `${service} calls ${missing.join(', ')} (services.json) but its config.ts declares no ${missing.map((c) => envName(c, 'URL')).join(', ')}`,
+    )
+  return internalClients(service, {
+    signer: requireServiceSigner(deps, calls.join(' and ')),
+    timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
+    baseUrl: (c) => urls.get(c) as string,
+  })
+}
+
+/**
+ * A service's whole server.ts: loads its configuration, connects (connectService), builds the app
+ * from the dependencies every service gets (with `services`, its typed clients of the services it
+ * calls), then serves it until SIGTERM (serve: drain, close, `stops` in order, connections last).
+ */
+export function runService<C extends SharedConfig, S extends string = string>(
   spec: {
-    service: string
+    service: S
     schema: string
     /** The least-privilege role requests run as (SET ROLE, after DB_ROLE_PREFIX); migrations ran as the owner. */
     role?: string
@@ -238,7 +273,7 @@ export function runService<C extends SharedConfig>(
     verifiesAssertions?: boolean
   },
   build: (
-    deps: ServiceDeps,
+    deps: ServiceDeps & { services: ServicesOf<S> },
     config: C,
   ) => Promise<{ app: Parameters<typeof serve>[0]; stops?: Array<() => Promise<unknown>> }>,
 ): void {
@@ -254,7 +289,8 @@ export function runService<C extends SharedConfig>(
       version: readVersion(),
       internalNetworks: config.INTERNAL_NETWORKS,
     }
-    const { app, stops } = await build(deps, config)
+    const services = servicesOf(spec.service, deps, config)
+    const { app, stops } = await build({ ...deps, services }, config)
     await serve(app, { port: spec.port(config), config, infra, stops })
   })
 }

@@ -1,4 +1,4 @@
-import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { AppointmentsRepository } from './db/repositories/appointments-repository'
 import type { PatientDirectory } from './domain/patient-directory'
 import { DEFAULT_HOLD_TTL_SECONDS } from './config'
@@ -10,8 +10,8 @@ import { internalRoutes } from './routes/internal'
 
 /** knex: connected as the service role (row-level security applies), search_path = appointments. */
 export interface Deps extends ServiceDeps {
-  /** Does a patient exist in the caller's company (the patients service, over internal HTTP). */
-  patients: PatientDirectory
+  /** Its typed clients of the services it calls (services.json `calls`: patients). */
+  services: ServicesOf<'appointments'>
   /** What time it is for holds and availability (tests move it); default the system clock. */
   clock?: () => Date
   /** How long a hold lives (HOLD_TTL_SECONDS); default 300. */
@@ -26,11 +26,14 @@ export async function buildApp(deps: Deps) {
       'Appointments of a company: booking without double booking, the state machine (confirm, check in, complete, cancel, no-show), the day schedule of a center, practitioners with working hours and time off, free slots and holds.',
   })
   const clock = deps.clock ?? (() => new Date())
+  const patients: PatientDirectory = {
+    exists: async (ctx, id) => (await deps.services.patients.lookUp(ctx, id)) !== null,
+  }
   const store = new AppointmentsRepository(deps.knex, clock)
-  await app.register(appointmentRoutes, { store, patients: deps.patients })
+  await app.register(appointmentRoutes, { store, patients })
   await app.register(calendarRoutes, {
     store,
-    patients: deps.patients,
+    patients,
     clock,
     holdTtlSeconds: deps.holdTtlSeconds ?? DEFAULT_HOLD_TTL_SECONDS,
   })

@@ -7,8 +7,6 @@ export const configSpec = {
   APPOINTMENTS_PORT: v.servicePort('appointments'),
   /** Where the patients service answers `GET /internal/patients/:id` (does the patient exist?). */
   PATIENTS_URL: v.serviceUrl('patients'),
-  /** How long a booking waits for the patients service before answering 503 (as in every caller). */
-  SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   /** How long a hold (POST /appointments/holds) keeps its slot. */
   HOLD_TTL_SECONDS: v.int({ default: String(DEFAULT_HOLD_TTL_SECONDS), min: 10, max: 86_400 }),
 }

@@ -1,6 +1,5 @@
-import { requireServiceSigner, runService } from '@clinic/platform'
+import { runService } from '@clinic/platform'
 import { buildApp } from './app'
-import { PatientsClient } from './clients/patients-client'
 import { loadAppointmentsConfig } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 
@@ -16,11 +15,6 @@ runService(
   async (deps, config) => ({
     app: await buildApp({
       ...deps,
-      patients: new PatientsClient({
-        baseUrl: config.PATIENTS_URL,
-        signer: requireServiceSigner(deps, 'patients'),
-        timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
-      }),
       holdTtlSeconds: config.HOLD_TTL_SECONDS,
     }),
   }),

@@ -10,10 +10,16 @@ import {
   verifyAssertion,
   type Principal,
 } from '@clinic/platform'
-import { injectAs, testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
+import {
+  injectAs,
+  testAssertionKeys,
+  testPrincipal,
+  testServices,
+  testSigner,
+  internalAnswers,
+} from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp } from '../src/app'
-import { PatientsClient } from '../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import type { Appointment } from '../src/schemas/appointment'
 
@@ -43,7 +49,7 @@ export async function patientsFarEnd(keys = testAssertionKeys(['appointments']))
     seen.push({ companyId: check.claims.companyId, path, requestId: req.headers['x-request-id'] as string })
     const id = /^\/internal\/patients\/([^/]+)$/.exec(path)?.[1]
     if (req.method === 'GET' && id && known.has(`${check.claims.companyId}:${id}`))
-      return send(200, { id, first_name: 'Testa', last_name: 'Ficticia' })
+      return send(200, internalAnswers.patient({ id }))
     return send(404, { code: 'not_found' })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -98,11 +104,7 @@ export async function startApp(
     // As deployed: the gateway's key, and comms' (its internal routes name comms).
     assertionKeys: testAssertionKeys(['comms']),
     serviceSigner: testSigner('appointments'),
-    patients: new PatientsClient({
-      baseUrl: patients.url,
-      signer: testSigner('appointments'),
-      timeoutMs: o.patientsTimeoutMs ?? 2000,
-    }),
+    services: testServices('appointments', patients.url, o.patientsTimeoutMs ?? 2000),
     clock: o.clock,
     holdTtlSeconds: o.holdTtlSeconds,
   })

@@ -1,4 +1,4 @@
-import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { ExamsRepository } from './db/repositories/exams-repository'
 import type { AppointmentDirectory, PatientDirectory } from './domain/directory'
 import { examRoutes } from './routes/exams'
@@ -10,10 +10,8 @@ import { trendRoutes } from './routes/trends'
 
 /** knex: connected as the service role (row-level security applies), search_path = clinical. */
 export interface Deps extends ServiceDeps {
-  /** Does a patient exist in the caller's company, and its home center (the patients service). */
-  patients: PatientDirectory
-  /** An appointment of the caller's company and its patient (the appointments service). */
-  appointments: AppointmentDirectory
+  /** Its typed clients of the services it calls (services.json `calls`: patients, appointments). */
+  services: ServicesOf<'clinical'>
   /** What time it is (default performed_at, signed_at, a prescription's validity); tests move it. */
   clock?: () => Date
 }
@@ -29,13 +27,18 @@ export async function buildApp(deps: Deps): Promise<App> {
   })
   const clock = deps.clock ?? (() => new Date())
   const store = new ExamsRepository(deps.knex)
-  await app.register(examRoutes, {
-    deps: { store, patients: deps.patients, appointments: deps.appointments, clock },
-  })
+  // The directories over the typed clients: a record of the caller's company, or undefined.
+  const patients: PatientDirectory = {
+    find: async (ctx, id) => (await deps.services.patients.lookUp(ctx, id)) ?? undefined,
+  }
+  const appointments: AppointmentDirectory = {
+    find: async (ctx, id) => (await deps.services.appointments.lookUp(ctx, id)) ?? undefined,
+  }
+  await app.register(examRoutes, { deps: { store, patients, appointments, clock } })
   await app.register(findingRoutes, { store })
   await app.register(signingRoutes, { store, clock })
   await app.register(prescriptionRoutes, { store, clock })
-  await app.register(trendRoutes, { store, patients: deps.patients })
+  await app.register(trendRoutes, { store, patients })
   await app.register(internalRoutes, { store })
   return app
 }

@@ -1,7 +1,5 @@
-import { requireServiceSigner, runService } from '@clinic/platform'
+import { runService } from '@clinic/platform'
 import { buildApp } from './app'
-import { AppointmentsClient } from './clients/appointments-client'
-import { PatientsClient } from './clients/patients-client'
 import { loadClinicalConfig } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 
@@ -15,19 +13,5 @@ runService(
     config: loadClinicalConfig,
     port: (c) => c.CLINICAL_PORT,
   },
-  async (deps, config) => ({
-    app: await buildApp({
-      ...deps,
-      patients: new PatientsClient({
-        baseUrl: config.PATIENTS_URL,
-        signer: requireServiceSigner(deps, 'patients'),
-        timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
-      }),
-      appointments: new AppointmentsClient({
-        baseUrl: config.APPOINTMENTS_URL,
-        signer: requireServiceSigner(deps, 'appointments'),
-        timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
-      }),
-    }),
-  }),
+  async (deps) => ({ app: await buildApp(deps) }),
 )

@@ -10,11 +10,16 @@ import {
   verifyAssertion,
   type Principal,
 } from '@clinic/platform'
-import { gatewayHeaders, testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
+import {
+  gatewayHeaders,
+  internalAnswers,
+  testAssertionKeys,
+  testPrincipal,
+  testServices,
+  testSigner,
+} from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp, type App } from '../src/app'
-import { AppointmentsClient } from '../src/clients/appointments-client'
-import { PatientsClient } from '../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 
 type Json = Record<string, unknown>
@@ -42,15 +47,11 @@ export async function directoryFarEnd(keys = testAssertionKeys(['clinical'])) {
     const patient = /^\/internal\/patients\/([^/]+)$/.exec(path)?.[1]
     const key = `${company}:${patient}`
     if (patient && patients.has(key))
-      return send(200, {
-        id: patient,
-        codalmacen: patients.get(key),
-        first_name: 'Testa',
-        last_name: 'Ficticia',
-      })
+      return send(200, internalAnswers.patient({ id: patient, codalmacen: patients.get(key) ?? null }))
     const appointment = /^\/internal\/appointments\/([^/]+)$/.exec(path)?.[1]
     const owner = appointments.get(`${company}:${appointment}`)
-    if (appointment && owner) return send(200, { id: appointment, patient_id: owner })
+    if (appointment && owner)
+      return send(200, internalAnswers.appointment({ id: appointment, patient_id: owner }))
     return send(404, { code: 'not_found' })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -103,8 +104,7 @@ export async function startApp(o: { clock?: () => Date; poolMax?: number } = {})
     version: '261122.01',
     assertionKeys: testAssertionKeys([]),
     serviceSigner: signer,
-    patients: new PatientsClient({ baseUrl: far.url, signer, timeoutMs: 2000 }),
-    appointments: new AppointmentsClient({ baseUrl: far.url, signer, timeoutMs: 2000 }),
+    services: testServices('clinical', far.url),
     clock: o.clock,
   })
   await app.ready()

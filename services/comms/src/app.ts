@@ -1,4 +1,4 @@
-import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { MessagesRepository } from './db/repositories/messages-repository'
 import type { AppointmentDirectory } from './domain/appointment-directory'
 import type { AppointmentResponder } from './domain/patient-links'
@@ -18,10 +18,34 @@ import { unsubscribeRoutes } from './routes/unsubscribe'
 import { reminderRoutes } from './routes/reminders'
 import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
 
-/** knex: connected as the service role (row-level security applies), search_path = comms. */
-export interface Deps extends ServiceDeps {
+/**
+ * The patients and appointments services as comms' domain sees them, over the platform's typed
+ * clients (`services`): a patient's contact, an appointment, a patient's answer to one.
+ */
+export function directoriesOf(services: ServicesOf<'comms'>): {
   patients: PatientDirectory
   appointments: AppointmentDirectory & AppointmentResponder
+} {
+  const { patients, appointments } = services
+  const outcomes = { not_found: 'not_found', invalid_transition: 'not_possible' } as const
+  return {
+    patients: { contact: patients.lookUp },
+    appointments: {
+      find: appointments.lookUp,
+      respond: async (ctx, id, action) => {
+        const answer = await appointments.respond(ctx, id, { action })
+        return answer.outcome === 'done'
+          ? { outcome: 'done', appointment: answer.answer }
+          : { outcome: outcomes[answer.outcome] }
+      },
+    },
+  }
+}
+
+/** knex: connected as the service role (row-level security applies), search_path = comms. */
+export interface Deps extends ServiceDeps {
+  /** Its typed clients of the services it calls (services.json `calls`: patients, appointments). */
+  services: ServicesOf<'comms'>
   /** The messaging limits of every queued message (config.ts messagingLimits). */
   limits: MessagingLimits
   /** Twilio status callbacks; without an auth token every callback is refused (403). */
@@ -40,6 +64,7 @@ export interface Deps extends ServiceDeps {
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
 export async function buildApp(deps: Deps) {
   const store = new MessagesRepository(deps.knex)
+  const { patients, appointments } = directoriesOf(deps.services)
   const app = await serviceApp(deps, {
     service: 'comms',
     description:
@@ -47,8 +72,8 @@ export async function buildApp(deps: Deps) {
   })
   await app.register(messageRoutes, {
     store,
-    patients: deps.patients,
-    appointments: deps.appointments,
+    patients,
+    appointments,
     limits: deps.limits,
     metrics: admissionMetrics(app.metrics),
   })
@@ -62,7 +87,7 @@ export async function buildApp(deps: Deps) {
   await app.register(patientLinkRoutes, {
     secret: deps.links?.secret,
     clock,
-    appointments: deps.appointments,
+    appointments,
     uses: new LinkUsesRepository(deps.knex),
   })
   return app

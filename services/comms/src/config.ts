@@ -8,8 +8,6 @@ export const configSpec = {
   PATIENTS_URL: v.serviceUrl('patients'),
   /** Where the appointments service answers `GET /internal/appointments/:id` (reminders). */
   APPOINTMENTS_URL: v.serviceUrl('appointments'),
-  /** How long a send waits for another service before answering 503 (as in every caller). */
-  SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
   /**
    * Where messages go: `providers` (SMTP_URL and TWILIO_* must name both; start-up stops otherwise)
    * or `files`, development only (`npm start`): a channel without a provider is written under

@@ -1,7 +1,5 @@
-import { requireServiceSigner, runService } from '@clinic/platform'
-import { buildApp } from './app'
-import { AppointmentsClient } from './clients/appointments-client'
-import { PatientsClient } from './clients/patients-client'
+import { runService } from '@clinic/platform'
+import { buildApp, directoriesOf } from './app'
 import { loadCommsConfig, messagingLimits, twilioInboundUrl } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 import { unsubscribeUrlFor } from './links/unsubscribe-link'
@@ -30,17 +28,10 @@ runService(
     poolMax: (c) => c.DELIVERY_CONCURRENCY + c.REMINDER_CONCURRENCY + 10,
   },
   async (deps, config) => {
-    const client = {
-      signer: requireServiceSigner(deps, 'patients and appointments'),
-      timeoutMs: config.SERVICE_CALL_TIMEOUT_MS,
-    }
-    const patients = new PatientsClient({ ...client, baseUrl: config.PATIENTS_URL })
-    const appointments = new AppointmentsClient({ ...client, baseUrl: config.APPOINTMENTS_URL })
+    const { patients, appointments } = directoriesOf(deps.services)
     const clock = fileClock(config.COMMS_CLOCK_FILE)
     const app = await buildApp({
       ...deps,
-      patients,
-      appointments,
       limits: messagingLimits(config),
       twilio: {
         authToken: config.TWILIO_AUTH_TOKEN,

@@ -18,13 +18,12 @@ import {
   gatewayHeaders,
   testAssertionKeys,
   testPrincipal,
+  testServices,
   testSigner,
 } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { SMTPServer } from 'smtp-server'
 import { buildApp } from '../src/app'
-import { AppointmentsClient } from '../src/clients/appointments-client'
-import { PatientsClient } from '../src/clients/patients-client'
 import { loadCommsConfig, messagingLimits } from '../src/config'
 import type { Clock } from '../src/clock'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
@@ -197,7 +196,6 @@ export async function startComms(
   const owner = createDb(url, { schema: SCHEMA, poolMax: 2 })
   const amqp = new Amqp({ url: amqpUrl, log: logger, name: 'comms-test' })
   const directory = await startDirectory()
-  const client = { baseUrl: directory.url, signer: testSigner('comms'), timeoutMs: 2000 }
   const app = await buildApp({
     logger,
     knex,
@@ -205,8 +203,7 @@ export async function startComms(
     version: '261122.01',
     assertionKeys: testAssertionKeys(),
     serviceSigner: testSigner('comms'),
-    patients: new PatientsClient(client),
-    appointments: new AppointmentsClient(client),
+    services: testServices('comms', directory.url),
     limits: { ...messagingLimits(testConfig()), ...o.limits },
     twilio: o.twilio,
     links: { baseUrl: 'http://127.0.0.1:8080', secret: TEST_LINK_SECRET },

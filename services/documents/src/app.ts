@@ -1,11 +1,11 @@
-import { serviceApp, type ServiceDeps } from '@clinic/platform'
+import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { DEFAULT_MAX_BYTES } from './config'
 import { ContentRepository } from './db/repositories/content-repository'
 import { DocumentsRepository } from './db/repositories/documents-repository'
 import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from './domain/directories'
 import { documentRoutes } from './routes/documents'
 import { ConsentsRepository } from './db/repositories/consents-repository'
-import type { LinkSender } from './domain/consent-links'
+import { consentLinkSender } from './domain/send-consent-link'
 import { consentRoutes } from './routes/consents'
 import { consentPageRoutes } from './routes/consent-page'
 import { companyTransaction } from '@clinic/platform/db'
@@ -13,18 +13,14 @@ import { enqueueEvents } from '@clinic/platform/events'
 
 /** knex: connected as the service role (row-level security applies), search_path = documents. */
 export interface Deps extends ServiceDeps {
-  /** Patients of the caller's company (the patients service, over internal HTTP). */
-  patients: PatientDirectory
-  /** Appointments of the caller's company (the appointments service, over internal HTTP). */
-  appointments: AppointmentDirectory
-  /** Exams of the caller's company (the clinical service, over internal HTTP). */
-  exams: ExamDirectory
+  /** Its typed clients of the services it calls (services.json `calls`: patients, appointments, comms, clinical). */
+  services: ServicesOf<'documents'>
   /** DOCUMENTS_MAX_BYTES; default 25 MiB. */
   maxBytes?: number
-  /** Sends a consent's link to its signer (through comms). */
-  links: LinkSender
-  /** DOCUMENTS_LINK_SECRET: checks consent links. */
+  /** DOCUMENTS_LINK_SECRET: signs and checks consent links. */
   linkSecret: string
+  /** PUBLIC_BASE_URL: consent links are `<it>/p/c/<token>`. */
+  publicBaseUrl: string
   /** What time it is for consents and their links (tests move it); default the system clock. */
   clock?: () => Date
 }
@@ -40,23 +36,27 @@ export async function buildApp(deps: Deps): Promise<App> {
   })
   const content = new ContentRepository(deps.knex)
   const clock = deps.clock ?? (() => new Date())
+  // The other services as the domain sees them, over the typed clients: a record of the caller's, or null.
+  const { services } = deps
+  const patients: PatientDirectory = { contact: services.patients.lookUp }
+  const appointments: AppointmentDirectory = { find: services.appointments.lookUp }
+  const exams: ExamDirectory = { find: services.clinical.lookUpExam }
   await app.register(documentRoutes, {
     store: new DocumentsRepository(deps.knex),
     content,
-    patients: deps.patients,
-    appointments: deps.appointments,
-    exams: deps.exams,
+    patients,
+    appointments,
+    exams,
     maxBytes: deps.maxBytes ?? DEFAULT_MAX_BYTES,
   })
-  const consents = {
-    store: new ConsentsRepository(deps.knex),
-    content,
-    patients: deps.patients,
-    appointments: deps.appointments,
-    exams: deps.exams,
-    clock,
-  }
-  await app.register(consentRoutes, { ...consents, links: deps.links })
+  const consents = { store: new ConsentsRepository(deps.knex), content, patients, appointments, exams, clock }
+  const links = consentLinkSender({
+    store: consents.store,
+    messages: services.comms,
+    secret: deps.linkSecret,
+    publicBaseUrl: deps.publicBaseUrl,
+  })
+  await app.register(consentRoutes, { ...consents, links })
   await app.register(consentPageRoutes, {
     deps: {
       ...consents,

@@ -22,8 +22,6 @@ export const configSpec = {
   DOCUMENTS_LINK_SECRET: v.string({ min: 32, secret: true }),
   /** How often the expiry worker looks for pending consents past their expiry. */
   CONSENT_EXPIRY_POLL_MS: v.int({ default: '30000', min: 100, max: 3_600_000 }),
-  /** How long a call to another service may take before 503 (as in every caller). */
-  SERVICE_CALL_TIMEOUT_MS: v.int({ default: '2000', min: 100, max: 30_000 }),
 }
 
 export const loadDocumentsConfig = (env = process.env) => loadConfig(configSpec, env)

@@ -13,15 +13,10 @@ import {
   verifyAssertion,
   type Principal,
 } from '@clinic/platform'
-import { testAssertionKeys, testSigner } from '@clinic/platform/testing'
+import { internalAnswers, testAssertionKeys, testServices, testSigner } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
 import { buildApp, type App } from '../src/app'
-import { AppointmentsClient } from '../src/clients/appointments-client'
-import { ClinicalClient } from '../src/clients/clinical-client'
-import { PatientsClient } from '../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
-import { CommsLinkSender } from '../src/clients/comms-client'
-import { ConsentsRepository } from '../src/db/repositories/consents-repository'
 
 /**
  * The far ends of documents' lookups: a local HTTP server speaking the patients, appointments and
@@ -59,27 +54,25 @@ export async function directoryFarEnd(keys = testAssertionKeys(['documents'])) {
     const patient = /^\/internal\/patients\/([^/]+)$/.exec(path)?.[1]
     const p = patient && patients.get(`${company}:${patient}`)
     if (p)
-      return send(200, {
-        id: patient,
-        codalmacen: null,
-        first_name: 'Testa',
-        last_name: 'Ficticia',
-        email: 'testa@example.invalid',
-        phone: null,
-        preferred_channel: 'email',
-        language: 'es',
-        requires_legal_guardian: p.requires_legal_guardian,
-        guardian: p.requires_legal_guardian
-          ? { name: 'Tutor Ficticio', relationship: 'padre', email: 'tutor@example.invalid', phone: null }
-          : null,
-        version: 1,
-      })
+      return send(
+        200,
+        internalAnswers.patient({
+          id: patient,
+          email: 'testa@example.invalid',
+          preferred_channel: 'email',
+          requires_legal_guardian: p.requires_legal_guardian,
+          guardian: p.requires_legal_guardian
+            ? { name: 'Tutor Ficticio', relationship: 'padre', email: 'tutor@example.invalid', phone: null }
+            : null,
+        }),
+      )
     const appointment = /^\/internal\/appointments\/([^/]+)$/.exec(path)?.[1]
     const appointmentOf = appointment && appointments.get(`${company}:${appointment}`)
-    if (appointmentOf) return send(200, { id: appointment, patient_id: appointmentOf, codalmacen: 'ALM1' })
+    if (appointmentOf)
+      return send(200, internalAnswers.appointment({ id: appointment, patient_id: appointmentOf }))
     const exam = /^\/internal\/clinical\/exams\/([^/]+)$/.exec(path)?.[1]
     const examOf = exam && exams.get(`${company}:${exam}`)
-    if (examOf) return send(200, { id: exam, ...examOf, status: 'signed' })
+    if (examOf) return send(200, internalAnswers.exam({ id: exam, ...examOf }))
     return send(404, { code: 'not_found' })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -143,17 +136,6 @@ export async function startApp(o: { maxBytes?: number; clock?: () => Date } = {}
   // Started for readiness only: these tests read the outbox; publishing is the relay's (platform) job.
   const amqp = new Amqp({ url: process.env.AMQP_URL!, log: logger, name: 'documents-test' })
   await amqp.start()
-  const client = { baseUrl: far.url, signer: testSigner('documents'), timeoutMs: 2000 }
-  const consents = new ConsentsRepository(knex)
-  const links = new CommsLinkSender({
-    ...client,
-    secret: LINK_SECRET,
-    publicBaseUrl: PUBLIC_BASE_URL,
-    templateTitle: async (ctx, consentId) => {
-      const consent = await consents.findById(ctx.auth.companyId, consentId)
-      return consent ? (await consents.templateOf(ctx.auth.companyId, consent)).title : ''
-    },
-  })
   const app = await buildApp({
     logger,
     knex,
@@ -161,12 +143,10 @@ export async function startApp(o: { maxBytes?: number; clock?: () => Date } = {}
     version: '261122.01',
     assertionKeys: testAssertionKeys([]),
     serviceSigner: testSigner('documents'),
-    patients: new PatientsClient(client),
-    appointments: new AppointmentsClient(client),
-    exams: new ClinicalClient(client),
+    services: testServices('documents', far.url),
     maxBytes: o.maxBytes,
-    links,
     linkSecret: LINK_SECRET,
+    publicBaseUrl: PUBLIC_BASE_URL,
     clock: o.clock,
   })
   await app.ready()

@@ -7,6 +7,8 @@ import {
   type AssertionKeys,
   type AssertionSigner,
 } from '../assertion-keys'
+import type { ServicesOf } from '../internal-api/services'
+import { internalClients } from '../internal-client'
 
 const envKey = (name: string) => {
   const text = process.env[name]
@@ -91,3 +93,10 @@ export function injectAs(app: Injectable, principal: Principal, signer: Assertio
       }),
     )
 }
+
+/**
+ * A caller's typed clients (`deps.services`) as in a run: signed with the caller's key of the run,
+ * every service it calls answering at `baseUrl` (a test's stand-in, e.g. a local HTTP server).
+ */
+export const testServices = <C extends string>(caller: C, baseUrl: string, timeoutMs = 2000): ServicesOf<C> =>
+  internalClients(caller, { signer: testSigner(caller), timeoutMs, baseUrl: () => baseUrl })

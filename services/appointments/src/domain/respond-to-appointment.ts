@@ -1,11 +1,7 @@
-import type { Ctx } from '@clinic/platform/core'
+import type { Ctx, PatientAction } from '@clinic/platform/core'
 import type { Appointment, UpdateAppointmentInput } from '../schemas/appointment'
 import type { AppointmentStore } from './appointment-store'
 import { updateAppointment } from './update-appointment'
-
-/** What a patient may answer to a reminder (DESIGN.md section 12, patient links). */
-export const PATIENT_ACTIONS = ['confirm', 'cancel'] as const
-export type PatientAction = (typeof PATIENT_ACTIONS)[number]
 
 /** The cancellation reason of a patient's own cancel. */
 export const PATIENT_CANCELLATION_REASON = 'cancelled by patient'

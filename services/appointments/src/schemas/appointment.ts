@@ -218,16 +218,3 @@ export const READ_ONLY_FIELDS = [
   'idEmpresa',
   'company_id',
 ] as const
-
-/** What other services read (comms renders reminders from it): no reason, notes or history. */
-export const AppointmentSummary = Type.Pick(Appointment, [
-  'id',
-  'patient_id',
-  'codalmacen',
-  'practitioner',
-  'starts_at',
-  'ends_at',
-  'time_zone',
-  'status',
-  'version',
-])

@@ -1,8 +1,7 @@
 import { describeServiceContract } from '../../../../test-setup/service-contract'
 import type { ServiceDeps } from '@clinic/platform'
-import { testSigner } from '@clinic/platform/testing'
+import { testServices } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
-import { PatientsClient } from '../../src/clients/patients-client'
 import { SCHEMA, migrations } from '../../src/db/migrations'
 
 describeServiceContract({
@@ -13,11 +12,7 @@ describeServiceContract({
   buildApp: (deps: ServiceDeps) =>
     buildApp({
       ...deps,
-      patients: new PatientsClient({
-        baseUrl: 'http://127.0.0.1:9',
-        signer: testSigner('appointments'),
-        timeoutMs: 100,
-      }),
+      services: testServices('appointments', 'http://127.0.0.1:9', 100),
     }),
   protectedPath: '/appointments',
 })

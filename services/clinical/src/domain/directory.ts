@@ -1,9 +1,10 @@
 import type { Ctx } from '@clinic/platform/core'
 
 /**
- * The patients and appointments services, as the clinical domain sees them (over signed internal
- * HTTP: clients/). Each answers for the caller's company only (another company's id is unknown);
- * when a service cannot answer it throws UpstreamUnavailable (503) and nothing is written.
+ * The patients and appointments services, as the clinical domain sees them (app.ts implements
+ * them over the platform's typed clients). Each answers for the caller's company only (another
+ * company's id is unknown); when a service cannot answer it throws UpstreamUnavailable (503) and
+ * nothing is written.
  */
 export interface PatientDirectory {
   /** The patient's home center (null: none), or undefined when there is no such patient. */

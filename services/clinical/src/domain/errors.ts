@@ -25,17 +25,6 @@ export class ExamNotSigned extends AppError {
   }
 }
 
-export class UnknownAppointment extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'unknown_appointment',
-      title: 'Unknown appointment',
-      detail: 'appointment_id is not an appointment of this patient in this company',
-    })
-  }
-}
-
 /**
  * Signing attests what was found: an exam with no finding at all attests nothing, and once signed it
  * could only grow by amendments. A visit without an examination stays a draft (its notes say why).

@@ -1,4 +1,5 @@
 import {
+  UnknownAppointment,
   UnknownPatient,
   ValidationFailed,
   VersionMismatch,
@@ -15,7 +16,7 @@ import {
 import { examCreated, examUpdated } from '../events/exam-events'
 import type { CreateExamInput, Exam, ExamFields, ExamRow, UpdateExamInput } from '../schemas/exam'
 import type { AppointmentDirectory, PatientDirectory } from './directory'
-import { ExamSigned, UnknownAppointment } from './errors'
+import { ExamSigned } from './errors'
 import type { ExamStore, ExamTx } from './exam-store'
 import { NOT_FOUND, withContents } from './read-exam'
 

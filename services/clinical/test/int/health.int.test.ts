@@ -1,8 +1,6 @@
 import { Amqp, createDb, createLogger, migrate } from '@clinic/platform'
-import { testAssertionKeys, testSigner } from '@clinic/platform/testing'
+import { testAssertionKeys, testServices } from '@clinic/platform/testing'
 import { buildApp } from '../../src/app'
-import { AppointmentsClient } from '../../src/clients/appointments-client'
-import { PatientsClient } from '../../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 
 // The run's database and vhost (jest global setup); the schema migrates on first use.
@@ -21,16 +19,7 @@ it('migrates, and answers /health/live and /health/ready as the service role', a
     assertionKeys: testAssertionKeys([]),
     serviceSigner: null,
     // Health asks neither service: clients to an address where nothing listens.
-    patients: new PatientsClient({
-      baseUrl: 'http://127.0.0.1:9',
-      signer: testSigner('clinical'),
-      timeoutMs: 100,
-    }),
-    appointments: new AppointmentsClient({
-      baseUrl: 'http://127.0.0.1:9',
-      signer: testSigner('clinical'),
-      timeoutMs: 100,
-    }),
+    services: testServices('clinical', 'http://127.0.0.1:9', 100),
   })
   try {
     expect((await app.inject({ url: '/health/live' })).statusCode).toBe(200)

@@ -1,10 +1,14 @@
 import { Amqp, createDb, createLogger, migrate } from '@clinic/platform'
-import { gatewayHeaders, testAssertionKeys, testPrincipal, testSigner } from '@clinic/platform/testing'
+import {
+  gatewayHeaders,
+  testAssertionKeys,
+  testPrincipal,
+  testServices,
+  testSigner,
+} from '@clinic/platform/testing'
 import type { Principal } from '@clinic/platform'
 import type { Knex } from 'knex'
 import { buildApp, type App } from '../../src/app'
-import { AppointmentsClient } from '../../src/clients/appointments-client'
-import { PatientsClient } from '../../src/clients/patients-client'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 import { directoryFarEnd } from '../helpers'
 
@@ -30,8 +34,7 @@ beforeAll(async () => {
     // What services.json `calls` gives clinical: the gateway's key and documents'.
     assertionKeys: testAssertionKeys(['documents']),
     serviceSigner: signer,
-    patients: new PatientsClient({ baseUrl: far.url, signer, timeoutMs: 2000 }),
-    appointments: new AppointmentsClient({ baseUrl: far.url, signer, timeoutMs: 2000 }),
+    services: testServices('clinical', far.url),
   })
   await app.ready()
 })

@@ -24,17 +24,6 @@ export class NoContactAddress extends AppError {
   }
 }
 
-export class UnknownAppointment extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'unknown_appointment',
-      title: 'Unknown appointment',
-      detail: 'appointment_id is not an appointment of this patient in this company',
-    })
-  }
-}
-
 /** A Twilio status callback whose X-Twilio-Signature does not match (or no key to check it). */
 export class InvalidSignature extends AppError {
   constructor() {

@@ -1,7 +1,7 @@
-import { isUuid, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { verifyLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { linkViewedEvent } from '../events/link-events'
-import { verifyLink, type AppointmentLink } from '../links/tokens'
 import type { AppointmentDirectory, AppointmentInfo } from './appointment-directory'
+import { APPOINTMENT_LINK, type AppointmentLink } from './link-kinds'
 import { systemCtx } from './system-ctx'
 
 /**
@@ -59,7 +59,7 @@ export interface LinkDeps {
   uses: LinkUseStore
 }
 
-/** What the page shows (links/page.ts renders it; errors on the way are rendered there too). */
+/** What the page shows (pages/appointment-page.ts renders it, and the route's failures). */
 export type LinkPage =
   | { kind: 'invalid' }
   | { kind: 'expired' }
@@ -82,26 +82,16 @@ export const answerable = (status: string): LinkAction[] =>
 
 /**
  * The token's appointment link, or the page that says why not. A token whose signature holds but whose
- * payload is not an appointment link's (it was never made by us) is as invalid as an altered one.
+ * claims are not an appointment link's (it was never made by us) is as invalid as an altered one.
  */
 async function linkOf(
   deps: LinkDeps,
   token: string,
 ): Promise<{ link: AppointmentLink } | { page: LinkPage }> {
   if (!deps.secret) return { page: { kind: 'invalid' } }
-  const verified = await verifyLink(deps.secret, 'appointment', token, deps.clock())
+  const verified = await verifyLink(deps.secret, APPOINTMENT_LINK, token, deps.clock())
   if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
-  const p = verified.payload as Partial<Record<keyof AppointmentLink, unknown>>
-  const valid =
-    typeof p.id === 'string' &&
-    isUuid(p.id) &&
-    Number.isSafeInteger(p.companyId) &&
-    (p.companyId as number) > 0 &&
-    typeof p.appointmentId === 'string' &&
-    isUuid(p.appointmentId) &&
-    typeof p.lang === 'string' &&
-    typeof p.exp === 'number'
-  return valid ? { link: verified.payload } : { page: { kind: 'invalid' } }
+  return { link: verified.claims }
 }
 
 /** Who asks: the link, for the token's company only, with no user, token or centers of its own. */

@@ -1,4 +1,5 @@
 import {
+  UnknownAppointment,
   UnknownPatient,
   ValidationFailed,
   findVisible,
@@ -7,7 +8,6 @@ import {
   idempotencyOf,
 } from '@clinic/platform/core'
 import type { SendMessageInput, VersionedMessage } from '../schemas/message'
-import { UnknownAppointment } from './errors'
 import type { MessageStore } from './message-store'
 import type { PatientDirectory } from './patient-directory'
 import { queueMessage, type AdmissionMetrics, type MessagingLimits } from './queue-message'

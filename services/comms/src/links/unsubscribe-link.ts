@@ -1,4 +1,5 @@
-import { signLink } from './tokens'
+import { languageOf, signLink } from '@clinic/platform/core'
+import { UNSUBSCRIBE_LINK } from '../domain/link-kinds'
 
 /**
  * The one-click unsubscribe URL of an email (RFC 8058), `PUBLIC_BASE_URL/p/u/<token>`: the token
@@ -12,7 +13,7 @@ export function unsubscribeUrlFor(
   const base = baseUrl.replace(/\/+$/, '')
   return async (companyId, messageId, language) => {
     // The message's language (BCP 47, e.g. en-GB): the page speaks es or en.
-    const lang = /^en\b/i.test(language) ? 'en' : 'es'
-    return `${base}/p/u/${await signLink(secret, 'unsubscribe', { companyId, messageId, lang })}`
+    const lang = languageOf(language, ['es', 'en']) ?? 'es'
+    return `${base}/p/u/${await signLink(secret, UNSUBSCRIBE_LINK, { companyId, messageId, lang })}`
   }
 }

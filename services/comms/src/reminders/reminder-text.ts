@@ -1,6 +1,7 @@
+import { signLink } from '@clinic/platform/core'
 import type { AppointmentInfo } from '../domain/appointment-directory'
+import { APPOINTMENT_LINK } from '../domain/link-kinds'
 import { renderReminder, templateLanguage } from '../domain/templates'
-import { signLink } from '../links/tokens'
 
 export interface ReminderText {
   subject: string
@@ -26,7 +27,7 @@ export async function reminderText(
   const rendered = renderReminder(a, language, name)
   if (!link) return rendered
   const lang = templateLanguage(language)
-  const token = await signLink(link.secret, 'appointment', {
+  const token = await signLink(link.secret, APPOINTMENT_LINK, {
     id: r.id,
     companyId: r.companyId,
     appointmentId: a.id,

@@ -3,11 +3,13 @@ import {
   ETagHeader,
   IdParams,
   PostHeaders,
+  internalApi,
   bodyLimitOf,
   listOf,
   problem,
   requestHash,
   sendResource,
+  serveInternal,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AppointmentDirectory } from '../domain/appointment-directory'
@@ -35,9 +37,6 @@ export interface MessageRoutesOptions {
   limits: MessagingLimits
   metrics?: AdmissionMetrics
 }
-
-/** The services that may send a message on their caller's behalf (services.json `calls`). */
-const INTERNAL_SENDERS = ['documents'] as const
 
 const sendMessageRoute = {
   bodyLimit: SEND_BODY_LIMIT,
@@ -102,28 +101,21 @@ export const messageRoutes: FastifyPluginAsyncTypebox<MessageRoutesOptions> = as
     return sendResource(reply, result, { status: 202, location: `/comms/messages/${result.body.id}` })
   })
 
-  // Another service's message on its caller's behalf (documents sends a consent's link): the same
-  // use case, rules and limits, under that caller's company and centers.
-  app.post(
-    '/internal/comms/send',
-    {
-      ...sendMessageRoute,
-      config: { ...sendMessageRoute.config, callers: INTERNAL_SENDERS },
-      schema: {
-        ...sendMessageRoute.schema,
-        hide: true,
-        tags: ['internal'],
-        operationId: 'internalSendMessage',
-      },
-    },
+  // Another service's message on its caller's behalf (documents sends a consent's link; declared in
+  // packages/platform/src/internal-api/comms.ts): the same use case, rules and limits, under that
+  // caller's company and centers.
+  serveInternal(
+    app,
+    internalApi.comms.send,
     async (req, reply) => {
       const result = await sendMessage(req.ctx, deps, {
         body: req.body,
-        idempotencyKey: req.headers['idempotency-key'],
+        idempotencyKey: undefined,
         requestHash: requestHash(req.method, req.url, req.body),
       })
       return sendResource(reply, result, { status: 202, location: `/comms/messages/${result.body.id}` })
     },
+    { bodyLimit: SEND_BODY_LIMIT, config: sendMessageRoute.config },
   )
 
   app.get('/comms/messages', listMessagesRoute, async (req) => listMessages(req.ctx, deps.store, req.query))

@@ -1,9 +1,9 @@
-import { LinkTokenParams, PAGE_HEADERS, linkRequestOf, linkTokenOf, toAppError } from '@clinic/platform/http'
+import { LinkTokenParams, linkPages, linkRequestOf } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock'
 import { LINK_ACTIONS, answerPatientLink, openPatientLink, type LinkDeps } from '../domain/patient-links'
-import { langOf, renderLinkPage, type PageView } from '../links/page'
+import { renderLinkPage } from '../pages/appointment-page'
 
 export interface PatientLinkOptions {
   /** COMMS_LINK_SECRET; without it every link is the invalid page (400). */
@@ -19,15 +19,6 @@ const AnswerForm = Type.Object(
   { additionalProperties: false },
 )
 
-/** The page of `view`, with its own status code unless `status` says otherwise. */
-function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, status?: number) {
-  const page = renderLinkPage(view, langOf(linkTokenOf(req), req.headers['accept-language']))
-  const code = status ?? page.status
-  // The access line names what the page said (never the token: the route is logged, not the URL).
-  if (code >= 400 && !reply.problemCode) reply.problemCode = `link_${view.kind}`
-  return reply.code(code).headers(PAGE_HEADERS).send(page.html)
-}
-
 /**
  * `GET /p/a/<token>`: the appointment a reminder names, with Confirm and Cancel; `POST` the same URL
  * (a form, `action=confirm|cancel`): the answer, once. No API token: public for the platform's
@@ -39,33 +30,10 @@ function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, stat
  */
 export const patientLinkRoutes: FastifyPluginAsync<PatientLinkOptions> = async (app, o) => {
   const deps: LinkDeps = { secret: o.secret, clock: o.clock, appointments: o.appointments, uses: o.uses }
-  // Form bodies for these routes only (the plugin is encapsulated): one short field.
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: 1024 },
-    (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
-  )
-  // Whatever fails on the way (a bad form, a service or the database away) is a page too.
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    const appErr = toAppError(err)
-    if (appErr.status === 503) req.log.warn({ err: err.message, code: appErr.code }, 'patient link failed')
-    else if (appErr.status >= 500) req.log.error({ err }, 'patient link failed')
-    if (appErr.headers) reply.headers(appErr.headers)
-    reply.problemCode = appErr.code
-    // A request no page of ours makes (a bad form, another media type, text we refuse): its 4xx.
-    if (appErr.status < 500) return sendPage(req, reply, { kind: 'invalid' }, appErr.status)
-    return sendPage(req, reply, { kind: appErr.status === 503 ? 'unavailable' : 'error' })
-  })
+  // Form bodies of one short field; whatever fails on the way is a page too; `/p/a` the invalid page.
+  const sendPage = linkPages(app, { prefix: '/p/a', render: renderLinkPage, bodyLimit: 1024 })
   // Pages, not API operations: hidden from the OpenAPI document.
   const config = { public: true }
-  // No token at all (`/p/a`, `/p/a/`): the invalid page rather than the API's 401.
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/p/a',
-    config,
-    schema: { hide: true, params: Type.Object({}) },
-    handler: async (req, reply) => sendPage(req, reply, { kind: 'invalid' }),
-  })
   app.get('/p/a/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {
     return sendPage(req, reply, await openPatientLink(deps, linkRequestOf(req)))
   })

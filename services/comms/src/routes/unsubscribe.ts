@@ -1,27 +1,15 @@
-import { LinkTokenParams, PAGE_HEADERS, linkTokenOf, toAppError } from '@clinic/platform/http'
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { verifyLink } from '@clinic/platform/core'
+import { LinkTokenParams, linkPages, linkTokenOf } from '@clinic/platform/http'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { UNSUBSCRIBE_LINK, type UnsubscribeLink } from '../domain/link-kinds'
 import type { PreferenceStore } from '../domain/preference-store'
 import { unsubscribeByLink, unsubscribeTarget } from '../domain/set-preference'
-import { verifyLink, type UnsubscribeLink } from '../links/tokens'
-import {
-  askPage,
-  donePage,
-  invalidLinkPage,
-  notFoundPage,
-  pageLang,
-  unavailablePage,
-} from '../links/unsubscribe-page'
+import { renderUnsubscribePage } from '../pages/unsubscribe-page'
 
 export interface UnsubscribeOptions {
   store: PreferenceStore
   /** COMMS_LINK_SECRET; without it every link is invalid (400 page). */
   secret?: string
-}
-
-const page = (reply: FastifyReply, status: number, html: string, code?: string) => {
-  // The access line names what the page said (never the token: the route is logged, not the URL).
-  if (code && !reply.problemCode) reply.problemCode = code
-  return reply.code(status).headers(PAGE_HEADERS).send(html)
 }
 
 /**
@@ -35,40 +23,32 @@ const page = (reply: FastifyReply, status: number, html: string, code?: string) 
 export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (app, o) => {
   // Mail clients post `List-Unsubscribe=One-Click` form-encoded or as multipart/form-data (RFC 8058
   // shows both); the token decides, so the body is read (and bounded) but not interpreted.
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) =>
-    done(null, body),
-  )
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = toAppError(err)
-    if (e.status >= 500) req.log[e.status === 503 ? 'warn' : 'error']({ err }, 'unsubscribe link failed')
-    reply.problemCode = e.code
-    return page(reply, e.status, e.status < 500 ? invalidLinkPage() : unavailablePage())
+  const sendPage = linkPages(app, {
+    prefix: '/p/u',
+    render: renderUnsubscribePage,
+    bodyLimit: 4096,
+    anyBody: true,
   })
-
   const linkOf = async (req: FastifyRequest): Promise<UnsubscribeLink | null> => {
-    const token = linkTokenOf(req)
     if (!o.secret) return null
-    const v = await verifyLink(o.secret, 'unsubscribe', token, new Date())
-    return v.ok ? v.payload : null
+    const v = await verifyLink(o.secret, UNSUBSCRIBE_LINK, linkTokenOf(req), new Date())
+    return v.ok ? v.claims : null
   }
   const options = { config: { public: true }, schema: { hide: true, params: LinkTokenParams } }
 
   app.get('/p/u/*', options, async (req, reply) => {
     const link = await linkOf(req)
-    if (!link) return page(reply, 400, invalidLinkPage(), 'link_invalid')
-    const lang = pageLang(link.lang)
-    if (!(await unsubscribeTarget(o.store, link)))
-      return page(reply, 404, notFoundPage(lang), 'link_not_found')
-    return page(reply, 200, askPage(lang))
+    if (!link) return sendPage(req, reply, { kind: 'invalid' })
+    if (!(await unsubscribeTarget(o.store, link))) return sendPage(req, reply, { kind: 'not_found' })
+    return sendPage(req, reply, { kind: 'ask' })
   })
 
   app.post('/p/u/*', options, async (req, reply) => {
     const link = await linkOf(req)
-    if (!link) return page(reply, 400, invalidLinkPage(), 'link_invalid')
-    const lang = pageLang(link.lang)
+    if (!link) return sendPage(req, reply, { kind: 'invalid' })
     const outcome = await unsubscribeByLink(o.store, link, String(req.id))
-    if (outcome === 'not_found') return page(reply, 404, notFoundPage(lang), 'link_not_found')
+    if (outcome === 'not_found') return sendPage(req, reply, { kind: 'not_found' })
     req.log.info({ company_id: link.companyId, message_id: link.messageId }, 'email unsubscribe')
-    return page(reply, 200, donePage(lang))
+    return sendPage(req, reply, { kind: 'done' })
   })
 }

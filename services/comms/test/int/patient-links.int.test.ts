@@ -2,7 +2,8 @@ import { uuidv7 } from '@clinic/platform'
 import { freshCompanyId, outboxOf } from '@clinic/platform/testing'
 import type { LightMyRequestResponse } from 'fastify'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
-import { signLink, type AppointmentLink } from '../../src/links/tokens'
+import { signLink } from '@clinic/platform/core'
+import { APPOINTMENT_LINK, UNSUBSCRIBE_LINK, type AppointmentLink } from '../../src/domain/link-kinds'
 import { TEST_LINK_SECRET, startComms, type Harness } from '../helpers'
 
 // The clock of the links: tests move it instead of waiting for an appointment to start.
@@ -48,7 +49,7 @@ async function linkTo(companyId: number, a: AppointmentInfo, over: Partial<Appoi
     exp: Date.parse(a.starts_at) / 1000,
     ...over,
   }
-  const token = await signLink(TEST_LINK_SECRET, 'appointment', payload)
+  const token = await signLink(TEST_LINK_SECRET, APPOINTMENT_LINK, payload)
   issued.push(token)
   return { token, id: payload.id }
 }
@@ -285,7 +286,7 @@ describe('links that cannot be used', () => {
       JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), companyId: 1 }),
     ).toString('base64url')
     const flipped = `${mac.slice(0, -2)}${mac.endsWith('AA') ? 'BB' : 'AA'}`
-    const notAUuid = await signLink(TEST_LINK_SECRET, 'appointment', {
+    const notAUuid = await signLink(TEST_LINK_SECRET, APPOINTMENT_LINK, {
       id: 'not-a-uuid',
       companyId: company,
       appointmentId: a.id,
@@ -302,10 +303,10 @@ describe('links that cannot be used', () => {
       `${token}/more`,
       await signLink(
         'another-secret-another-secret-0123456789',
-        'appointment',
+        APPOINTMENT_LINK,
         JSON.parse(Buffer.from(body, 'base64url').toString()) as AppointmentLink,
       ),
-      await signLink(TEST_LINK_SECRET, 'unsubscribe', { companyId: company, messageId: a.id, lang: 'es' }),
+      await signLink(TEST_LINK_SECRET, UNSUBSCRIBE_LINK, { companyId: company, messageId: a.id, lang: 'es' }),
       notAUuid,
     ]) {
       expectPage(await open(bad), 400, 'Este enlace no es válido')

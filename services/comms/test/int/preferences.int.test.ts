@@ -5,7 +5,8 @@ import { gatewayHeaders, outboxOf, tapEvents, testPrincipal, waitFor } from '@cl
 import twilio from 'twilio'
 import { twilioInboundUrl } from '../../src/config'
 import type { Provider } from '../../src/domain/deliver-message'
-import { signLink } from '../../src/links/tokens'
+import { signLink } from '@clinic/platform/core'
+import { APPOINTMENT_LINK, UNSUBSCRIBE_LINK } from '../../src/domain/link-kinds'
 import { SmtpProvider } from '../../src/providers/smtp-provider'
 import { guardianOf, makeContact } from '../fixtures'
 import { TwilioMessageTimes } from '../../src/providers/twilio-provider'
@@ -696,13 +697,13 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
     const altered = [
       `${header}.${body}.${mac!.slice(0, -2)}AA`,
       `${header}.${Buffer.from(JSON.stringify({ companyId: principal.companyId + 1, messageId: sent.id, lang: 'en', aud: 'clinic-link:unsubscribe' })).toString('base64url')}.${mac}`,
-      await signLink('another-secret-another-secret-0123456789', 'unsubscribe', {
+      await signLink('another-secret-another-secret-0123456789', UNSUBSCRIBE_LINK, {
         companyId: principal.companyId,
         messageId: sent.id,
         lang: 'en',
       }),
       // An appointment link's token is not an unsubscribe token.
-      await signLink(TEST_LINK_SECRET, 'appointment', {
+      await signLink(TEST_LINK_SECRET, APPOINTMENT_LINK, {
         id: randomUUID(),
         companyId: principal.companyId,
         appointmentId: randomUUID(),
@@ -730,7 +731,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       { companyId: principal.companyId + 1, messageId: sent.id, lang: 'en' },
       { companyId: principal.companyId, messageId: 'not-a-uuid', lang: 'en' },
     ]) {
-      const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', link)
+      const t = await signLink(TEST_LINK_SECRET, UNSUBSCRIBE_LINK, link)
       expectPage(await page('GET', `/p/u/${t}`), 404)
       const res = await page('POST', `/p/u/${t}`, {
         payload: 'List-Unsubscribe=One-Click',
@@ -748,7 +749,7 @@ describe('one-click unsubscribe in every email (RFC 8058)', () => {
       body: 'Recordatorio',
     })
     expect(text.statusCode).toBe(202)
-    const t = await signLink(TEST_LINK_SECRET, 'unsubscribe', {
+    const t = await signLink(TEST_LINK_SECRET, UNSUBSCRIBE_LINK, {
       companyId: principal.companyId,
       messageId: text.json().id,
       lang: 'es',

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto'
 import { createDb, createLogger, makeEvent, migrate } from '@clinic/platform'
-import { createTestDatabase, dropTestDatabase, testSigner } from '@clinic/platform/testing'
+import { createTestDatabase, dropTestDatabase, testServices } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
-import { AppointmentsClient } from '../../src/clients/appointments-client'
-import { PatientsClient } from '../../src/clients/patients-client'
+import { directoriesOf } from '../../src/app'
 import { APP_ROLE, SCHEMA, migrations } from '../../src/db/migrations'
 import { PreferencesRepository } from '../../src/db/repositories/preferences-repository'
 import { messageTx } from '../../src/db/repositories/messages-repository'
 import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
 import { applySmsKeyword } from '../../src/domain/sms-keywords'
 import type { AppointmentInfo } from '../../src/domain/appointment-directory'
-import { verifyLink } from '../../src/links/tokens'
+import { verifyLink } from '@clinic/platform/core'
+import { APPOINTMENT_LINK } from '../../src/domain/link-kinds'
 import { applyAppointmentEvent } from '../../src/reminders/consumer'
 import { reminderQueue } from '../../src/reminders/queue'
 import { ReminderWorker } from '../../src/reminders/worker'
@@ -81,11 +81,11 @@ async function event(
     time: now,
   } as never)
   await knex.transaction((trx) =>
-    applyAppointmentEvent({ store, appointments: new AppointmentsClient(client()), log }, e, trx),
+    applyAppointmentEvent({ store, appointments: directories().appointments, log }, e, trx),
   )
 }
 
-const client = () => ({ baseUrl: directory.url, signer: testSigner('comms'), timeoutMs: 2000 })
+const directories = () => directoriesOf(testServices('comms', directory.url))
 const reminders = async (appointmentId: string) =>
   (await owner('reminders').where({ appointment_id: appointmentId }).orderBy('due_at')) as Array<
     Record<string, unknown>
@@ -115,8 +115,7 @@ beforeAll(async () => {
     knex,
     log,
     store,
-    patients: new PatientsClient(client()),
-    appointments: new AppointmentsClient(client()),
+    ...directories(),
     queue: reminderQueue({
       messageTx,
       limits: { dailySms: 1000, dailyEmail: 1000, hourlyPerAddress: 1000, smsCountries: ['ES'] },
@@ -231,10 +230,10 @@ describe('the worker', () => {
     expect(m.body).toContain('Hello Ana Pérez')
     expect(m.body).toContain('09:30')
     const token = /\/p\/a\/(\S+)/.exec(m.body as string)![1]!
-    const link = await verifyLink(LINK_SECRET, 'appointment', token, now)
+    const link = await verifyLink(LINK_SECRET, APPOINTMENT_LINK, token, now)
     expect(link).toEqual({
       ok: true,
-      payload: {
+      claims: {
         id: rows[0]!.id,
         companyId: COMPANY,
         appointmentId: a.id,

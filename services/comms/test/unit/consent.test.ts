@@ -16,7 +16,8 @@ import {
 } from '../../src/domain/preference-store'
 import { applySmsKeyword, parseSmsKeyword } from '../../src/domain/sms-keywords'
 import { unsubscribeUrlFor } from '../../src/links/unsubscribe-link'
-import { verifyLink } from '../../src/links/tokens'
+import { verifyLink } from '@clinic/platform/core'
+import { UNSUBSCRIBE_LINK } from '../../src/domain/link-kinds'
 import { claimedMessage } from '../fixtures'
 
 describe('parseSmsKeyword', () => {
@@ -258,16 +259,16 @@ describe('the one-click unsubscribe URL of an email', () => {
     const out = await deliver(claimed())
     const url = new URL(out.unsubscribeUrl!)
     expect(`${url.origin}${url.pathname.slice(0, 5)}`).toBe('https://clinic.example/p/u/')
-    const v = await verifyLink(secret, 'unsubscribe', url.pathname.slice(5), new Date())
-    expect(v).toEqual({ ok: true, payload: { companyId: 7, messageId: claimed().id, lang: 'en' } })
+    const v = await verifyLink(secret, UNSUBSCRIBE_LINK, url.pathname.slice(5), new Date())
+    expect(v).toEqual({ ok: true, claims: { companyId: 7, messageId: claimed().id, lang: 'en' } })
     // No address in the link: it travels in URLs and logs.
     expect(out.unsubscribeUrl).not.toContain('ficticia')
   })
 
   it('speaks Spanish for any other language, and is for email only', async () => {
     const es = new URL((await deliver(claimed({ language: 'fr' }))).unsubscribeUrl!)
-    expect(await verifyLink(secret, 'unsubscribe', es.pathname.slice(5), new Date())).toMatchObject({
-      payload: { lang: 'es' },
+    expect(await verifyLink(secret, UNSUBSCRIBE_LINK, es.pathname.slice(5), new Date())).toMatchObject({
+      claims: { lang: 'es' },
     })
     const sms = await deliver(
       claimed({

@@ -1,18 +1,12 @@
-import { traceOfCause, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { signLink, traceOfCause, verifyLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { consentLinkViewed } from '../events/consent-events'
-import {
-  PDF_LINK_SECONDS,
-  signConsentPdfLink,
-  verifyConsentLink,
-  verifyConsentPdfLink,
-  type ConsentLink,
-} from '../links/tokens'
 import type { Consent, ConsentTemplate, SignerRole } from '../schemas/consent'
 import { answerConsent } from './answer-consent'
 import { nameOf, type ConsentDeps } from './consents'
 import type { PatientContact } from './directories'
 import type { ClinicNames } from './consent-store'
 import { InvalidTransition } from './errors'
+import { CONSENT_LINK, CONSENT_PDF_LINK, PDF_LINK_SECONDS, type ConsentLink } from './link-kinds'
 import { signerOnFile } from './signer-name'
 
 /**
@@ -102,9 +96,9 @@ export const linkCtx = (
 
 async function linkOf(deps: LinkDeps, token: string): Promise<{ link: ConsentLink } | { page: ConsentPage }> {
   if (!deps.secret) return { page: { kind: 'invalid' } }
-  const verified = await verifyConsentLink(deps.secret, token, deps.clock())
+  const verified = await verifyLink(deps.secret, CONSENT_LINK, token, deps.clock())
   if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
-  return { link: verified.link }
+  return { link: verified.claims }
 }
 
 /** The consent the link names, if it still is that link's (a link names its consent and link id). */
@@ -200,7 +194,7 @@ export async function answerConsentLink(
     )
     const pdfUrl =
       answered.status === 'granted' && answered.document_id
-        ? `/p/c/pdf/${await signConsentPdfLink(deps.secret!, {
+        ? `/p/c/pdf/${await signLink(deps.secret!, CONSENT_PDF_LINK, {
             companyId: link.companyId,
             consentId: answered.id,
             documentId: answered.document_id,
@@ -241,9 +235,9 @@ export type ConsentPdf =
  */
 export async function openConsentPdf(deps: LinkDeps, req: LinkRequest): Promise<ConsentPdf> {
   if (!deps.secret) return { kind: 'invalid' }
-  const verified = await verifyConsentPdfLink(deps.secret, req.token, deps.clock())
+  const verified = await verifyLink(deps.secret, CONSENT_PDF_LINK, req.token, deps.clock())
   if (!verified.ok) return { kind: verified.reason === 'expired' ? 'expired' : 'invalid' }
-  const { link } = verified
+  const link = verified.claims
   const ctx = linkCtx(link.companyId, req)
   const consent = await deps.store.linkConsent(link.companyId, link.consentId)
   const document =

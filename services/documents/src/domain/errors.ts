@@ -51,28 +51,6 @@ export class DocumentDeleted extends AppError {
   }
 }
 
-export class UnknownAppointment extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'unknown_appointment',
-      title: 'Unknown appointment',
-      detail: 'appointment_id is not an appointment of this patient in this company',
-    })
-  }
-}
-
-export class UnknownExam extends AppError {
-  constructor() {
-    super({
-      status: 422,
-      code: 'unknown_exam',
-      title: 'Unknown exam',
-      detail: 'exam_id is not an exam of this patient in this company',
-    })
-  }
-}
-
 /**
  * Evidence is never deleted (DESIGN.md section 16): a document a consent points to (its rendered
  * PDF, a scanned form) or of category `consent`.

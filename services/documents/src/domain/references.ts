@@ -1,6 +1,5 @@
-import type { Ctx } from '@clinic/platform/core'
+import { UnknownAppointment, UnknownExam, type Ctx } from '@clinic/platform/core'
 import type { AppointmentDirectory, ExamDirectory } from './directories'
-import { UnknownAppointment, UnknownExam } from './errors'
 
 export interface ReferenceDirectories {
   appointments: AppointmentDirectory

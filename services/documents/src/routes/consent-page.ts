@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream'
-import { LinkTokenParams, PAGE_HEADERS, linkRequestOf, linkTokenOf, toAppError } from '@clinic/platform/http'
+import { LinkTokenParams, linkPages, linkRequestOf } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import { answerConsentLink, openConsentLink, openConsentPdf, type LinkDeps } from '../domain/consent-links'
 import { contentDisposition } from '../domain/filename'
-import { langOf, renderConsentPage, type PageView } from '../links/page'
+import { renderConsentPage } from '../pages/consent-page'
 
 const AnswerForm = Type.Object(
   {
@@ -14,13 +14,6 @@ const AnswerForm = Type.Object(
   { additionalProperties: false },
 )
 
-function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, status?: number) {
-  const page = renderConsentPage(view, langOf(linkTokenOf(req), req.headers['accept-language']))
-  const code = status ?? page.status
-  if (code >= 400 && !reply.problemCode) reply.problemCode = `link_${view.kind}`
-  return reply.code(code).headers(PAGE_HEADERS).send(page.html)
-}
-
 /**
  * `GET /p/c/<token>`: the consent's exact text, whose behalf the signer acts on, a name field and
  * Accept / Decline; `POST` the same URL (a form): the answer, once. Public for the platform's
@@ -28,27 +21,8 @@ function sendPage(req: FastifyRequest, reply: FastifyReply, view: PageView, stat
  * token is the authentication. Every outcome is an HTML page, never a 5xx for a bad token.
  */
 export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (app, { deps }) => {
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: 2048 },
-    (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
-  )
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    const appErr = toAppError(err)
-    if (appErr.status === 503) req.log.warn({ err: err.message, code: appErr.code }, 'consent link failed')
-    else if (appErr.status >= 500) req.log.error({ err }, 'consent link failed')
-    reply.problemCode = appErr.code
-    if (appErr.status < 500) return sendPage(req, reply, { kind: 'invalid' }, appErr.status)
-    return sendPage(req, reply, { kind: appErr.status === 503 ? 'unavailable' : 'error' })
-  })
+  const sendPage = linkPages(app, { prefix: '/p/c', render: renderConsentPage, bodyLimit: 2048 })
   const config = { public: true }
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/p/c',
-    config,
-    schema: { hide: true, params: Type.Object({}) },
-    handler: async (req, reply) => sendPage(req, reply, { kind: 'invalid' }),
-  })
   // The signed PDF the page after a grant offers (24 hours): data to keep, never a page to run.
   app.get('/p/c/pdf/*', { config, schema: { hide: true, params: LinkTokenParams } }, async (req, reply) => {
     const pdf = await openConsentPdf(deps, linkRequestOf(req))

@@ -1,26 +1,24 @@
-import { decodeJwt } from 'jose'
+import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
 import type { AppointmentInfo } from '../domain/appointment-directory'
 import type { LinkAction, LinkPage } from '../domain/patient-links'
 
 /**
- * The patient link page: small server-rendered HTML, no script, inline CSS only, readable on a
- * phone, in Spanish or English. Every value that comes from data goes through `esc`.
+ * The patient link page (platform link kit: shell, headers, escaping, language), in Spanish or
+ * English. Every value that comes from data goes through `esc`.
  */
-export type Lang = 'es' | 'en'
+type Lang = PageLanguage
 
-/** What the page may show: the use case's pages, and the two the route makes of errors. */
-export type PageView = LinkPage | { kind: 'unavailable' } | { kind: 'error' }
+/** What the page may show: the use case's pages, and those the route makes of errors. */
+export type PageView = LinkPage | FailurePage
 
 export const PAGE_STATUS: Record<PageView['kind'], number> = {
+  ...FAILURE_STATUS,
   open: 200,
   done: 200,
-  invalid: 400,
   not_found: 404,
   closed: 409,
   expired: 410,
   used: 410,
-  error: 500,
-  unavailable: 503,
 }
 
 const TEXTS = {
@@ -101,31 +99,6 @@ const TEXTS = {
   },
 } as const
 type Texts = (typeof TEXTS)[Lang]
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-}
-/** Text for HTML content and attribute values. */
-export const esc = (value: unknown): string => String(value).replace(/[&<>"']/g, (c) => ESCAPES[c]!)
-
-/**
- * The token's language (`es`, `en`; the JWT's payload is read, not trusted: it only picks one of
- * the two), else the browser's first of the two, else Spanish.
- */
-export function langOf(token: string, acceptLanguage: string | undefined): Lang {
-  try {
-    const { lang } = decodeJwt(token)
-    if (typeof lang === 'string') return lang.toLowerCase().startsWith('en') ? 'en' : 'es'
-  } catch {
-    /* not a token's payload */
-  }
-  const first = /\b(es|en)\b/i.exec(acceptLanguage ?? '')?.[1]?.toLowerCase()
-  return first === 'en' ? 'en' : 'es'
-}
 
 /** Date and time in the appointment's own time zone (a zone the runtime lacks: UTC, said so). */
 function when(a: AppointmentInfo, t: Texts): { date: string; time: string; zone: string } {
@@ -219,11 +192,11 @@ const STYLE = [
 export function renderLinkPage(view: PageView, lang: Lang): { status: number; html: string } {
   const t = TEXTS[lang]
   const { heading, body } = content(view, t)
-  const html =
-    `<!doctype html><html lang="${lang}"><head><meta charset="utf-8">` +
-    '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-    '<meta name="robots" content="noindex, nofollow">' +
-    `<title>${esc(heading)}</title><style>${STYLE}</style></head>` +
-    `<body><main><h1>${esc(heading)}</h1>${body}</main></body></html>\n`
+  const html = renderPage({
+    lang,
+    title: heading,
+    style: STYLE,
+    body: `<main><h1>${esc(heading)}</h1>${body}</main>`,
+  })
   return { status: PAGE_STATUS[view.kind], html }
 }

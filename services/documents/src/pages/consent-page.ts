@@ -1,26 +1,24 @@
-import { decodeJwt } from 'jose'
+import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
 import type { ConsentPage } from '../domain/consent-links'
 import type { ClinicNames } from '../domain/consent-store'
 import { localTime } from '../render/consent-pdf'
 
 /**
- * The consent link page: small server-rendered HTML, a plain form that works without JavaScript,
- * inline CSS only, readable on a phone, in Spanish or English. The template's text is shown exactly
- * as written (paragraphs kept, nothing interpreted). Every value from data goes through `esc`.
+ * The consent link page (platform link kit: shell, headers, escaping, language): a plain form that
+ * works without JavaScript, in Spanish or English. The template's text is shown exactly as written
+ * (paragraphs kept, nothing interpreted). Every value from data goes through `esc`.
  */
-export type Lang = 'es' | 'en'
-export type PageView = ConsentPage | { kind: 'unavailable' } | { kind: 'error' }
+type Lang = PageLanguage
+export type PageView = ConsentPage | FailurePage
 
 export const PAGE_STATUS: Record<PageView['kind'], number> = {
+  ...FAILURE_STATUS,
   open: 200,
   done: 200,
   name_required: 422,
-  invalid: 400,
   not_found: 404,
   expired: 410,
   used: 410,
-  error: 500,
-  unavailable: 503,
 }
 
 const TEXTS = {
@@ -102,31 +100,13 @@ interface Answered {
 export const clinicLabel = (clinic: ClinicNames, fallback: string) =>
   clinic.name ? (clinic.center ? `${clinic.name} (${clinic.center})` : clinic.name) : fallback
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
-
-/** The page's language: the token's (even an expired one's, read unverified), else the browser's. */
-export function langOf(token: string, acceptLanguage: string | undefined): Lang {
-  try {
-    const lang = decodeJwt(token).lang
-    if (lang === 'es' || lang === 'en') return lang
-    if (typeof lang === 'string' && lang.startsWith('en')) return 'en'
-    if (typeof lang === 'string' && lang.startsWith('es')) return 'es'
-  } catch {
-    /* not a token: the browser's language */
-  }
-  return /^\s*en\b/i.test(acceptLanguage ?? '') ? 'en' : 'es'
-}
-
 const STYLE = `body{font-family:system-ui,sans-serif;margin:0;padding:1rem;line-height:1.5;color:#1a1a1a;max-width:40rem}
 h1{font-size:1.3rem}.text{white-space:pre-wrap;border:1px solid #ccc;padding:.75rem;border-radius:.4rem;background:#fafafa}
 label{display:block;margin-top:1rem;font-weight:600}input[type=text]{width:100%;font-size:1.1rem;padding:.5rem;box-sizing:border-box}
 button{font-size:1.1rem;padding:.7rem 1rem;margin:.5rem .5rem 0 0;border-radius:.4rem;border:1px solid #555}
 .accept{background:#0b6e4f;color:#fff}.note{color:#a00}`
 
-function shell(lang: Lang, title: string, body: string) {
-  return `<!DOCTYPE html><html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`
-}
+const shell = (lang: Lang, title: string, body: string) => renderPage({ lang, title, style: STYLE, body })
 
 export function renderConsentPage(view: PageView, lang: Lang): { status: number; html: string } {
   const t = TEXTS[lang]

@@ -1,0 +1,39 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { SINGLE_LINE, Uuid } from '../schemas'
+import { command, internalEndpoints } from './define'
+
+/**
+ * A message another service sends a patient through comms on its caller's behalf (documents: a
+ * consent's link). comms picks the recipient (the guardian of a patient who requires one), the
+ * channel when none is given and the address, and applies consent and the messaging limits as to
+ * any message.
+ */
+export const InternalMessage = Type.Object(
+  {
+    patient_id: Uuid,
+    channel: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('sms')])),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: SINGLE_LINE })),
+    body: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false, title: 'InternalMessage' },
+)
+export type InternalMessage = Static<typeof InternalMessage>
+
+/** The comms service's internal endpoints. */
+export default internalEndpoints('comms', {
+  /** Queues the message (202, the message's id and status), or says why not as `POST /comms/send` would. */
+  send: command({
+    path: '/internal/comms/send',
+    operationId: 'internalSendMessage',
+    summary: 'Queue a message to a patient or their guardian (service to service)',
+    params: Type.Object({}),
+    body: InternalMessage,
+    ok: 202,
+    answer: Type.Object({ id: Uuid, status: Type.String() }),
+    refusals: {
+      400: 'invalid',
+      422: 'refused',
+      429: 'over_limit',
+    },
+  }),
+})
