@@ -1,5 +1,6 @@
 import { Amqp, createLogger, eventTypes } from '@clinic/platform'
 import { gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import { workQueues } from '../../packages/platform/topology.cjs'
 import {
   check,
   checkAll,
@@ -214,7 +215,9 @@ test('poison messages on every queue end in its dead-letter queue; the queue goe
   const writes = load(fs, patientWrites, t)
   await writes.okAfter(5)
   const before = await queueDepths(fs)
-  const queues = Object.keys(before).filter((q) => !q.endsWith('.dlq') && !q.endsWith('.delay'))
+  // The work queues (the broker's topology: each with its .wait and .dlq).
+  const queues = workQueues().map((w) => w.queue)
+  expect(queues.every((q) => q in before)).toBe(true)
   expect(queues.length).toBeGreaterThan(0)
   // Every registered event type (so every consumer's bindings), plus any other this run has seen.
   const types = new Set<string>(Object.keys(eventTypes))
