@@ -111,6 +111,19 @@ describe('amendments', () => {
     expect(nothing.statusCode).toBe(400)
   })
 
+  it('refuse to supersede another exam’s finding, naming it; nothing changes', async () => {
+    const { exam } = await signedExam()
+    const other = await signedExam()
+    const res = await c.send('POST', `/clinical/exams/${exam.id}/amendments`, {
+      reason: 'x',
+      remove: [other.ids.iop],
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().errors).toEqual([{ path: '/remove/0', message: 'is not a finding of this exam' }])
+    expect((await c.send('GET', `/clinical/exams/${exam.id}`)).json()).toEqual(exam)
+    expect((await c.send('GET', `/clinical/exams/${other.exam.id}`)).json().iop[0].state).toBe('live')
+  })
+
   it('checks the findings an amendment adds as their own POST does', async () => {
     const { exam } = await signedExam()
     const res = await c.send('POST', `/clinical/exams/${exam.id}/amendments`, {
@@ -193,6 +206,16 @@ describe('prescriptions', () => {
       lenses: [lenses[1], lenses[1]],
     })
     expect(twoRight.statusCode).toBe(400)
+    // valid_until in the past is refused; contact lenses default to one year.
+    const past = await c.send('POST', `/clinical/exams/${exam.id}/prescriptions`, {
+      type: 'spectacles',
+      lenses,
+      valid_until: '2020-01-01',
+    })
+    expect([past.statusCode, past.json().errors]).toEqual([
+      400,
+      [{ path: '/valid_until', message: 'must not be in the past' }],
+    ])
   })
 })
 
