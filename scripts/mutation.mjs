@@ -1,4 +1,4 @@
-// `npm run mutation -- <service> [--int] [--mutate <glob[:lines]>]... [--concurrency <n>]`: mutation
+// `npm run mutation -- <service> [--int] [--mutate <glob[:lines]>]... [--ignore-static] [--concurrency <n>]`: mutation
 // testing (Stryker, its Jest runner) of a service's domain, services/<service>/src/domain. Not part
 // of `npm test`: it runs the service's tests once per mutant, which takes minutes.
 //
@@ -22,13 +22,14 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     int: { type: 'boolean', default: false },
+    'ignore-static': { type: 'boolean', default: false },
     mutate: { type: 'string', multiple: true },
     concurrency: { type: 'string', default: '2' },
   },
 })
 const [service] = positionals
 if (!service || !services.includes(service) || positionals.length > 1) {
-  console.error(`usage: npm run mutation -- <service> [--int] [--mutate <glob>] [--concurrency <n>]
+  console.error(`usage: npm run mutation -- <service> [--int] [--mutate <glob>] [--ignore-static] [--concurrency <n>]
   <service>: one of ${services.join(', ')}`)
   process.exit(2)
 }
@@ -61,6 +62,9 @@ const stryker = new Stryker({
   plugins: ['@stryker-mutator/jest-runner'],
   mutate: values.mutate ?? [`${dir}/src/domain/**/*.ts`],
   coverageAnalysis: 'perTest',
+  // A static mutant (a module-level constant: a code table, a regex) runs every related test file
+  // whole; --ignore-static leaves them out, for a quick look while writing tests, never for a score.
+  ignoreStatic: values['ignore-static'],
   concurrency: Number(values.concurrency),
   // Int tests wait on PostgreSQL: a mutant is a timeout only well past its test's own time.
   timeoutMS: values.int ? 30_000 : 5_000,
