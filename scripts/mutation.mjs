@@ -11,7 +11,8 @@
 //   them `// @ts-nocheck`; the Jest preset's SWC transform strips the types as usual (SWC does not
 //   type-check, so no checker runs: a mutant that would not compile counts as any other).
 // - Reports: var/mutation/<service>/index.html (per mutant, per test), mutation.json, and
-//   scores.md (the score per file, as the README records it). var/ is kept out of git.
+//   scores.md (the score per file, as the README records it); with --int in var/mutation/<service>-int.
+//   var/ is kept out of git.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -38,7 +39,7 @@ loadDotEnv()
 if (values.int) await checkDependencies()
 
 const dir = `services/${service}`
-const out = `var/mutation/${service}`
+const out = `var/mutation/${service}${values.int ? '-int' : ''}`
 mkdirSync(path.join(root, out), { recursive: true })
 process.chdir(root)
 
