@@ -6,6 +6,7 @@ import {
   type Principal,
 } from '@clinic/platform/core'
 import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testing'
+import pino from 'pino'
 
 import type { AppointmentDirectory, PatientDirectory } from '../src/domain/directory'
 import type {
@@ -283,11 +284,28 @@ export class FakeAppointments extends FakeLookup<{ patient_id: string }> impleme
 /** A use case's context for a principal (a fresh company unless told). */
 export const ctxOf = (overrides: Partial<Principal> = {}): Ctx => testCtx(testPrincipal(overrides))
 
+/** The same, with what it logs kept in `lines` (each line as pino writes it, parsed). */
+export function loggingCtxOf(overrides: Partial<Principal> = {}): {
+  ctx: Ctx
+  lines: Array<Record<string, unknown>>
+} {
+  const lines: Array<Record<string, unknown>> = []
+  const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) })
+  return { ctx: { ...ctxOf(overrides), log }, lines }
+}
+
 /** The AppError code a use case ends with ('ok' when it does not throw). */
 export const codeOf = (work: Promise<unknown>): Promise<string> =>
   work.then(
     () => 'ok',
     (err: { code?: string }) => err.code ?? String(err),
+  )
+
+/** The problem a use case ends with: its code and detail (what the client reads). */
+export const problemOf = (work: Promise<unknown>): Promise<unknown> =>
+  work.then(
+    () => 'ok',
+    (err: { code?: string; detail?: string }) => ({ code: err.code, detail: err.detail }),
   )
 
 /** The field errors of a 400 validation_failed a use case throws. */

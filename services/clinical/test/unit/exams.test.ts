@@ -1,6 +1,16 @@
 import { createExam, updateExam, type ExamDeps } from '../../src/domain/exams'
 import type { CreateExamInput } from '../../src/schemas/exam'
-import { FakeAppointments, FakeExamStore, FakePatients, codeOf, ctxOf, fakeId, fieldErrorsOf } from '../fakes'
+import {
+  FakeAppointments,
+  FakeExamStore,
+  FakePatients,
+  codeOf,
+  ctxOf,
+  fakeId,
+  fieldErrorsOf,
+  loggingCtxOf,
+  problemOf,
+} from '../fakes'
 
 /** createExam and updateExam on the fake store, the directories as fakes of the two services. */
 
@@ -186,7 +196,10 @@ describe('createExam', () => {
       const { store, company, create } = setup({ allowedCenters: ['ALM1'] })
       const { body } = await create({ codalmacen: 'ALM1' }, { key: 'exam-1' })
       store.seed(company, { ...store.exams(company)[0]!, codalmacen: 'ALM2' })
-      expect(await codeOf(create({ codalmacen: 'ALM1' }, { key: 'exam-1' }))).toBe('not_found')
+      expect(await problemOf(create({ codalmacen: 'ALM1' }, { key: 'exam-1' }))).toEqual({
+        code: 'not_found',
+        detail: 'No such exam',
+      })
       expect(body.codalmacen).toBe('ALM1')
     })
   })
@@ -256,10 +269,32 @@ describe('updateExam', () => {
     expect(await codeOf(patch(s, exam.id, {}))).toBe('exam_signed')
   })
 
+  it('ignores a field sent as undefined', async () => {
+    const s = setup()
+    const exam = await draft(s, { notes: 'igual' })
+    expect(await patch(s, exam.id, { notes: undefined })).toEqual(exam)
+  })
+
+  it('is 409 exam_signed for a signed exam before any appointment is asked about', async () => {
+    const s = setup()
+    const exam = await draft(s)
+    s.store.seed(s.company, {
+      ...s.store.exams(s.company)[0]!,
+      status: 'signed',
+      signed_at: NOW.toISOString(),
+    })
+    const theirs = s.appointments.add(s.company, s.patients.add(s.company))
+    expect(await codeOf(patch(s, exam.id, { appointment_id: theirs }))).toBe('exam_signed')
+    expect(s.appointments.calls).toBe(0)
+  })
+
   it('is 404 for an unknown exam and for one at a center the caller cannot see', async () => {
     const s = setup({ allowedCenters: ['ALM1'] })
     const exam = await draft(s)
-    expect(await codeOf(patch(s, fakeId(), { notes: 'x' }))).toBe('not_found')
+    expect(await problemOf(patch(s, fakeId(), { notes: 'x' }))).toEqual({
+      code: 'not_found',
+      detail: 'No such exam',
+    })
     s.store.seed(s.company, { ...s.store.exams(s.company)[0]!, codalmacen: 'ALM2' })
     expect(await codeOf(patch(s, exam.id, { notes: 'x' }))).toBe('not_found')
   })
@@ -278,5 +313,26 @@ describe('updateExam', () => {
     s.appointments.down = false
     const another = s.appointments.add(s.company, patient)
     expect((await patch(s, exam.id, { appointment_id: another.toUpperCase() })).appointment_id).toBe(another)
+  })
+})
+
+describe('what createExam logs', () => {
+  it('the exam’s id once, not replayed, nothing of the patient', async () => {
+    const { ctx, lines } = loggingCtxOf()
+    const store = new FakeExamStore(() => NOW)
+    const patients = new FakePatients()
+    const deps: ExamDeps = { store, patients, appointments: new FakeAppointments(), clock: () => NOW }
+    const patient = patients.add(ctx.auth.companyId)
+    const input = {
+      body: { patient_id: patient, practitioner: 'dr-ficticio', chief_complaint: 'dolor ficticio' },
+      queryCenter: undefined,
+      idempotencyKey: 'log-1',
+      requestHash: 'h',
+    }
+    const { body } = await createExam(ctx, deps, input)
+    await createExam(ctx, deps, input)
+    // A replay answered from the stored response created nothing: nothing to log.
+    expect(lines.map((l) => [l.msg, l.exam_id, l.replayed])).toEqual([['exam created', body.id, false]])
+    expect(JSON.stringify(lines)).not.toMatch(new RegExp(`${patient}|dolor`))
   })
 })

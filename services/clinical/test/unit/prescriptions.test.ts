@@ -3,7 +3,16 @@ import { addFinding } from '../../src/domain/findings'
 import { getPrescription, issuePrescription } from '../../src/domain/prescriptions'
 import { signExam } from '../../src/domain/signing'
 import type { CreatePrescriptionInput } from '../../src/schemas/exam'
-import { FakeAppointments, FakeExamStore, FakePatients, codeOf, ctxOf, fakeId, fieldErrorsOf } from '../fakes'
+import {
+  FakeAppointments,
+  FakeExamStore,
+  FakePatients,
+  codeOf,
+  ctxOf,
+  fakeId,
+  fieldErrorsOf,
+  problemOf,
+} from '../fakes'
 
 /** Prescriptions from signed exams (DESIGN 14 "Prescriptions"; docs/DESIGN.md "Clinical records"). */
 
@@ -199,9 +208,12 @@ describe('getPrescription', () => {
     expect(await codeOf(getPrescription(s.ctx, s.store, { id: body.id, queryCenter: 'ALM1' }))).toBe(
       'not_found',
     )
-    expect(await codeOf(getPrescription(s.ctx, s.store, { id: fakeId(), queryCenter: undefined }))).toBe(
-      'not_found',
-    )
+    expect(
+      await problemOf(getPrescription(s.ctx, s.store, { id: fakeId(), queryCenter: undefined })),
+    ).toEqual({
+      code: 'not_found',
+      detail: 'No such prescription',
+    })
     const limited = ctxOf({ companyId: s.company, allowedCenters: ['ALM1'] })
     expect(await codeOf(getPrescription(limited, s.store, { id: body.id, queryCenter: undefined }))).toBe(
       'not_found',

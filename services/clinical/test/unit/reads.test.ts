@@ -7,7 +7,16 @@ import { assemble, findingOf, getExam, getExamRecord } from '../../src/domain/re
 import { amendExam, signExam } from '../../src/domain/signing'
 import { patientMeasurements } from '../../src/domain/trends'
 import type { ListExamsInput, TrendInput } from '../../src/schemas/exam'
-import { FakeAppointments, FakeExamStore, FakePatients, codeOf, ctxOf, fakeId, fieldErrorsOf } from '../fakes'
+import {
+  FakeAppointments,
+  FakeExamStore,
+  FakePatients,
+  codeOf,
+  ctxOf,
+  fakeId,
+  fieldErrorsOf,
+  problemOf,
+} from '../fakes'
 
 /** What is read back: one exam, the list, a patient's trend (DESIGN 14; docs/DESIGN.md "Trends"). */
 
@@ -96,7 +105,7 @@ describe('getExam and getExamRecord', () => {
     const exam = await s.exam({ codalmacen: 'ALM2' })
     const read = (ctx: typeof s.ctx, id: string, queryCenter?: string) =>
       getExam(ctx, s.store, { id, queryCenter })
-    expect(await codeOf(read(s.ctx, fakeId()))).toBe('not_found')
+    expect(await problemOf(read(s.ctx, fakeId()))).toEqual({ code: 'not_found', detail: 'No such exam' })
     expect(await codeOf(read(ctxOf(), exam.id))).toBe('not_found')
     expect(await codeOf(read(s.ctx, exam.id, 'ALM1'))).toBe('not_found')
     expect(await codeOf(read(ctxOf({ companyId: s.company, allowedCenters: ['ALM1'] }), exam.id))).toBe(
@@ -172,6 +181,29 @@ describe('listExams', () => {
     expect(window.data.map((e) => e.id)).toEqual([recent.id])
   })
 
+  it('pages newest first by cursor: each page starts after the last one’s last exam', async () => {
+    const s = setup()
+    const patient = s.patients.add(s.company)
+    const made = []
+    for (const day of ['2026-03-01', '2026-01-01', '2026-02-01'])
+      made.push(await s.exam({ patient, performed_at: `${day}T09:00:00Z` }))
+    const seen: string[] = []
+    let after: string | undefined
+    for (let page = 0; page < 3; page++) {
+      const res = await list(s, { patient_id: patient, limit: 1, ...(after ? { after } : {}) })
+      expect(res.meta.total).toBe(3)
+      seen.push(...res.data.map((e) => e.id))
+      after = res.meta.next ?? undefined
+    }
+    expect(seen).toEqual([made[0]!.id, made[2]!.id, made[1]!.id])
+    expect(after).toBeUndefined()
+    // Two exams at the same instant: the greater id first.
+    const twin = await s.exam({ patient, performed_at: '2026-03-01T09:00:00Z' })
+    const first = await list(s, { patient_id: patient, limit: 1 })
+    const second = await list(s, { patient_id: patient, limit: 1, after: first.meta.next! })
+    expect([first.data[0]!.id, second.data[0]!.id]).toEqual([twin.id, made[0]!.id].sort().reverse())
+  })
+
   it('shows a center-limited token its centers only; ?codalmacen= narrows, or is 403 outside the token', async () => {
     const s = setup()
     const a = await s.exam({ codalmacen: 'ALM1' })
@@ -187,9 +219,10 @@ describe('listExams', () => {
     expect(
       await fieldErrorsOf(list(s, { from: '2026-01-01T00:00:00Z', to: '2026-01-01T01:00:00+01:00' })),
     ).toEqual([{ path: '/to', message: 'must be after from' }])
-    expect(await codeOf(list(s, { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' }))).toBe(
-      'validation_failed',
-    )
+    expect(await problemOf(list(s, { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' }))).toEqual({
+      code: 'validation_failed',
+      detail: 'The query string is not valid',
+    })
   })
 })
 
@@ -301,7 +334,10 @@ describe('patientMeasurements', () => {
       data: [],
       meta: { total: 0, limit: 500 },
     })
-    expect(await codeOf(trend(s, s.patients.add(s.company + 1)))).toBe('not_found')
+    expect(await problemOf(trend(s, s.patients.add(s.company + 1)))).toEqual({
+      code: 'not_found',
+      detail: 'No such patient',
+    })
   })
 
   it('with a center-limited token asks every time: 404 unless the patient’s home center is the token’s', async () => {
@@ -325,7 +361,10 @@ describe('patientMeasurements', () => {
     // The measurements are a list: the one taken at the hidden center is left out.
     expect(visible.data.map((m) => m.exam_id)).toHaveLength(1)
     expect(visible.meta.total).toBe(1)
-    expect(await codeOf(trend(s, home2, {}, alm1))).toBe('not_found')
+    expect(await problemOf(trend(s, home2, {}, alm1))).toEqual({
+      code: 'not_found',
+      detail: 'No such patient',
+    })
     expect(await codeOf(trend(s, home2, { codalmacen: 'ALM1' }, alm1))).toBe('not_found')
     expect(await codeOf(trend(s, homeless, {}, alm1))).toBe('not_found')
     expect(await codeOf(trend(s, home1, { codalmacen: 'ALM2' }, alm1))).toBe('center_forbidden')

@@ -3,7 +3,17 @@ import type { FindingKind } from '../../src/domain/finding-rules'
 import { addFinding, removeFinding } from '../../src/domain/findings'
 import { amendExam, examHistory, signExam } from '../../src/domain/signing'
 import type { AmendmentInput } from '../../src/schemas/findings'
-import { FakeAppointments, FakeExamStore, FakePatients, codeOf, ctxOf, fakeId, fieldErrorsOf } from '../fakes'
+import {
+  FakeAppointments,
+  FakeExamStore,
+  FakePatients,
+  codeOf,
+  ctxOf,
+  fakeId,
+  fieldErrorsOf,
+  loggingCtxOf,
+  problemOf,
+} from '../fakes'
 
 /**
  * The record's life on the fake store: findings added and removed while a draft, signing, amendments
@@ -23,7 +33,7 @@ const DX = { code: 'H40.1', system: 'icd10', eye: 'left' } as const
 function setup(principal: Parameters<typeof ctxOf>[0] = {}) {
   const store = new FakeExamStore(() => NOW)
   const patients = new FakePatients()
-  const ctx = ctxOf(principal)
+  const { ctx, lines } = loggingCtxOf(principal)
   const company = ctx.auth.companyId
   const deps = { store, patients, appointments: new FakeAppointments(), clock: () => NOW }
   const draft = async (codalmacen = 'ALM1') =>
@@ -50,7 +60,7 @@ function setup(principal: Parameters<typeof ctxOf>[0] = {}) {
     amendExam(ctx, store, { id, body: { reason: 'motivo ficticio', ...body }, queryCenter: undefined })
   const history = async (id: string) => (await examHistory(ctx, store, { id, queryCenter: undefined })).data
   const row = (id: string) => store.exams(company).find((e) => e.id === id)!
-  return { store, ctx, company, draft, add, remove, sign, amend, history, row }
+  return { store, ctx, lines, company, draft, add, remove, sign, amend, history, row }
 }
 
 describe('addFinding', () => {
@@ -103,6 +113,17 @@ describe('addFinding', () => {
     expect((await s.store.contents(s.company, [exam.id])).findings).toHaveLength(1)
     expect(s.row(exam.id).version).toBe(2)
   })
+
+  it('replays as 404 once the exam is at a center the token cannot see', async () => {
+    const s = setup({ allowedCenters: ['ALM1'] })
+    const exam = await s.draft()
+    await s.add(exam.id, 'iop', IOP, 'iop-1')
+    s.store.seed(s.company, { ...s.row(exam.id), codalmacen: 'ALM2' })
+    expect(await problemOf(s.add(exam.id, 'iop', IOP, 'iop-1'))).toEqual({
+      code: 'not_found',
+      detail: 'No such exam',
+    })
+  })
 })
 
 describe('removeFinding', () => {
@@ -118,7 +139,12 @@ describe('removeFinding', () => {
       action: 'finding_removed',
       changes: { fields: ['iop'], added: [], superseded: [body.id] },
     })
-    expect(s.store.events.at(-1)).toMatchObject({ type: 'clinical.exam.updated', data: { changes: ['iop'] } })
+    expect(s.store.events.map((e) => [e.type, (e.data as { version: number }).version])).toEqual([
+      ['clinical.exam.created', 1],
+      ['clinical.exam.updated', 2],
+      ['clinical.exam.updated', 3],
+    ])
+    expect(s.store.events.at(-1)).toMatchObject({ data: { changes: ['iop'] } })
   })
 
   it('is 404 for a finding the exam does not have under that kind, before a signed exam’s 409', async () => {
@@ -126,7 +152,10 @@ describe('removeFinding', () => {
     const exam = await s.draft()
     const { body } = await s.add(exam.id, 'iop', IOP)
     expect(await codeOf(s.remove(exam.id, 'diagnoses', body.id))).toBe('not_found')
-    expect(await codeOf(s.remove(exam.id, 'iop', fakeId()))).toBe('not_found')
+    expect(await problemOf(s.remove(exam.id, 'iop', fakeId()))).toEqual({
+      code: 'not_found',
+      detail: 'No such finding in this exam',
+    })
     const other = await s.draft()
     expect(await codeOf(s.remove(other.id, 'iop', body.id))).toBe('not_found')
     await s.sign(exam.id)
@@ -295,6 +324,10 @@ describe('amendExam', () => {
     expect(await fieldErrorsOf(s.amend(draft.id, { add: { iop: [IOP] } }))).toEqual([
       { path: '', message: expect.stringContaining('draft') },
     ])
+    expect(await problemOf(s.amend(draft.id, { add: { iop: [IOP] } }))).toEqual({
+      code: 'validation_failed',
+      detail: 'Only a signed exam is amended',
+    })
     expect(await codeOf(s.amend(fakeId(), { add: { iop: [IOP] } }))).toBe('not_found')
     expect(s.row(exam.id).amendments).toBe(0)
   })
@@ -316,8 +349,24 @@ describe('examHistory', () => {
       by: { user_id: s.ctx.auth.userId, username: 'test-user' },
       reason: null,
     })
-    expect(await codeOf(s.history(fakeId()))).toBe('not_found')
+    expect(await problemOf(s.history(fakeId()))).toEqual({ code: 'not_found', detail: 'No such exam' })
     s.store.seed(s.company, { ...s.row(exam.id), codalmacen: 'ALM2' })
     expect(await codeOf(s.history(exam.id))).toBe('not_found')
+  })
+})
+
+describe('what signing and amending log', () => {
+  it('the exam’s id (and amendments), never a finding’s value or the reason', async () => {
+    const s = setup()
+    const exam = await s.draft()
+    await s.add(exam.id, 'iop', IOP)
+    await s.sign(exam.id)
+    await s.amend(exam.id, { reason: 'motivo ficticio', add: { iop: [{ ...IOP, mmhg: 15.5 }] } })
+    expect(s.lines.map(({ msg, exam_id, amendments }) => ({ msg, exam_id, amendments }))).toEqual([
+      { msg: 'exam created', exam_id: exam.id, amendments: undefined },
+      { msg: 'exam signed', exam_id: exam.id, amendments: undefined },
+      { msg: 'exam amended', exam_id: exam.id, amendments: 1 },
+    ])
+    expect(JSON.stringify(s.lines)).not.toMatch(/17\.5|15\.5|motivo/)
   })
 })
