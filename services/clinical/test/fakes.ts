@@ -70,6 +70,8 @@ export class FakeExamStore extends FakeTenantStore<ExamTx, ExamRow> implements E
         update: async (id, values) => write(id, values),
         touch: async (id, extra) => write(id, extra ?? {}),
         findings: async (examId) => structuredClone(side.findings.filter((f) => f.exam_id === examId)),
+        prescriptions: async (examId) =>
+          structuredClone(side.prescriptions.filter((p) => p.exam_id === examId)),
         insertFinding: async (exam, f, recordedBy) => {
           const stored: StoredFinding = {
             id: f.id,

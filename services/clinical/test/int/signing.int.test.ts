@@ -111,6 +111,25 @@ describe('amendments', () => {
     expect(nothing.statusCode).toBe(400)
   })
 
+  it('are made once per Idempotency-Key: a retry answers the first amendment, another body is a conflict', async () => {
+    const { exam } = await signedExam()
+    const url = `/clinical/exams/${exam.id}/amendments`
+    const body = { reason: 'agudeza olvidada', add: { visual_acuity: [FINDINGS['visual-acuity']] } }
+    const key = { 'idempotency-key': `amend-${exam.id}` }
+    const first = await c.send('POST', url, body, key)
+    expect(first.statusCode).toBe(200)
+    const retry = await c.send('POST', url, body, key)
+    expect([retry.statusCode, retry.headers['idempotent-replayed']]).toEqual([200, 'true'])
+    expect(retry.json()).toEqual(first.json())
+    const other = await c.send('POST', url, { ...body, reason: 'otra' }, key)
+    expect([other.statusCode, other.json().code]).toEqual([409, 'idempotency_conflict'])
+    const read = (await c.send('GET', `/clinical/exams/${exam.id}`)).json()
+    expect([read.amendments, read.visual_acuity.length]).toEqual([1, 2])
+    expect(read).toEqual(first.json())
+    const events = await outboxOf(h.owner, c.principal.companyId, exam.id)
+    expect(events.filter((e) => e.type === 'clinical.exam.amended')).toHaveLength(1)
+  })
+
   it('refuse to supersede another exam’s finding, naming it; nothing changes', async () => {
     const { exam } = await signedExam()
     const other = await signedExam()

@@ -68,10 +68,11 @@ describe('getExam and getExamRecord', () => {
       notation: 'decimal',
     })
     await s.sign(exam.id)
-    const amended = await amendExam(s.ctx, s.store, {
+    const { body: amended } = await amendExam(s.ctx, s.store, {
       id: exam.id,
       body: { reason: 'x', add: { diagnoses: [{ code: 'H40', system: 'icd10' }] } },
       queryCenter: undefined,
+      requestHash: 'h',
     })
     const { body: p } = await issuePrescription(s.ctx, s.store, {
       examId: exam.id,

@@ -1,6 +1,8 @@
 import { createExam } from '../../src/domain/exams'
 import type { FindingKind } from '../../src/domain/finding-rules'
 import { addFinding, removeFinding } from '../../src/domain/findings'
+import { issuePrescription } from '../../src/domain/prescriptions'
+import { getExam } from '../../src/domain/read-exam'
 import { amendExam, examHistory, signExam } from '../../src/domain/signing'
 import type { AmendmentInput } from '../../src/schemas/findings'
 import {
@@ -56,11 +58,18 @@ function setup(principal: Parameters<typeof ctxOf>[0] = {}) {
   const remove = (examId: string, kind: FindingKind, findingId: string) =>
     removeFinding(ctx, store, { examId, kind, findingId, queryCenter: undefined })
   const sign = (id: string, queryCenter?: string) => signExam(ctx, store, { id, queryCenter, now: NOW })
-  const amend = (id: string, body: Partial<AmendmentInput>) =>
-    amendExam(ctx, store, { id, body: { reason: 'motivo ficticio', ...body }, queryCenter: undefined })
+  const amendment = (id: string, body: Partial<AmendmentInput>, o: { key?: string; hash?: string } = {}) =>
+    amendExam(ctx, store, {
+      id,
+      body: { reason: 'motivo ficticio', ...body },
+      queryCenter: undefined,
+      idempotencyKey: o.key,
+      requestHash: o.hash ?? 'h',
+    })
+  const amend = async (id: string, body: Partial<AmendmentInput>) => (await amendment(id, body)).body
   const history = async (id: string) => (await examHistory(ctx, store, { id, queryCenter: undefined })).data
   const row = (id: string) => store.exams(company).find((e) => e.id === id)!
-  return { store, ctx, lines, company, draft, add, remove, sign, amend, history, row }
+  return { store, ctx, lines, company, draft, add, remove, sign, amend, amendment, history, row }
 }
 
 describe('addFinding', () => {
@@ -268,6 +277,50 @@ describe('amendExam', () => {
       limit: 10,
     })
     expect(trend.rows.map((m) => m.mmhg)).toEqual([15.5])
+  })
+
+  it('answers the exam as it now stands, prescriptions included, not replayed', async () => {
+    const s = setup()
+    const { exam } = await signedWith(s)
+    const { body: p } = await issuePrescription(s.ctx, s.store, {
+      examId: exam.id,
+      body: { type: 'spectacles', lenses: [{ eye: 'right', sphere: -1 }] },
+      queryCenter: undefined,
+      now: NOW,
+      requestHash: 'h',
+    })
+    const result = await s.amendment(exam.id, { add: { iop: [IOP] } })
+    expect(result.replayed).toBeUndefined()
+    expect(result.body).toEqual(await getExam(s.ctx, s.store, { id: exam.id, queryCenter: undefined }))
+    expect(result.body.prescriptions).toEqual([p])
+  })
+
+  it('is made once per Idempotency-Key: a retry answers the first amendment; another body is a conflict', async () => {
+    const s = setup()
+    const { exam, iop } = await signedWith(s)
+    const body = { add: { visual_acuity: [ACUITY] }, remove: [iop.id] }
+    const first = await s.amendment(exam.id, body, { key: 'amend-1' })
+    // A later amendment changes the exam; the retry still answers the first one's exam.
+    await s.amend(exam.id, { add: { iop: [IOP] } })
+    const retry = await s.amendment(exam.id, body, { key: 'amend-1' })
+    expect(retry).toEqual({ body: first.body, replayed: true })
+    expect(await codeOf(s.amendment(exam.id, body, { key: 'amend-1', hash: 'other' }))).toBe(
+      'idempotency_conflict',
+    )
+    expect(s.row(exam.id).amendments).toBe(2)
+    expect(s.store.events.filter((e) => e.type === 'clinical.exam.amended')).toHaveLength(2)
+    expect(s.lines.filter((l) => l.msg === 'exam amended')).toHaveLength(2)
+  })
+
+  it('replays as 404 once the exam is at a center the token cannot see', async () => {
+    const s = setup({ allowedCenters: ['ALM1'] })
+    const { exam } = await signedWith(s)
+    await s.amendment(exam.id, { add: { iop: [IOP] } }, { key: 'amend-1' })
+    s.store.seed(s.company, { ...s.row(exam.id), codalmacen: 'ALM2' })
+    expect(await problemOf(s.amendment(exam.id, { add: { iop: [IOP] } }, { key: 'amend-1' }))).toEqual({
+      code: 'not_found',
+      detail: 'No such exam',
+    })
   })
 
   it('names, in the history and the event, the kinds of what it superseded too', async () => {
