@@ -121,6 +121,12 @@ describe('practitionerReference', () => {
       display: 'dra-lopez',
     })
     expect(practitionerReference('Dra. López')).toEqual({ type: 'Practitioner', display: 'Dra. López' })
+    // The whole name must be an id: one that only starts like one is a display.
+    expect(practitionerReference('dra-lopez ruiz')).toEqual({
+      type: 'Practitioner',
+      display: 'dra-lopez ruiz',
+    })
+    expect(practitionerReference(`d${'r'.repeat(64)}`)).not.toHaveProperty('reference')
   })
 })
 
