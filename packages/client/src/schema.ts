@@ -966,7 +966,7 @@ export interface paths {
         put?: never;
         /**
          * Amend a signed exam
-         * @description Needs `clinical:sign`. One new version with its `reason`: `add` findings by kind (`visual_acuity`, `iop`, `refraction`, `diagnoses`, each checked as its POST) and `remove` live findings by id (they stay readable as `superseded`). Concurrent amendments each make their own version. A draft is 400 (change it directly).
+         * @description Needs `clinical:sign`. One new version with its `reason`: `add` findings by kind (`visual_acuity`, `iop`, `refraction`, `diagnoses`, each checked as its POST) and `remove` live findings by id (they stay readable as `superseded`). Concurrent amendments each make their own version. A draft is 400 (change it directly). Send `Idempotency-Key` to make retries safe: a retry answers the first amendment, never makes a second.
          *
          *     Needs the token scope `clinical:sign` (else 403 insufficient_scope).
          */
@@ -6634,7 +6634,10 @@ export interface operations {
                 /** @description Code of a clinic center of the company (codalmacen) */
                 codalmacen?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description UUIDv7 */
                 id: string;
@@ -6668,6 +6671,20 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description idempotency_conflict */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -59,6 +59,8 @@ export interface ExamTx extends TenantTx<ExamRow> {
   /** Bumps version and updated_at only (a finding added or removed changes the exam). */
   touch(id: string, extra?: Partial<Pick<ExamRow, 'amendments'>>): Promise<ExamRow>
   findings(examId: string): Promise<FindingRecord[]>
+  /** The exam's prescriptions, in the order issued. */
+  prescriptions(examId: string): Promise<Prescription[]>
   insertFinding(
     exam: ExamRow,
     f: { id: string; kind: FindingKind; eye: string; data: Record<string, unknown>; addedIn: number },

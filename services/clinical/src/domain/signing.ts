@@ -1,11 +1,14 @@
 import {
   NotFound,
   ValidationFailed,
+  findVisible,
+  idempotencyOf,
   uuidv7,
   visibleCenters,
   visibleRow,
   type Ctx,
   type FieldError,
+  type StoredResponse,
 } from '@clinic/platform/core'
 import { examAmended, examSigned } from '../events/exam-events'
 import type { Exam, HistoryEntry } from '../schemas/exam'
@@ -14,7 +17,7 @@ import type { ExamStore } from './exam-store'
 import { FINDING_KINDS, findingValues, type FindingKind } from './finding-rules'
 import { ExamEmpty } from './errors'
 import { actorOf, lockDraft } from './exams'
-import { NOT_FOUND, withContents } from './read-exam'
+import { NOT_FOUND, assemble, withContents } from './read-exam'
 
 /**
  * Signs a draft: from now on the exam and its findings never change (PATCH, a finding's POST or
@@ -55,13 +58,20 @@ export async function signExam(
  * An amendment of a signed exam: one new version with its reason, adding findings and superseding
  * live ones (they stay readable). Amendments queue on the exam's row lock, so two racing ones
  * leave two versions, each applied to what the other left (a finding one superseded cannot be
- * superseded again by the other: 400 naming it).
+ * superseded again by the other: 400 naming it). With an `Idempotency-Key`, a retry answers the
+ * exam as the first amendment left it (the exam still visible), never a second amendment.
  */
 export async function amendExam(
   ctx: Ctx,
   store: ExamStore,
-  input: { id: string; body: AmendmentInput; queryCenter: string | undefined },
-): Promise<Exam> {
+  input: {
+    id: string
+    body: AmendmentInput
+    queryCenter: string | undefined
+    idempotencyKey?: string
+    requestHash: string
+  },
+): Promise<StoredResponse<Exam>> {
   const visible = visibleCenters(ctx.auth, input.queryCenter)
   const additions = FINDING_KINDS.flatMap((kind) =>
     (input.body.add?.[kind] ?? []).map((body) => ({
@@ -71,7 +81,11 @@ export async function amendExam(
   )
   const remove = [...new Set((input.body.remove ?? []).map((id) => id.toLowerCase()))]
 
-  const row = await store.transaction(ctx.auth.companyId, async (tx) => {
+  const idempotency = idempotencyOf(ctx, {
+    idempotencyKey: input.idempotencyKey,
+    requestHash: input.requestHash,
+  })
+  const result = await store.idempotent(ctx.auth.companyId, idempotency, async (tx) => {
     const exam = visibleRow(visible, await tx.findById(input.id, { forUpdate: true }), NOT_FOUND)
     if (exam.status !== 'signed')
       throw new ValidationFailed(
@@ -115,11 +129,15 @@ export async function amendExam(
       ...actorOf(ctx),
     })
     await tx.publish([examAmended(ctx, amended, [...kinds])])
-    return amended
+    // The answer as of this version, stored with the key: what a retry is answered.
+    return { body: assemble(amended, await tx.findings(exam.id), await tx.prescriptions(exam.id)) }
   })
-  ctx.log.info({ exam_id: row.id, amendments: row.amendments }, 'exam amended')
-  const [exam] = await withContents(ctx, store, [row])
-  return exam!
+  if (result.replayed) {
+    await findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: NOT_FOUND })
+    return result
+  }
+  ctx.log.info({ exam_id: result.body.id, amendments: result.body.amendments }, 'exam amended')
+  return result
 }
 
 /** Every version of the exam, oldest first: who, when, why (amendments) and what changed. */

@@ -1,4 +1,13 @@
-import { CenterQuery, ETagHeader, IdParams, problem, sendResource, type FieldError } from '@clinic/platform'
+import {
+  CenterQuery,
+  ETagHeader,
+  IdParams,
+  PostHeaders,
+  problem,
+  requestHash,
+  sendResource,
+  type FieldError,
+} from '@clinic/platform'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ExamStore } from '../domain/exam-store'
 import { FINDING_KINDS, FINDING_RULES } from '../domain/finding-rules'
@@ -64,20 +73,23 @@ export const signingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore; clock:
         operationId: 'amendClinicalExam',
         summary: 'Amend a signed exam',
         description:
-          'Needs `clinical:sign`. One new version with its `reason`: `add` findings by kind (`visual_acuity`, `iop`, `refraction`, `diagnoses`, each checked as its POST) and `remove` live findings by id (they stay readable as `superseded`). Concurrent amendments each make their own version. A draft is 400 (change it directly).',
+          'Needs `clinical:sign`. One new version with its `reason`: `add` findings by kind (`visual_acuity`, `iop`, `refraction`, `diagnoses`, each checked as its POST) and `remove` live findings by id (they stay readable as `superseded`). Concurrent amendments each make their own version. A draft is 400 (change it directly). Send `Idempotency-Key` to make retries safe: a retry answers the first amendment, never makes a second.',
         params: IdParams,
         querystring: CenterQuery,
+        headers: PostHeaders,
         body: AmendmentBody,
-        response: { 200: { ...Exam, headers: ETagHeader } },
+        response: { 200: { ...Exam, headers: ETagHeader }, 409: problem('idempotency_conflict') },
       },
     },
     async (req, reply) => {
-      const exam = await amendExam(req.ctx, store, {
+      const result = await amendExam(req.ctx, store, {
         id: req.params.id,
         body: req.body,
         queryCenter: req.query.codalmacen,
+        idempotencyKey: req.headers['idempotency-key'],
+        requestHash: requestHash(req.method, req.url, req.body),
       })
-      return sendResource(reply, { body: exam })
+      return sendResource(reply, result)
     },
   )
 

@@ -176,4 +176,45 @@ describe('exams', () => {
     expect(list.json().data.every((e: { codalmacen: string }) => e.codalmacen === 'ALM1')).toBe(true)
     expect((await limited.send('GET', '/clinical/exams?codalmacen=ALM2')).statusCode).toBe(403)
   })
+
+  it('is 400 naming /codalmacen for a patient without a home center when no center is named', async () => {
+    const homeless = c.newPatient(null)
+    const res = await c.send('POST', '/clinical/exams', { patient_id: homeless, practitioner: 'x' })
+    expect([res.statusCode, res.json().code]).toEqual([400, 'validation_failed'])
+    expect(res.json().errors).toEqual([
+      { path: '/codalmacen', message: expect.stringContaining('home center') },
+    ])
+    const query = await c.send('POST', '/clinical/exams?codalmacen=ALM2', {
+      patient_id: homeless,
+      practitioner: 'x',
+    })
+    expect([query.statusCode, query.json().codalmacen]).toEqual([201, 'ALM2'])
+  })
+
+  it('opens one exam per Idempotency-Key: a retry answers the first, another body is a conflict', async () => {
+    const patient = c.newPatient()
+    const key = { 'idempotency-key': `exam-${patient}` }
+    const body = { patient_id: patient, practitioner: 'dr-ficticio' }
+    const first = await c.send('POST', '/clinical/exams', body, key)
+    const retry = await c.send('POST', '/clinical/exams', body, key)
+    expect([first.statusCode, retry.statusCode]).toEqual([201, 201])
+    expect(retry.json()).toEqual(first.json())
+    expect(retry.headers.location).toBe(first.headers.location)
+    const other = await c.send('POST', '/clinical/exams', { ...body, notes: 'otra' }, key)
+    expect([other.statusCode, other.json().code]).toEqual([409, 'idempotency_conflict'])
+    const list = await c.send('GET', `/clinical/exams?patient_id=${patient}`)
+    expect(list.json().meta.total).toBe(1)
+    expect((await outboxOf(h.owner, c.principal.companyId, first.json().id)).map((e) => e.type)).toEqual([
+      'clinical.exam.created',
+    ])
+  })
+
+  it('keeps the version, the ETag and the outbox for a PATCH that changes nothing', async () => {
+    const exam = await c.exam({ notes: 'igual' })
+    const res = await c.send('PATCH', `/clinical/exams/${exam.id}`, { notes: 'igual' }, { 'if-match': '"1"' })
+    expect([res.statusCode, res.json().version, res.headers.etag]).toEqual([200, 1, '"1"'])
+    expect((await outboxOf(h.owner, c.principal.companyId, exam.id)).map((e) => e.type)).toEqual([
+      'clinical.exam.created',
+    ])
+  })
 })

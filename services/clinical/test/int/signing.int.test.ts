@@ -111,6 +111,38 @@ describe('amendments', () => {
     expect(nothing.statusCode).toBe(400)
   })
 
+  it('are made once per Idempotency-Key: a retry answers the first amendment, another body is a conflict', async () => {
+    const { exam } = await signedExam()
+    const url = `/clinical/exams/${exam.id}/amendments`
+    const body = { reason: 'agudeza olvidada', add: { visual_acuity: [FINDINGS['visual-acuity']] } }
+    const key = { 'idempotency-key': `amend-${exam.id}` }
+    const first = await c.send('POST', url, body, key)
+    expect(first.statusCode).toBe(200)
+    const retry = await c.send('POST', url, body, key)
+    expect([retry.statusCode, retry.headers['idempotent-replayed']]).toEqual([200, 'true'])
+    expect(retry.json()).toEqual(first.json())
+    const other = await c.send('POST', url, { ...body, reason: 'otra' }, key)
+    expect([other.statusCode, other.json().code]).toEqual([409, 'idempotency_conflict'])
+    const read = (await c.send('GET', `/clinical/exams/${exam.id}`)).json()
+    expect([read.amendments, read.visual_acuity.length]).toEqual([1, 2])
+    expect(read).toEqual(first.json())
+    const events = await outboxOf(h.owner, c.principal.companyId, exam.id)
+    expect(events.filter((e) => e.type === 'clinical.exam.amended')).toHaveLength(1)
+  })
+
+  it('refuse to supersede another exam’s finding, naming it; nothing changes', async () => {
+    const { exam } = await signedExam()
+    const other = await signedExam()
+    const res = await c.send('POST', `/clinical/exams/${exam.id}/amendments`, {
+      reason: 'x',
+      remove: [other.ids.iop],
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().errors).toEqual([{ path: '/remove/0', message: 'is not a finding of this exam' }])
+    expect((await c.send('GET', `/clinical/exams/${exam.id}`)).json()).toEqual(exam)
+    expect((await c.send('GET', `/clinical/exams/${other.exam.id}`)).json().iop[0].state).toBe('live')
+  })
+
   it('checks the findings an amendment adds as their own POST does', async () => {
     const { exam } = await signedExam()
     const res = await c.send('POST', `/clinical/exams/${exam.id}/amendments`, {
@@ -193,6 +225,16 @@ describe('prescriptions', () => {
       lenses: [lenses[1], lenses[1]],
     })
     expect(twoRight.statusCode).toBe(400)
+    // valid_until in the past is refused; contact lenses default to one year.
+    const past = await c.send('POST', `/clinical/exams/${exam.id}/prescriptions`, {
+      type: 'spectacles',
+      lenses,
+      valid_until: '2020-01-01',
+    })
+    expect([past.statusCode, past.json().errors]).toEqual([
+      400,
+      [{ path: '/valid_until', message: 'must not be in the past' }],
+    ])
   })
 })
 

@@ -156,6 +156,13 @@ export class ExamsRepository extends TenantRepository<ExamTx, ExamRow> implement
       update: (id, values) => write(id, values),
       touch: (id, extra) => write(id, extra ?? {}),
       ...findingsTx(trx, companyId),
+      async prescriptions(examId) {
+        const rows = await trx('prescriptions')
+          .where({ idempresa: companyId, exam_id: examId })
+          .orderBy(['issued_at', 'id'])
+          .select(PRESCRIPTION_COLUMNS)
+        return (rows as Row[]).map(toPrescription)
+      },
       async record(examId, h: HistoryRecord) {
         await trx('exam_history').insert({
           idempresa: companyId,
