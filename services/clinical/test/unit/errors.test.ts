@@ -1,4 +1,5 @@
-import { ExamEmpty, ExamNotSigned, ExamSigned, UnknownAppointment } from '../../src/domain/errors'
+import { UnknownAppointment } from '@clinic/platform'
+import { ExamEmpty, ExamNotSigned, ExamSigned } from '../../src/domain/errors'
 
 /** The clinical problems (DESIGN 3 and 14, docs/DESIGN.md): status, code, and what they tell the client. */
 describe('the clinical errors', () => {
