@@ -24,6 +24,31 @@ describe('cleanFilename', () => {
     expect(cleanFilename('../../etc/passwd', 'pdf')).toBe('passwd')
     expect(cleanFilename('evil\u202egnp.exe', 'png')).toBe('evilgnp.exe')
   })
+  it('takes out every bidirectional control (Unicode Bidi_Control), which would show the name reversed', () => {
+    // LRM, RLM, the embeddings and overrides (LRE RLE PDF LRO RLO), the isolates, and the Arabic letter mark.
+    for (const c of ['\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u202e'])
+      expect([c, cleanFilename(`informe${c}fdp.exe`, 'pdf')]).toEqual([c, 'informefdp.exe'])
+    for (const c of ['\u2066', '\u2067', '\u2068', '\u2069'])
+      expect([c, cleanFilename(`informe${c}fdp.exe`, 'pdf')]).toEqual([c, 'informefdp.exe'])
+  })
+  it('takes out C0 and C1 controls, DEL and the line and paragraph separators; keeps other text as it is', () => {
+    expect(cleanFilename('a\u0000b\u001fc\u007fd\u0080e\u0085f\u009fg\u2028h\u2029i.pdf', 'pdf')).toBe(
+      'abcdefghi.pdf',
+    )
+    expect(cleanFilename('línea\r\n2\t.pdf', 'pdf')).toBe('línea2.pdf')
+    expect(cleanFilename('Año 2026 «fondo» €.jpg', 'jpg')).toBe('Año 2026 «fondo» €.jpg')
+    expect(cleanFilename('  espacios  .pdf  ', 'pdf')).toBe('espacios  .pdf')
+  })
+  it('keeps only the last segment of a Windows or POSIX path, never a parent or current directory', () => {
+    expect(cleanFilename('..\\..\\windows\\win.ini', 'pdf')).toBe('win.ini')
+    expect(cleanFilename('/var/tmp/../x.png', 'png')).toBe('x.png')
+    expect(cleanFilename('a/b/..', 'png')).toBe('upload.png')
+    expect(cleanFilename('..\u202e', 'png')).toBe('upload.png')
+    expect(cleanFilename('.\u0000.', 'png')).toBe('upload.png')
+    expect(cleanFilename(' .. ', 'png')).toBe('upload.png')
+    expect(cleanFilename('...', 'png')).toBe('...')
+    expect(cleanFilename('.bashrc', 'png')).toBe('.bashrc')
+  })
   it('names it upload.<ext> when nothing is left', () => {
     for (const raw of [undefined, '', '..', '.', 'dir/', '\u200e\u200f'])
       expect(cleanFilename(raw, 'pdf')).toBe('upload.pdf')
@@ -31,6 +56,9 @@ describe('cleanFilename', () => {
   it('cuts a name at 255 characters, never inside a character', () => {
     const name = cleanFilename(`${'ñ'.repeat(300)}.pdf`, 'pdf')
     expect([...name]).toHaveLength(255)
+    expect(name).toBe('ñ'.repeat(255))
+    expect(cleanFilename('😀'.repeat(256), 'pdf')).toBe('😀'.repeat(255))
+    expect(cleanFilename('x'.repeat(255), 'pdf')).toBe('x'.repeat(255))
   })
 })
 
