@@ -1,13 +1,16 @@
 /**
+ * Control characters (C0, DEL, C1), every bidirectional control (Unicode's Bidi_Control: the marks
+ * LRM, RLM and the Arabic letter mark, the embeddings, overrides and isolates) and the line and
+ * paragraph separators.
+ */
+const UNSAFE = /[\p{Cc}\p{Bidi_Control}\u2028\u2029]/gu
+
+/**
  * The client's file name as kept (DESIGN.md section 15): its last path segment, without control
  * characters, at most 255 characters; `upload` plus the type's extension when nothing is left.
  */
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g
-
 export function cleanFilename(raw: string | undefined, extension: string): string {
   const base = (raw ?? '').split(/[\\/]/).pop() ?? ''
-  // Control characters (C0, DEL, C1), bidirectional overrides and line separators.
   const clean = base.replace(UNSAFE, '').trim()
   const named = clean && clean !== '.' && clean !== '..' ? clean : `upload.${extension}`
   return [...named].slice(0, 255).join('')

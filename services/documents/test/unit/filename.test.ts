@@ -28,7 +28,7 @@ describe('cleanFilename', () => {
     // LRM, RLM, the embeddings and overrides (LRE RLE PDF LRO RLO), the isolates, and the Arabic letter mark.
     for (const c of ['\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u202e'])
       expect([c, cleanFilename(`informe${c}fdp.exe`, 'pdf')]).toEqual([c, 'informefdp.exe'])
-    for (const c of ['\u2066', '\u2067', '\u2068', '\u2069'])
+    for (const c of ['\u2066', '\u2067', '\u2068', '\u2069', '\u061c'])
       expect([c, cleanFilename(`informe${c}fdp.exe`, 'pdf')]).toEqual([c, 'informefdp.exe'])
   })
   it('takes out C0 and C1 controls, DEL and the line and paragraph separators; keeps other text as it is', () => {
