@@ -31,14 +31,25 @@ const loadFileType = () => (fileType ??= import('file-type/core') as Promise<Fil
 
 const isDicom = (head: Buffer) => head.length >= 132 && head.toString('latin1', 128, 132) === 'DICM'
 
-/** What text-like bytes are, for the 415's `found` (file-type knows binary formats only). */
-function textKind(head: Buffer): string {
-  const text = head.toString('latin1').trimStart().slice(0, 512).toLowerCase()
+/** A UTF-8 byte order mark, as latin1 text: no part of the markup after it. */
+const UTF8_BOM = '\xef\xbb\xbf'
+
+/**
+ * What text-like bytes are, for the 415's `found`: file-type knows binary formats, and of markup
+ * only that it is XML (`xml`: it said so), so an SVG or XHTML behind an XML declaration is named
+ * here from its first 512 characters.
+ */
+function textKind(head: Buffer, xml: boolean): string {
+  const latin1 = head.toString('latin1')
+  const text = (latin1.startsWith(UTF8_BOM) ? latin1.slice(3) : latin1)
+    .trimStart()
+    .slice(0, 512)
+    .toLowerCase()
   if (text.startsWith('<?xml') && text.includes('<svg')) return 'image/svg+xml'
   if (text.startsWith('<svg')) return 'image/svg+xml'
   if (/^<(!doctype html|html|head|body|script|iframe|div|p\b|a\b)/.test(text) || text.includes('<html'))
     return 'text/html'
-  if (text.startsWith('<?xml')) return 'application/xml'
+  if (xml || text.startsWith('<?xml')) return 'application/xml'
   // Mostly printable: plain text; else bytes nobody recognises.
   const sample = head.subarray(0, 512)
   let printable = 0
@@ -53,5 +64,6 @@ export async function detectType(head: Buffer): Promise<Detection> {
   const { fileTypeFromBuffer } = await loadFileType()
   const found = await fileTypeFromBuffer(head)
   if (found && ACCEPTED[found.mime]) return { accepted: true, contentType: found.mime }
-  return { accepted: false, found: found?.mime ?? textKind(head) }
+  const xml = found?.mime === 'application/xml'
+  return { accepted: false, found: found && !xml ? found.mime : textKind(head, xml) }
 }

@@ -14,6 +14,7 @@ function ftyp(brand: string, compatible: string[] = []) {
   compatible.forEach((c, i) => box.write(c, 16 + 4 * i, 'latin1'))
   return Buffer.concat([box, Buffer.alloc(64)])
 }
+const BOM = [0xef, 0xbb, 0xbf]
 
 describe('detectType: accepted types', () => {
   it.each([
@@ -74,6 +75,7 @@ describe('detectType: refused types, named by what the bytes are', () => {
     ['a HEIF sequence', ftyp('msf1'), 'image/heif-sequence'],
     ['SVG', bytes('<svg xmlns="http://www.w3.org/2000/svg"><script/></svg>'), 'image/svg+xml'],
     ['SVG after blank lines', bytes('\n\n  <SVG xmlns="http://www.w3.org/2000/svg"/>'), 'image/svg+xml'],
+    ['SVG after a UTF-8 BOM', bytes(BOM, '<svg xmlns="http://www.w3.org/2000/svg"/>'), 'image/svg+xml'],
     ['XML', bytes('<?xml version="1.0"?><informe/>'), 'application/xml'],
     ['HTML', bytes('<!DOCTYPE html><html><body>x</body></html>'), 'text/html'],
     ['plain text', bytes('Informe de alta.\r\n\tSin incidencias.\n'), 'text/plain'],
@@ -85,6 +87,26 @@ describe('detectType: refused types, named by what the bytes are', () => {
     ],
   ])('%s', async (_, head, found) => {
     expect(await detectType(head)).toEqual({ accepted: false, found })
+  })
+
+  it.each([
+    [
+      'an XML declaration',
+      '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>',
+    ],
+    [
+      'a declaration and a comment',
+      '<?xml version="1.0"?><!-- dibujo --><svg><script>alert(1)</script></svg>',
+    ],
+    ['a doctype', '<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "x"><svg/>'],
+  ])('SVG behind %s is SVG, not merely XML', async (_, text) => {
+    expect(await detectType(bytes(text))).toEqual({ accepted: false, found: 'image/svg+xml' })
+    expect(await detectType(bytes(BOM, text))).toEqual({ accepted: false, found: 'image/svg+xml' })
+  })
+
+  it('XHTML behind an XML declaration is HTML', async () => {
+    const xhtml = '<?xml version="1.0"?><!DOCTYPE html><html xmlns="http://www.w3.org/1999/xhtml"/>'
+    expect(await detectType(bytes(xhtml))).toEqual({ accepted: false, found: 'text/html' })
   })
 
   it('XML that is not text it can read stays XML (UTF-16)', async () => {
