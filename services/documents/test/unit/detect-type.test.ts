@@ -156,7 +156,10 @@ describe('detectType: refused types, named by what the bytes are', () => {
     for (const b of [9, 10, 13, 32, 126, 128, 255])
       expect([b, await of(19, Array(20).fill(b))]).toEqual([b, { accepted: false, found: 'text/plain' }])
     for (const b of [0, 8, 11, 31, 127])
-      expect([b, (await of(19, Array(20).fill(b))).found]).toEqual([b, 'unrecognised binary data'])
+      expect([b, await of(19, Array(20).fill(b))]).toEqual([
+        b,
+        { accepted: false, found: 'unrecognised binary data' },
+      ])
     // Past the first 512 bytes, nothing counts.
     expect(await of(512, Array(200).fill(0))).toEqual({ accepted: false, found: 'text/plain' })
   })
