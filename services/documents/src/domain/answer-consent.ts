@@ -28,9 +28,10 @@ export interface Answer {
 }
 
 /**
- * Grants or refuses a pending consent (409 invalid_transition otherwise), with its evidence. A
- * grant renders the signed text and evidence as a PDF, stored as a `consent` document in the same
- * transaction (its bytes staged first), unless the clinic attached its own scanned form.
+ * Grants or refuses a pending consent (409 invalid_transition otherwise, and for one past its
+ * expiry that the expiry worker has not expired yet), with its evidence. A grant renders the signed
+ * text and evidence as a PDF, stored as a `consent` document in the same transaction (its bytes
+ * staged first), unless the clinic attached its own scanned form.
  */
 export async function answerConsent(
   ctx: Ctx,
@@ -42,6 +43,10 @@ export async function answerConsent(
   const companyId = ctx.auth.companyId
   const current = await getConsent(ctx, deps.store, { id, queryCenter: o.queryCenter })
   if (current.status !== 'pending') throw new InvalidTransition(`the consent is ${current.status}`)
+  const now = deps.clock()
+  // Past expires_at it is expired (DESIGN.md section 16), whether or not the worker got to it yet.
+  if (Date.parse(current.expires_at) <= now.getTime())
+    throw new InvalidTransition(`the consent expired at ${current.expires_at}`)
   // The consent names who signs (the guardian of a patient who requires one): nobody else can.
   if (answer.evidence.signer_role !== current.signer_role)
     throw new SignerMismatch(current.signer_role, answer.evidence.signer_role)
@@ -54,7 +59,7 @@ export async function answerConsent(
     signer_name_matches: answer.evidence.signer_name
       ? namesMatch(answer.evidence.signer_name, who.signerOnFile)
       : null,
-    signed_at: deps.clock().toISOString(),
+    signed_at: now.toISOString(),
     text_sha256: current.text_sha256,
     answer: answer.accept ? 'accept' : 'decline',
   }

@@ -213,10 +213,12 @@ export async function answerConsentLink(
       pdfUrl,
     }
   } catch (err) {
-    // A double submit: the first answer won; this one shows what it was.
+    // A double submit: the first answer won; this one shows what it was. Still pending: it expired
+    // while this answer was on its way.
     if (err instanceof InvalidTransition) {
       const now = await consentOf(deps, link)
-      return { kind: 'used', status: now?.status ?? 'pending' }
+      if (!now) return { kind: 'not_found' }
+      return now.status === 'pending' ? { kind: 'expired' } : { kind: 'used', status: now.status }
     }
     throw err
   }

@@ -237,3 +237,34 @@ describe('answerConsent', () => {
     expect(store.events).toEqual([])
   })
 })
+
+describe('a pending consent past its expiry (the expiry worker not yet by)', () => {
+  it('cannot be granted in person, nor answered at all: 409 invalid_transition, nothing rendered or kept', async () => {
+    const { grant, at, consent, store, company, uploads, ctx, deps } = await setup()
+    at(consent.expires_at)
+    expect(await problemOf(grant())).toMatchObject({
+      status: 409,
+      code: 'invalid_transition',
+      detail: `the consent expired at ${consent.expires_at}`,
+    })
+    const who = async () => ({ patientName: 'x', signerOnFile: null })
+    const evidence = {
+      signer_role: 'patient' as const,
+      signer_name: '',
+      method: 'patient_link' as const,
+      ip: null,
+      user_agent: null,
+    }
+    expect(await codeOf(answerConsent(ctx, deps, consent.id, { accept: false, evidence }, { who }))).toBe(
+      'invalid_transition',
+    )
+    expect(await store.findById(company, consent.id)).toEqual(consent)
+    expect([uploads(), store.events]).toEqual([[], []])
+  })
+
+  it('one millisecond before its expiry, it still can', async () => {
+    const { grant, at, consent } = await setup()
+    at(new Date(Date.parse(consent.expires_at) - 1).toISOString())
+    expect((await grant()).status).toBe('granted')
+  })
+})

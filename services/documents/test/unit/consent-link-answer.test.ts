@@ -160,3 +160,19 @@ describe('answerConsentLink: a second submit meanwhile', () => {
     expect((await stored()).status).toBe('granted')
   })
 })
+
+describe('answerConsentLink: the consent expiring while the answer is on its way', () => {
+  it('says expired, and the consent is not granted', async () => {
+    const { answer, patients, at, consent, stored, content } = await setup()
+    // The page is read just before the expiry; the grant comes after it.
+    const contact = patients.contact.bind(patients)
+    patients.contact = async (ctx, id) => {
+      const found = await contact(ctx, id)
+      at(consent.expires_at)
+      return found
+    }
+    expect(await answer({ answer: 'accept', name: 'Begoña Muñoz' })).toEqual({ kind: 'expired' })
+    expect(await stored()).toEqual(consent)
+    expect(content.uploads.size).toBe(0)
+  })
+})
