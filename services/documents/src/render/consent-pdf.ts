@@ -15,12 +15,15 @@ import { labelsFor, type ConsentLabels } from './consent-labels'
  *   itself, and the font's ToUnicode map gives readers (pdftotext, pdf.js) the same characters back.
  *   Ligatures are off, so "fi" stays two characters. A character the font lacks is drawn as its
  *   missing-glyph box, never replaced by another one.
- * - Source lines stay lines (each `\n`, `\r\n` or `\r` of the text starts a new one; an empty line
- *   is an empty line), so paragraphs are kept. A line longer than the page wraps at a space, and only
- *   there: the break stands for the run of spaces it replaces. Spaces are text as signed: a run of
- *   them inside a line is drawn as it is (two spaces look like two), never collapsed; a tab is drawn
- *   as four spaces. Readers extracting text collapse space runs themselves: the exact text is also
- *   attached to the PDF (`consent-text.txt`, UTF-8), and its SHA-256 is the `text_sha256` printed.
+ * - Source lines stay lines (each `\n`, `\r\n`, `\r`, U+2028 or U+2029 of the text starts a new one;
+ *   an empty line is an empty line), so paragraphs are kept. A line longer than the page wraps at a
+ *   space (inside a word only as the next point says): the break stands for the run of spaces it
+ *   replaces. Spaces are text as signed (the page shows the text with `white-space: pre-wrap`): a
+ *   run of them inside a line is drawn as it is (two spaces look like two), never collapsed, and so
+ *   are a line's trailing spaces and its leading ones, unless its first word fits the line only
+ *   without them (the word then starts the line, as after a break); a tab is drawn as four spaces.
+ *   Readers extracting text collapse space runs themselves: the exact text is also attached to the
+ *   PDF (`consent-text.txt`, UTF-8), and its SHA-256 is the `text_sha256` printed.
  * - A word wider than a line is never cut silently: it gets a line of its own, drawn smaller until it
  *   fits (down to MIN_SIZE); a word too long even then is split, and each piece but the last ends with
  *   the visible mark `↵` (CONTINUED), which is not part of the text.
@@ -82,7 +85,8 @@ export function layout(font: Measure, text: string, width: number, size = SIZE):
         spaces += token
         continue
       }
-      // Leading spaces of a source line are text; after a break, the break stood for them.
+      // Leading spaces of a source line are text (drawn if the word fits after them); after a break,
+      // the break stood for them.
       const lead = line || first ? spaces : ''
       if (fits(line + lead + token)) {
         line += lead + token

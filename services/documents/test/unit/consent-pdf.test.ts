@@ -118,10 +118,12 @@ function bodyLines(lines: TextLine[], templateLabel: string, evidenceLabel: stri
 }
 
 /**
- * Undoes the one thing the layout adds: line breaks inside a source line. The renderer breaks a
- * line only at a space between words (never inside a word, and a space run is not split), so a
- * break it introduced stands for one space: a line is joined to the next with one space while that
- * keeps it a prefix of the template's line, and only then. So a lost paragraph or line break, an
+ * Undoes the one thing the layout adds to these texts: line breaks inside a source line. The
+ * renderer breaks a line at a run of spaces between words, the break standing for the whole run (it
+ * splits a word, with a visible mark, only when even its smallest size is too wide: these texts
+ * have no such word), and their words are one space apart, so here a break it introduced stands for
+ * one space: a line is joined to the next with one space while that keeps it a prefix of the
+ * template's line, and only then. So a lost paragraph or line break, an
  * extra one, a changed, lost or added character (a `?` for a `ñ`, two lines run together) still
  * fails the comparison, which is otherwise exact.
  */
