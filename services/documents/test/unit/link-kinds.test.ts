@@ -1,5 +1,5 @@
 import { signLink, verifyLink } from '@clinic/platform/core'
-import { CONSENT_LINK, CONSENT_PDF_LINK } from '../../src/domain/link-kinds'
+import { CONSENT_LINK, CONSENT_PDF_LINK, PDF_LINK_SECONDS } from '../../src/domain/link-kinds'
 
 /**
  * Links already sent keep opening: tokens made by documents' own links/tokens.ts before the
@@ -39,4 +39,35 @@ describe("documents' links, made before the link kit", () => {
     expect(await signLink(SECRET, CONSENT_LINK, consent)).toBe(BEFORE.consent)
     expect(await signLink(SECRET, CONSENT_PDF_LINK, pdf)).toBe(BEFORE.pdf)
   })
+})
+
+describe('what each kind of link must carry', () => {
+  it('a PDF link without its document, consent or company, or with one that is not an id, is refused as altered', async () => {
+    for (const claims of [
+      { companyId: 7, consentId: pdf.consentId, exp: pdf.exp },
+      { companyId: 7, documentId: pdf.documentId, exp: pdf.exp },
+      { consentId: pdf.consentId, documentId: pdf.documentId, exp: pdf.exp },
+      { ...pdf, documentId: 'not-an-id' },
+      { ...pdf, companyId: 0 },
+    ]) {
+      const token = await signLink(SECRET, CONSENT_PDF_LINK, claims as typeof pdf)
+      expect([claims, await verifyLink(SECRET, CONSENT_PDF_LINK, token, now)]).toEqual([
+        claims,
+        { ok: false, reason: 'altered' },
+      ])
+    }
+  })
+
+  it('a consent link names its link id, company, consent, language and expiry', async () => {
+    for (const drop of ['id', 'companyId', 'consentId', 'lang'] as const) {
+      const { [drop]: _, ...claims } = consent
+      const token = await signLink(SECRET, CONSENT_LINK, claims as typeof consent)
+      expect([drop, await verifyLink(SECRET, CONSENT_LINK, token, now)]).toEqual([
+        drop,
+        { ok: false, reason: 'altered' },
+      ])
+    }
+  })
+
+  it('the signed PDF is offered for 24 hours', () => expect(PDF_LINK_SECONDS).toBe(24 * 60 * 60))
 })
