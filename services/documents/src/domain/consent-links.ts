@@ -72,8 +72,23 @@ export interface LinkDeps extends ConsentDeps {
   recordView(companyId: number, event: CloudEvent): Promise<void>
 }
 
-/** C0 controls and DEL: never part of a name as typed. */
-const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f
+/**
+ * C0 controls, DEL and C1 controls: never part of a name as typed (the in-person grant's name
+ * refuses the same, SINGLE_LINE).
+ */
+const isControl = (c: string) => {
+  const code = c.charCodeAt(0)
+  return code < 0x20 || (code >= 0x7f && code <= 0x9f)
+}
+
+/**
+ * The name as typed, spaces collapsed, if it can stand in the evidence: at most 200 characters and
+ * no control character; else null.
+ */
+function typedName(name: unknown): string | null {
+  const typed = typeof name === 'string' ? name.trim().replace(/\s+/g, ' ') : ''
+  return typed.length > 200 || [...typed].some(isControl) ? null : typed
+}
 
 export type LinkRequest = Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'> & { token: string }
 
@@ -170,10 +185,11 @@ export async function answerConsentLink(
   if (page.kind !== 'open' || !consent) return page
   const accept = req.answer === 'accept'
   if (!accept && req.answer !== 'decline') return { kind: 'invalid' }
-  const typed = typeof req.name === 'string' ? req.name.trim().replace(/\s+/g, ' ') : ''
-  // Accepting needs the signer's full name as they type it; declining does not.
-  if (accept && (typed.length < 3 || typed.length > 200 || [...typed].some(isControl)))
-    return { ...page, kind: 'name_required' }
+  const name = typedName(req.name)
+  // Accepting needs the signer's full name as they type it; declining needs none, and keeps the
+  // name typed only when it can stand in the evidence (typedName), else none.
+  if (accept && (name === null || name.length < 3)) return { ...page, kind: 'name_required' }
+  const typed = name ?? ''
   try {
     const answered = await answerConsent(
       ctx,
@@ -183,7 +199,6 @@ export async function answerConsentLink(
         accept,
         evidence: {
           signer_role: consent.signer_role,
-          // Declining needs no name: then none is recorded as typed.
           signer_name: typed,
           method: 'patient_link',
           ip: req.ip,

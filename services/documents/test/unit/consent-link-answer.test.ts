@@ -88,6 +88,8 @@ describe('answerConsentLink: accept', () => {
     ['a name of 201 characters', 'M'.repeat(201)],
     ['a control character', 'Marta\u0007García'],
     ['DEL', 'Marta\u007fGarcía'],
+    ['a C1 control (CSI)', 'Marta\u009bGarcía'],
+    ['a C1 control (NEL)', 'Marta\u0085García'],
   ])('asks again for the full name: %s (the consent stays pending)', async (_, name) => {
     const { answer, stored, consent, template } = await setup()
     expect(await answer({ answer: 'accept', name })).toEqual({
@@ -124,6 +126,18 @@ describe('answerConsentLink: decline, and what is not an answer', () => {
       document_id: null,
       evidence: { answer: 'decline', signer_name: '', signer_name_matches: null, method: 'patient_link' },
     })
+  })
+
+  it('a decline keeps a name typed (any length up to 200), and none with a control character or longer', async () => {
+    const typed = async (name: unknown) => {
+      const { answer, stored } = await setup()
+      const page = await answer({ answer: 'decline', name })
+      return [page.kind === 'done' && page.signerName, (await stored()).evidence?.signer_name]
+    }
+    expect(await typed('  Begoña   Muñoz ')).toEqual(['Begoña Muñoz', 'Begoña Muñoz'])
+    expect(await typed('Al')).toEqual(['Al', 'Al'])
+    for (const name of ['Marta\u0007García', 'Marta\u009bGarcía', 'M'.repeat(201), 42])
+      expect([name, await typed(name)]).toEqual([name, ['', '']])
   })
 
   it('invalid for an answer that is neither accept nor decline; nothing changes', async () => {
