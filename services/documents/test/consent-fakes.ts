@@ -34,6 +34,8 @@ interface Side {
 export class FakeConsentStore extends FakeTenantStore<ConsentTx, Consent> implements ConsentStore {
   readonly side = new Map<number, Side>()
   readonly filters: Array<ConsentFilter | TemplateFilter> = []
+  /** Consent ids read with `forUpdate`, in order. */
+  readonly locked: string[] = []
 
   constructor(
     readonly documents = new FakeDocumentStore(),
@@ -46,7 +48,10 @@ export class FakeConsentStore extends FakeTenantStore<ConsentTx, Consent> implem
     const side = this.sideOf(scope.companyId)
     const now = () => this.clock().toISOString()
     return {
-      findById: async (id) => scope.get(id),
+      findById: async (id, opts) => {
+        if (opts?.forUpdate) this.locked.push(id)
+        return scope.get(id)
+      },
       insertTemplate: async (id, t) => {
         const versions = side.templates.filter((x) => x.key === t.key && x.language === t.language)
         const template = { id, ...t, version: versions.length + 1, created_at: now() }

@@ -28,8 +28,8 @@ import type { Document } from '../src/schemas/document'
 
 export const NOW = new Date('2026-11-27T10:00:00.000Z')
 
-/** What happened to an upload's staged bytes. */
-export type UploadState = 'open' | 'finished' | 'discarded' | 'adopted' | 'dropped'
+/** What happened to an upload's staged bytes (`lost`: adopted, then discarded: a content gone). */
+export type UploadState = 'open' | 'finished' | 'discarded' | 'adopted' | 'dropped' | 'lost'
 
 /** Contents per company: staged uploads by id, and the company's blobs by sha256. */
 export class FakeContentStore implements ContentStore {
@@ -52,8 +52,12 @@ export class FakeContentStore implements ContentStore {
       finish: async () => {
         upload.state = 'finished'
       },
+      // As the real one, it drops whatever the upload wrote: an adopted content's bytes too.
       discard: async () => {
-        if (upload.state !== 'adopted') upload.state = 'discarded'
+        if (upload.state === 'adopted') {
+          upload.state = 'lost'
+          for (const [key, blob] of this.blobs) if (blob.uploadId === uploadId) this.blobs.delete(key)
+        } else upload.state = 'discarded'
       },
     }
   }

@@ -16,15 +16,15 @@ export function uploadWorld(principal: Partial<Principal> = {}, o: { maxBytes?: 
   const deps = { store, content, patients, appointments, exams }
   const send = (
     parts: ReturnType<typeof partsOf>,
-    input: { key?: string; queryCenter?: string; as?: typeof ctx } = {},
+    input: { key?: string; queryCenter?: string; as?: typeof ctx; path?: string; method?: string } = {},
   ) =>
     uploadDocument(input.as ?? ctx, deps, {
       parts,
       maxBytes: o.maxBytes ?? 1_000_000,
       queryCenter: input.queryCenter,
       idempotencyKey: input.key,
-      method: 'POST',
-      path: '/documents',
+      method: input.method ?? 'POST',
+      path: input.path ?? '/documents',
     })
   /** A PNG upload of the patient with these fields (category imaging unless told). */
   const upload = (

@@ -4,6 +4,7 @@ import { answerConsent, grantInPerson } from '../../src/domain/answer-consent'
 import { requestConsent } from '../../src/domain/consents'
 import type { Consent, GrantInput } from '../../src/schemas/consent'
 import { consentWorld } from '../consent-fakes'
+import { textLines } from '../pdf-tools'
 import { NOW, codeOf, ctxOf, fakeId, loggingCtxOf, problemOf } from '../fakes'
 
 const LATER = new Date(NOW.getTime() + 3_600_000)
@@ -12,7 +13,8 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 /** A pending consent (center ALM1, an exam of the patient's) asked an hour before it is answered. */
 async function setup(o: { principal?: Partial<Principal>; guardian?: boolean } = {}) {
   const w = consentWorld()
-  const { ctx, lines } = loggingCtxOf(o.principal)
+  const names = { company: 'Clínica Ñandú', centers: { ALM1: 'Centro Gràcia' } }
+  const { ctx, lines } = loggingCtxOf({ names, ...o.principal })
   const company = ctx.auth.companyId
   const patient = w.patients.add(company, {
     first_name: 'Begoña',
@@ -85,6 +87,21 @@ describe('grantInPerson', () => {
       status: 'available',
     })
     expect(uploads()).toEqual(['adopted'])
+    expect(store.locked).toEqual([consent.id])
+    // The PDF holds what was signed, for whom, by whom, from whom (pdftotext reads it back).
+    const text = textLines(bytes).map((l) => l.text)
+    expect(text).toEqual(
+      expect.arrayContaining([
+        'Clínica Ñandú',
+        'Centro Gràcia',
+        'Cirugía de cataratas',
+        'Se me ha explicado la cirugía.',
+        'Autorizo la intervención.',
+        'Firmante: begoña muñoz lópez (en su propio nombre)',
+        `Paciente: Begoña Muñoz (${patient})`,
+        'Testigo: Enfermera Ficticia',
+      ]),
+    )
     // Both events in the consent's transaction (one outbox): the document first.
     expect(store.events.map((e) => [e.type, e.subject])).toEqual([
       ['document.created', doc.id],
@@ -235,6 +252,37 @@ describe('answerConsent', () => {
     })
     expect(uploads()).toEqual(['discarded'])
     expect(store.events).toEqual([])
+  })
+})
+
+describe('answerConsent: a consent gone meanwhile, a form named in upper case', () => {
+  it('409 when the consent is no longer there to lock', async () => {
+    const { ctx, deps, consent, store, company, uploads } = await setup()
+    const who = async () => {
+      store.rows.get(company)!.delete(consent.id)
+      return { patientName: 'Begoña Muñoz', signerOnFile: null }
+    }
+    const evidence = {
+      signer_role: 'patient' as const,
+      signer_name: 'B',
+      method: 'in_person' as const,
+      ip: null,
+      user_agent: null,
+    }
+    expect(
+      await problemOf(answerConsent(ctx, deps, consent.id, { accept: true, evidence }, { who })),
+    ).toMatchObject({
+      code: 'invalid_transition',
+      detail: 'the consent is gone',
+    })
+    expect(uploads()).toEqual(['discarded'])
+  })
+
+  it('finds a scanned form whatever the case of its id', async () => {
+    const { grant, documents, company, patient } = await setup()
+    const scan = documents.add(company, { patient_id: patient, category: 'consent' })
+    expect((await grant({ document_id: scan.id.toUpperCase() })).status).toBe('granted')
+    expect(documents.locked).toEqual([scan.id])
   })
 })
 

@@ -165,6 +165,7 @@ describe('withdrawConsent', () => {
       version: consent.version + 1,
     })
     expect(store.extrasOf(company, consent.id).withdrawal_signer).toBe('Marta García')
+    expect(store.locked).toEqual([consent.id])
     expect(
       store.events.map((e) => [e.type, e.subject, e.codalmacen, (e.data as { status: string }).status]),
     ).toEqual([['consent.withdrawn', consent.id, 'ALM1', 'withdrawn']])
@@ -206,6 +207,7 @@ describe('expireConsent', () => {
     expect(await expireConsent(ctx, store, consent.id, new Date(expiry.getTime() - 1))).toBe(false)
     expect(store.events).toEqual([])
     expect(await expireConsent(ctx, store, consent.id, expiry)).toBe(true)
+    expect(store.locked).toEqual([consent.id, consent.id])
     expect(await store.findById(company, consent.id)).toMatchObject({ status: 'expired', version: 2 })
     expect(store.events.map((e) => [e.type, e.subject, e.codalmacen])).toEqual([
       ['consent.expired', consent.id, 'ALM1'],

@@ -90,6 +90,8 @@ describe('answerConsentLink: accept', () => {
     ['DEL', 'Marta\u007fGarcía'],
     ['a C1 control (CSI)', 'Marta\u009bGarcía'],
     ['a C1 control (NEL)', 'Marta\u0085García'],
+    ['the last C1 control', 'Marta\u009fGarcía'],
+    ['a unit separator', 'Marta\u001fGarcía'],
   ])('asks again for the full name: %s (the consent stays pending)', async (_, name) => {
     const { answer, stored, consent, template } = await setup()
     expect(await answer({ answer: 'accept', name })).toEqual({
@@ -103,8 +105,8 @@ describe('answerConsentLink: accept', () => {
     expect(await stored()).toEqual(consent)
   })
 
-  it('takes a name of 3 and of 200 characters', async () => {
-    for (const name of ['Ana', 'M'.repeat(200)]) {
+  it('takes a name of 3 and of 200 characters, any letter past the C1 controls', async () => {
+    for (const name of ['Ana', 'M'.repeat(200), 'Ñ ¡ ÿ', 'Ærø ~x']) {
       const { answer, stored } = await setup()
       expect((await answer({ answer: 'accept', name })).kind).toBe('done')
       expect((await stored()).evidence?.signer_name).toBe(name)

@@ -77,6 +77,7 @@ describe('detectType: refused types, named by what the bytes are', () => {
     ['SVG after blank lines', bytes('\n\n  <SVG xmlns="http://www.w3.org/2000/svg"/>'), 'image/svg+xml'],
     ['SVG after a UTF-8 BOM', bytes(BOM, '<svg xmlns="http://www.w3.org/2000/svg"/>'), 'image/svg+xml'],
     ['XML', bytes('<?xml version="1.0"?><informe/>'), 'application/xml'],
+    ['XML after a blank line', bytes('\n<?xml version="1.0"?><informe/>'), 'application/xml'],
     ['HTML', bytes('<!DOCTYPE html><html><body>x</body></html>'), 'text/html'],
     ['plain text', bytes('Informe de alta.\r\n\tSin incidencias.\n'), 'text/plain'],
     ['text in UTF-8', Buffer.from('Niño, cigüeña, «açúcar», 90 €', 'utf8'), 'text/plain'],

@@ -15,6 +15,20 @@ describe('downloadName: the extension of the type the bytes show, always', () =>
     ['a.webp', 'webp', 'a.webp'],
     ['.pdf', 'png', '.pdf.png'],
     ['informe.pdf.exe', 'pdf', 'informe.pdf.pdf'],
+    // The own extension in any case, each type's usual spelling too.
+    ['FOTO.JPG', 'jpg', 'FOTO.JPG'],
+    ['CORTE.TIF', 'tif', 'CORTE.TIF'],
+    ['IMG_1.HEIC', 'heic', 'IMG_1.HEIC'],
+    ['SERIE.DCM', 'dcm', 'SERIE.DCM'],
+    ['ESCANEO.PNG', 'png', 'ESCANEO.PNG'],
+    ['a.WEBP', 'webp', 'a.WEBP'],
+    ['informe.Pdf', 'pdf', 'informe.Pdf'],
+    // What reads as an extension: a letter, then up to 7 letters or digits.
+    ['informe.abcdefgh', 'pdf', 'informe.pdf'],
+    ['informe.abcdefghi', 'pdf', 'informe.abcdefghi.pdf'],
+    ['informe.mp4', 'pdf', 'informe.pdf'],
+    ['informe.4mp', 'pdf', 'informe.4mp.pdf'],
+    ['informe.', 'pdf', 'informe..pdf'],
   ])('%s as %s -> %s', (name, ext, expected) => expect(downloadName(name, ext)).toBe(expected))
 })
 
@@ -63,6 +77,12 @@ describe('cleanFilename', () => {
 })
 
 describe('contentDisposition', () => {
+  it("replaces in the ASCII fallback what is not printable ASCII, quotes, backslashes, % and ;; encodes ' ( ) * too", () => {
+    expect(contentDisposition("a\\b\u0001c~d'(x)*.pdf")).toBe(
+      `attachment; filename="a_b_c~d'(x)*.pdf"; filename*=UTF-8''a%5Cb%01c~d%27%28x%29%2A.pdf`,
+    )
+    expect(contentDisposition(' ok.pdf')).toBe(`attachment; filename=" ok.pdf"; filename*=UTF-8''%20ok.pdf`)
+  })
   it('is an attachment with an ASCII fallback and the UTF-8 name', () => {
     expect(contentDisposition('informe "ñ";%.pdf')).toBe(
       `attachment; filename="informe _____.pdf"; filename*=UTF-8''informe%20%22%C3%B1%22%3B%25.pdf`,

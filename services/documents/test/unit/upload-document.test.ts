@@ -1,11 +1,20 @@
 import { createHash } from 'node:crypto'
 import { SNIFF_BYTES } from '../../src/domain/detect-type'
-import { pdf, png } from '../helpers'
+import { dicom, pdf, png } from '../helpers'
 import { partsOf } from '../fakes'
 import { uploadWorld as setup } from '../upload-world'
 
 /** uploadDocument on the fake stores: the parts as the route hands them over, as they stream. */
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
+/** An ISO BMFF head (HEIC, HEIF) with its major brand. */
+function ftyp(brand: string) {
+  const box = Buffer.concat([
+    Buffer.from([0, 0, 0, 16]),
+    Buffer.from(`ftyp${brand}`, 'latin1'),
+    Buffer.alloc(68),
+  ])
+  return box
+}
 
 describe('uploadDocument: what it stores', () => {
   it('a document typed from its bytes, its content adopted, document.created, one log line', async () => {
@@ -75,6 +84,24 @@ describe('uploadDocument: what it stores', () => {
     const { upload } = setup()
     const { body } = await upload({}, { bytes: Buffer.from('%PDF-1.4\n%%EOF\n'), chunk: 3 })
     expect(body).toMatchObject({ content_type: 'application/pdf', size_bytes: 15 })
+  })
+
+  it.each([
+    ['PDF', pdf(), 'upload.pdf'],
+    [
+      'JPEG',
+      Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0]),
+      'upload.jpg',
+    ],
+    ['PNG', png(), 'upload.png'],
+    ['TIFF', Buffer.concat([Buffer.from('II*\0\x08\0\0\0', 'latin1'), Buffer.alloc(64)]), 'upload.tif'],
+    ['WebP', Buffer.concat([Buffer.from('RIFF$\0\0\0WEBPVP8 ', 'latin1'), Buffer.alloc(64)]), 'upload.webp'],
+    ['HEIC', ftyp('heic'), 'upload.heic'],
+    ['HEIF', ftyp('mif1'), 'upload.heic'],
+    ['DICOM', dicom(), 'upload.dcm'],
+  ])('a %s without a name is upload.<its extension>', async (_, bytes, named) => {
+    const { upload } = setup()
+    expect((await upload({}, { bytes })).body.filename).toBe(named)
   })
 
   it('names a file without a usable name upload.<the extension of its type>', async () => {

@@ -38,6 +38,23 @@ describe('uploadDocument: what it refuses, keeping nothing', () => {
     })
   })
 
+  it('decides as soon as it holds SNIFF_BYTES, not a piece later', async () => {
+    const { send, patient, states } = setup()
+    let read = 0
+    async function* pieces() {
+      for (let i = 0; i < 5; i++) {
+        read += SNIFF_BYTES
+        yield Buffer.alloc(SNIFF_BYTES, 0x41)
+      }
+    }
+    const parts = (async function* () {
+      yield { kind: 'field' as const, name: 'patient_id', value: patient }
+      yield { kind: 'file' as const, name: 'file', filename: undefined, bytes: pieces() }
+    })()
+    expect(await codeOf(send(parts))).toBe('unsupported_media_type')
+    expect([read, states()]).toEqual([SNIFF_BYTES, []])
+  })
+
   it('413 one byte past the limit: its staged bytes discarded, nothing stored', async () => {
     const { upload, states, store } = setup({}, { maxBytes: 2 * SNIFF_BYTES })
     const exact = pdf(2 * SNIFF_BYTES - pdf().length)
@@ -85,10 +102,11 @@ describe('uploadDocument: what it refuses, keeping nothing', () => {
     const { send, states } = setup()
     const err = (await problemOf(
       send(partsOf({ patient_id: 'nope', category: 'selfie', colour: 'red' }, { bytes: png() })),
-    )) as { code: string; errors: Array<{ path: string }> }
+    )) as { code: string; errors: Array<{ path: string; message: string }> }
     expect(err.code).toBe('validation_failed')
     expect(err.errors.map((e) => e.path).sort()).toEqual(expect.arrayContaining(['/category', '/patient_id']))
     expect(err.errors.length).toBeGreaterThanOrEqual(3)
+    for (const e of err.errors) expect(e.message).toMatch(/\w/)
     expect(states()).toEqual(['discarded'])
   })
 
@@ -159,6 +177,31 @@ describe('uploadDocument: an Idempotency-Key', () => {
     ] as const)
       expect(await codeOf(upload(fields, file, { key: 'k1' }))).toBe('idempotency_conflict')
     expect(states()).toEqual(['adopted', 'discarded', 'discarded', 'discarded', 'discarded', 'discarded'])
+    expect(store.events).toHaveLength(1)
+  })
+
+  it('the same key and body to another method or path is another request: 409', async () => {
+    const { upload } = setup()
+    await upload({}, undefined, { key: 'k1' })
+    expect(await codeOf(upload({}, undefined, { key: 'k1', path: '/documents?codalmacen=ALM1' }))).toBe(
+      'idempotency_conflict',
+    )
+    expect(await codeOf(upload({}, undefined, { key: 'k1', method: 'PUT' }))).toBe('idempotency_conflict')
+  })
+
+  it('a twin under the same key that committed first is replayed, and this upload keeps nothing', async () => {
+    const { upload, store, states, content } = setup()
+    const first = await upload({}, undefined, { key: 'k1' })
+    // The twin was still in flight when this one looked: its answer shows up only inside idempotent.
+    const storedResponse = store.storedResponse.bind(store)
+    store.storedResponse = (async () => {
+      store.storedResponse = storedResponse
+      return null
+    }) as typeof store.storedResponse
+    const again = await upload({}, undefined, { key: 'k1' })
+    expect(again).toEqual({ body: first.body, replayed: true })
+    expect(states()).toEqual(['adopted', 'discarded'])
+    expect(content.blobs.size).toBe(1)
     expect(store.events).toHaveLength(1)
   })
 
