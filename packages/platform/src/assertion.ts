@@ -177,23 +177,35 @@ function judged(
   return { ok: true, claims }
 }
 
-let families: Map<string, string> | undefined
-/** Path family -> service name, from services.json (the one list of services). */
-function familyTable(): Map<string, string> {
-  families ??= new Map(
-    serviceList().services.flatMap((s) => Object.keys(s.families).map((f): [string, string] => [f, s.name])),
-  )
-  return families
+let owners: { families: Map<string, string>; fhirTypes: Map<string, string> } | undefined
+/** Path family -> service name, and FHIR type -> service name, from services.json (the one list). */
+function ownerTables() {
+  owners ??= {
+    families: new Map(
+      serviceList().services.flatMap((s) =>
+        Object.keys(s.families).map((f): [string, string] => [f, s.name]),
+      ),
+    ),
+    fhirTypes: new Map(
+      serviceList().services.flatMap((s) =>
+        Object.keys(s.fhir ?? {}).map((t): [string, string] => [t, s.name]),
+      ),
+    ),
+  }
+  return owners
 }
 
 /**
  * The service that answers a service path (`/patients/...`, `/internal/patients/...` -> patients):
- * each path family belongs to one service. Undefined for a path no service owns.
+ * each path family belongs to one service, and so does each FHIR type (`/fhir/R4/<Type>/...`,
+ * services.json `fhir`). Undefined for a path no service owns.
  */
 export function audienceOf(servicePath: string): string | undefined {
   const parts = splitUrl(servicePath).path.split('/')
+  if (parts[1] === 'fhir' && parts[2] === 'R4')
+    return parts[3] ? ownerTables().fhirTypes.get(parts[3]) : undefined
   const family = parts[1] === 'internal' ? parts[2] : parts[1]
-  return family ? familyTable().get(family) : undefined
+  return family ? ownerTables().families.get(family) : undefined
 }
 
 /**
