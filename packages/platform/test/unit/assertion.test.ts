@@ -216,13 +216,13 @@ describe('gateway assertion', () => {
         ...list,
         serviceList: () => ({
           ...list.serviceList(),
-          services: [{ ...first!, fhir: { Flag: 'any' } }, ...rest],
+          services: [{ ...first!, fhir: { UnitTestFlag: 'any' } }, ...rest],
         }),
       }))
       const { audienceOf: of } =
         jest.requireActual<typeof import('../../src/assertion')>('../../src/assertion')
-      expect(of('/fhir/R4/Flag/0190c5a0?x=1')).toBe(first!.name)
-      expect(of('/fhir/R4/Flag')).toBe(first!.name)
+      expect(of('/fhir/R4/UnitTestFlag/0190c5a0?x=1')).toBe(first!.name)
+      expect(of('/fhir/R4/UnitTestFlag')).toBe(first!.name)
       expect(of('/fhir/R4/Patient/1')).toBeUndefined()
       expect(of('/fhir/R4')).toBeUndefined()
       expect(of(`/${Object.keys(first!.families)[0]}`)).toBe(first!.name)

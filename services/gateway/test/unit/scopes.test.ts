@@ -128,19 +128,19 @@ describe('operationScope', () => {
   it("is a FHIR type's scope (services.json fhir) for its reads, as the gateway asks it; null for any", () => {
     const platform = jest.requireActual<typeof import('@clinic/platform')>('@clinic/platform')
     const list = platform.serviceList()
-    const fhir = { ...list.services[0]!, fhir: { Flag: 'patients:read', Basic: 'any' } }
+    const fhir = { ...list.services[0]!, fhir: { UnitTestFlag: 'patients:read', UnitTestBasic: 'any' } }
     jest.isolateModules(() => {
       jest.doMock('@clinic/platform', () => ({
         ...platform,
         serviceList: () => ({ ...list, services: [fhir, ...list.services.slice(1)] }),
       }))
       const scopes = jest.requireActual<typeof import('../../src/scopes')>('../../src/scopes')
-      expect(scopes.operationScope('GET /fhir/R4/Flag/{id}')).toBe('patients:read')
-      expect(scopes.operationScope('GET /fhir/R4/Flag')).toBe('patients:read')
-      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/Flag/x`)).toEqual(['patients:read'])
-      expect(scopes.operationScope('GET /fhir/R4/Basic/{id}')).toBeNull()
-      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/Basic/x`)).toEqual([])
-      expect(scopes.operationScope('POST /fhir/R4/Flag')).toBeUndefined()
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestFlag/{id}')).toBe('patients:read')
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestFlag')).toBe('patients:read')
+      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/UnitTestFlag/x`)).toEqual(['patients:read'])
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestBasic/{id}')).toBeNull()
+      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/UnitTestBasic/x`)).toEqual([])
+      expect(scopes.operationScope('POST /fhir/R4/UnitTestFlag')).toBeUndefined()
     })
     jest.dontMock('@clinic/platform')
   })
