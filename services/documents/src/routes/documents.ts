@@ -17,7 +17,7 @@ import type { ContentStore } from '../domain/content-store'
 import { deleteDocument, updateDocument } from '../domain/change-document'
 import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from '../domain/directories'
 import type { DocumentStore } from '../domain/document-store'
-import { ACCEPTED } from '../domain/detect-type'
+import { ACCEPTED, type MagicNumbers } from '../domain/detect-type'
 import { contentDisposition, downloadName } from '../domain/filename'
 import { getDocument } from '../domain/get-document'
 import { listDocuments } from '../domain/list-documents'
@@ -168,6 +168,7 @@ export interface DocumentRoutesOptions {
   patients: PatientDirectory
   appointments: AppointmentDirectory
   exams: ExamDirectory
+  magic: MagicNumbers
   /** DOCUMENTS_MAX_BYTES */
   maxBytes: number
 }
