@@ -1,6 +1,6 @@
 import { verifyLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { linkViewedEvent } from '../events/link-events'
-import type { AppointmentDirectory, AppointmentInfo } from './appointment-directory'
+import type { AppointmentDirectory, AppointmentInfo } from './directories'
 import { APPOINTMENT_LINK, type AppointmentLink } from './link-kinds'
 import { systemCtx } from './system-ctx'
 
