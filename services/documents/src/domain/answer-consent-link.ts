@@ -1,16 +1,15 @@
-import { signLink } from '@clinic/platform/core'
+import { linkCtx, openLink, signLink } from '@clinic/platform/core'
 import { answerConsent } from './answer-consent'
 import {
   consentOf,
-  linkCtx,
-  linkOf,
   pageOf,
   type ConsentPage,
   type LinkDeps,
   type LinkRequest,
+  LINK_ACTOR,
 } from './consent-links'
 import { InvalidTransition } from './errors'
-import { CONSENT_PDF_LINK, PDF_LINK_SECONDS } from './link-kinds'
+import { CONSENT_LINK, CONSENT_PDF_LINK, PDF_LINK_SECONDS } from './link-kinds'
 
 /** C0 controls and DEL: never part of a name as typed. */
 const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f
@@ -23,10 +22,10 @@ export async function answerConsentLink(
   deps: LinkDeps,
   req: LinkRequest & { answer: unknown; name: unknown; ip: string | null; userAgent: string | null },
 ): Promise<ConsentPage> {
-  const checked = await linkOf(deps, req.token)
+  const checked = await openLink(deps.secret, CONSENT_LINK, req.token, deps.clock())
   if ('page' in checked) return checked.page
   const { link } = checked
-  const ctx = linkCtx(link.companyId, req)
+  const ctx = linkCtx(link.companyId, LINK_ACTOR, req)
   const { page, consent } = await pageOf(deps, ctx, link)
   if (page.kind !== 'open' || !consent) return page
   const accept = req.answer === 'accept'

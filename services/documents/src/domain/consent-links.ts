@@ -1,9 +1,9 @@
-import { ctxOfCause, verifyLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { type CloudEvent, type Ctx } from '@clinic/platform/core'
 import type { Consent, ConsentTemplate, SignerRole } from '../schemas/consent'
 import { nameOf, type ConsentDeps } from './consent-rules'
 import type { PatientContact } from './directories'
 import type { ClinicNames } from './consent-store'
-import { CONSENT_LINK, type ConsentLink } from './link-kinds'
+import type { ConsentLink } from './link-kinds'
 import { signerOnFile } from './signer-name'
 
 /**
@@ -72,34 +72,6 @@ export const recordView = (deps: LinkDeps, companyId: number, event: CloudEvent)
   deps.store.transaction(companyId, (tx) => tx.publish([event]))
 
 export type LinkRequest = Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'> & { token: string }
-
-/** Who acts through a link: the company in the token, as the link actor (no user, every center). */
-export const linkCtx = (
-  companyId: number,
-  req: Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'>,
-): Ctx =>
-  ctxOfCause(
-    {
-      companyId,
-      cause: {
-        actorname: LINK_ACTOR,
-        requestid: req.requestId,
-        traceparent: req.traceparent,
-        tracestate: req.tracestate,
-      },
-    },
-    req.log.child({ company_id: companyId }),
-  )
-
-export async function linkOf(
-  deps: LinkDeps,
-  token: string,
-): Promise<{ link: ConsentLink } | { page: ConsentPage }> {
-  if (!deps.secret) return { page: { kind: 'invalid' } }
-  const verified = await verifyLink(deps.secret, CONSENT_LINK, token, deps.clock())
-  if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
-  return { link: verified.claims }
-}
 
 /** The consent the link names, if it still is that link's (a link names its consent and link id). */
 export async function consentOf(deps: LinkDeps, link: ConsentLink) {

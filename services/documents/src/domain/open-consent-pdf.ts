@@ -1,6 +1,6 @@
-import { verifyLink } from '@clinic/platform/core'
+import { linkCtx, openLink } from '@clinic/platform/core'
 import { consentLinkViewed } from '../events/consent-events'
-import { linkCtx, recordView, type LinkDeps, type LinkRequest } from './consent-links'
+import { LINK_ACTOR, recordView, type LinkDeps, type LinkRequest } from './consent-links'
 import { CONSENT_PDF_LINK } from './link-kinds'
 
 /** The signed PDF behind a page's link: its bytes and name, or the page saying why not. */
@@ -15,11 +15,10 @@ export type ConsentPdf =
  * the consent still points to that document. On the trail like a view of the page (`page: pdf`).
  */
 export async function openConsentPdf(deps: LinkDeps, req: LinkRequest): Promise<ConsentPdf> {
-  if (!deps.secret) return { kind: 'invalid' }
-  const verified = await verifyLink(deps.secret, CONSENT_PDF_LINK, req.token, deps.clock())
-  if (!verified.ok) return { kind: verified.reason === 'expired' ? 'expired' : 'invalid' }
-  const link = verified.claims
-  const ctx = linkCtx(link.companyId, req)
+  const checked = await openLink(deps.secret, CONSENT_PDF_LINK, req.token, deps.clock())
+  if ('page' in checked) return checked.page
+  const { link } = checked
+  const ctx = linkCtx(link.companyId, LINK_ACTOR, req)
   const consent = await deps.store.linkConsent(link.companyId, link.consentId)
   const document =
     consent && consent.document_id === link.documentId
