@@ -1,11 +1,9 @@
-import { findVisible, type Ctx } from '@clinic/platform/core'
+import { type Ctx } from '@clinic/platform/core'
 import type { Exam, ExamRow, Prescription } from '../schemas/exam'
 import type { Finding } from '../schemas/findings'
 import type { ExamStore, FindingRecord } from './exam-store'
 import type { FindingVersions } from './fhir'
 import { FINDING_KINDS, type FindingKind } from './finding-rules'
-
-export const NOT_FOUND = 'No such exam'
 
 /** A finding as the API shows it: its common fields and its kind's own. */
 export const findingOf = (f: FindingRecord): Finding =>
@@ -38,7 +36,7 @@ export async function withContents(ctx: Ctx, store: ExamStore, rows: ExamRow[]):
 }
 
 /** The same, with the exam version that added each finding (what the FHIR statuses need). */
-async function withVersions(
+export async function withVersions(
   ctx: Ctx,
   store: ExamStore,
   rows: ExamRow[],
@@ -51,27 +49,4 @@ async function withVersions(
     exams: rows.map((r) => assemble(r, findings, prescriptions)),
     versions: { addedIn: Object.fromEntries(findings.map((f) => [f.id, f.added_in])) },
   }
-}
-
-/**
- * An exam of the caller's company visible under `?codalmacen=` and the token's centers, else 404
- * (another company's id, an unknown id and a hidden center look alike).
- */
-export async function getExam(
-  ctx: Ctx,
-  store: ExamStore,
-  input: { id: string; queryCenter: string | undefined },
-): Promise<Exam> {
-  return (await getExamRecord(ctx, store, input)).exam
-}
-
-/** The exam as getExam reads it, with its findings' versions (for the FHIR Bundle). */
-export async function getExamRecord(
-  ctx: Ctx,
-  store: ExamStore,
-  input: { id: string; queryCenter: string | undefined },
-): Promise<{ exam: Exam; versions: FindingVersions }> {
-  const row = await findVisible(ctx, store, input.id, { queryCenter: input.queryCenter, notFound: NOT_FOUND })
-  const { exams, versions } = await withVersions(ctx, store, [row])
-  return { exam: exams[0]!, versions }
 }

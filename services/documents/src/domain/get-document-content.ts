@@ -36,7 +36,7 @@ export function parseRange(header: string | undefined, size: number): { start: n
 }
 
 /** A document's bytes for a download (the gateway records it on the audit trail); deleted: 410. */
-export async function readContent(
+export async function getDocumentContent(
   ctx: Ctx,
   deps: { store: DocumentStore; content: ContentStore },
   input: { id: string; queryCenter?: string; range?: string; ifRange?: string },

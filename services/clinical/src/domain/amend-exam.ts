@@ -1,5 +1,4 @@
 import {
-  NotFound,
   ValidationFailed,
   findVisible,
   idempotencyOf,
@@ -10,49 +9,14 @@ import {
   type FieldError,
   type StoredResponse,
 } from '@clinic/platform/core'
-import { examAmended, examSigned } from '../events/exam-events'
-import type { Exam, HistoryEntry } from '../schemas/exam'
+import { examAmended } from '../events/exam-events'
+import type { Exam } from '../schemas/exam'
 import type { AmendmentInput } from '../schemas/findings'
 import type { ExamStore } from './exam-store'
 import { FINDING_KINDS, findingValues, type FindingKind } from './finding-rules'
-import { ExamEmpty } from './errors'
-import { actorOf, lockDraft } from './exams'
-import { NOT_FOUND, assemble, withContents } from './read-exam'
 
-/**
- * Signs a draft: from now on the exam and its findings never change (PATCH, a finding's POST or
- * DELETE answer 409 exam_signed); corrections are amendments. Signing a signed exam is 409 too, and
- * so is signing one with no finding at all (409 exam_empty).
- * The findings get the columns the trends read (the exam's time, center and patient are final now).
- */
-export async function signExam(
-  ctx: Ctx,
-  store: ExamStore,
-  input: { id: string; queryCenter: string | undefined; now: Date },
-): Promise<Exam> {
-  const visible = visibleCenters(ctx.auth, input.queryCenter)
-  const row = await store.transaction(ctx.auth.companyId, async (tx) => {
-    const exam = await lockDraft(ctx, tx, input.id, visible)
-    if (!(await tx.findings(exam.id)).length) throw new ExamEmpty()
-    const signed = await tx.update(exam.id, {
-      status: 'signed',
-      signed_at: input.now.toISOString(),
-      signed_by: ctx.auth.username,
-    })
-    await tx.markSigned(signed)
-    await tx.record(exam.id, {
-      version: signed.version,
-      action: 'signed',
-      fields: ['status', 'signed_at', 'signed_by'],
-      ...actorOf(ctx),
-    })
-    await tx.publish([examSigned(ctx, signed)])
-    return signed
-  })
-  ctx.log.info({ exam_id: row.id }, 'exam signed')
-  const [exam] = await withContents(ctx, store, [row])
-  return exam!
-}
+import { NOT_FOUND, actorOf } from './exam-rules'
+import { assemble } from './exam-contents'
 
 /**
  * An amendment of a signed exam: one new version with its reason, adding findings and superseding
@@ -138,17 +102,4 @@ export async function amendExam(
   }
   ctx.log.info({ exam_id: result.body.id, amendments: result.body.amendments }, 'exam amended')
   return result
-}
-
-/** Every version of the exam, oldest first: who, when, why (amendments) and what changed. */
-export async function examHistory(
-  ctx: Ctx,
-  store: ExamStore,
-  input: { id: string; queryCenter: string | undefined },
-): Promise<{ data: HistoryEntry[] }> {
-  const visible = visibleCenters(ctx.auth, input.queryCenter)
-  const exam = await store.findById(ctx.auth.companyId, input.id)
-  if (!exam) throw new NotFound(NOT_FOUND)
-  visibleRow(visible, exam, NOT_FOUND)
-  return { data: await store.history(ctx.auth.companyId, exam.id) }
 }

@@ -12,7 +12,9 @@ import type { CreatePrescriptionInput, Prescription } from '../schemas/exam'
 import { ExamNotSigned } from './errors'
 import type { ExamStore } from './exam-store'
 import { minusCylinder } from './finding-rules'
-import { NOT_FOUND } from './read-exam'
+
+import { NOT_FOUND } from './exam-rules'
+import { getPrescription } from './get-prescription'
 
 /** Spectacles are valid two years by default, contact lenses one (DESIGN 14). */
 const VALID_YEARS = { spectacles: 2, contact_lenses: 1 } as const
@@ -80,14 +82,4 @@ export async function issuePrescription(
     }))
   if (result.replayed) await getPrescription(ctx, store, { id: result.body.id, queryCenter: undefined })
   return result
-}
-
-/** A prescription of the caller's company, under the same center rules as its exam. */
-export async function getPrescription(
-  ctx: Ctx,
-  store: ExamStore,
-  input: { id: string; queryCenter: string | undefined },
-): Promise<Prescription> {
-  const visible = visibleCenters(ctx.auth, input.queryCenter)
-  return visibleRow(visible, await store.prescription(ctx.auth.companyId, input.id), 'No such prescription')
 }

@@ -1,6 +1,6 @@
 import { NotFound, centerVisible, visibleCenters, type Ctx } from '@clinic/platform/core'
 import type { Measurement, TrendInput } from '../schemas/exam'
-import type { PatientDirectory } from './directory'
+import type { PatientDirectory } from './directories'
 import type { ExamStore } from './exam-store'
 import { rangeOf } from './list-exams'
 
@@ -24,7 +24,7 @@ import { rangeOf } from './list-exams'
  * other caller always asks it (the patient's home center may have changed since), alongside the
  * query.
  */
-export async function patientMeasurements(
+export async function listMeasurements(
   ctx: Ctx,
   deps: { store: ExamStore; patients: PatientDirectory },
   input: { patientId: string; query: TrendInput },

@@ -7,11 +7,11 @@ import type { Ctx } from '@clinic/platform/core'
  * nothing is written.
  */
 export interface PatientDirectory {
-  /** The patient's home center (null: none), or undefined when there is no such patient. */
-  find(ctx: Ctx, patientId: string): Promise<{ codalmacen: string | null } | undefined>
+  /** The patient (its home center: null, none), or null when there is no such patient. */
+  find(ctx: Ctx, patientId: string): Promise<{ codalmacen: string | null } | null>
 }
 
 export interface AppointmentDirectory {
-  /** The appointment's patient, or undefined when there is no such appointment. */
-  find(ctx: Ctx, appointmentId: string): Promise<{ patient_id: string } | undefined>
+  /** The appointment's patient, or null when there is no such appointment. */
+  find(ctx: Ctx, appointmentId: string): Promise<{ patient_id: string } | null>
 }
