@@ -9,32 +9,10 @@ import {
 } from './assertion-batch'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 import { randomBase64url } from './ids'
+import type { CompanyNames, Principal } from './principal'
 import { serviceList } from './service-list'
 
-/** Who is calling, as the gateway established it from the token. */
-export interface Principal {
-  companyId: number
-  userId: string
-  username: string
-  tokenId: string
-  /** Every center code of the company (to check a codalmacen sent in a body). */
-  companyCenters: string[]
-  /** The centers the token is limited to, or null when it may use them all. */
-  allowedCenters: string[] | null
-  /**
-   * What people are shown of the company, from the gateway's identity records: its name and each
-   * center's name by code (documents names the clinic in a consent's message, page and PDF).
-   * Absent where no gateway made the principal (events, links, most tests).
-   */
-  names?: CompanyNames
-}
-
-/** A company's and its centers' names as the gateway's identity schema holds them. */
-export interface CompanyNames {
-  company: string
-  /** center code -> its name */
-  centers: Record<string, string>
-}
+export type { CompanyNames, Principal }
 
 export interface AssertionClaims extends Principal {
   /** The service the assertion is for (its name in services.json); every other service refuses it. */
