@@ -1,6 +1,7 @@
 // Flat config: typescript-eslint (type-aware) + prettier. The rules that matter here:
-// no imports between services, no framework or driver in domain/, repositories imported only by db/
-// and the composition roots, no floating promises, no console.
+// no imports between services, no framework, driver or format library in domain/ (nor a dynamic
+// import), repositories and the outbox only in db/ and the composition roots, no floating promises,
+// no console.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 import prettier from 'eslint-config-prettier'
@@ -20,10 +21,25 @@ const repositories = {
     'Only db/ and the composition roots (app.ts, server.ts, cli/) import repositories: depend on a store interface.',
 }
 
+// The outbox is written inside a store's transaction (its `publish`), never beside it.
+const outboxPaths = ['@clinic/platform', '@clinic/platform/events'].map((name) => ({
+  name,
+  importNames: ['enqueueEvents'],
+  message: 'Only db/ writes the outbox: publish through a store transaction (tx.publish).',
+}))
+
+// Libraries a domain reaches only through a port it declares (an adapter outside domain/ implements
+// it): a format (jose: signed links, through the platform's link kit; pdf-lib and fontkit: render/;
+// file-type: adapters/), a driver or a framework.
+const domainLibraries = ['jose', 'pdf-lib', '@pdf-lib/fontkit', 'file-type']
 const domainPaths = [
   ...['fastify', 'knex', 'amqplib', 'pg', 'pino', 'prom-client'].map((name) => ({
     name,
     message: 'domain/ stays free of frameworks and drivers.',
+  })),
+  ...domainLibraries.map((name) => ({
+    name,
+    message: 'domain/ reaches this library through a port (an adapter outside domain/ implements it).',
   })),
   {
     name: '@clinic/platform',
@@ -34,6 +50,21 @@ const domainPatterns = [
   {
     group: ['@clinic/platform/*', '!@clinic/platform/core'],
     message: 'domain/ imports @clinic/platform/core only.',
+  },
+  {
+    group: [...domainLibraries, 'knex', 'fastify'].map((name) => `${name}/**`),
+    message: 'domain/ reaches this library through a port (an adapter outside domain/ implements it).',
+  },
+]
+// import() and require() would load what the import rule refuses, unseen: domain/ has neither.
+const domainSyntax = [
+  {
+    selector: 'ImportExpression',
+    message: 'domain/ loads no module at run time (import()): take what it needs through a port.',
+  },
+  {
+    selector: "CallExpression[callee.name='require']",
+    message: 'domain/ loads no module at run time (require): take what it needs through a port.',
   },
 ]
 
@@ -78,11 +109,22 @@ export default tseslint.config(
       {
         files: [`services/${s}/src/**/*.ts`],
         ignores: [`services/${s}/src/{db,cli}/**`, `services/${s}/src/{app,server}.ts`],
-        rules: restrict({ patterns: [...cross, repositories] }),
+        rules: restrict({ paths: outboxPaths, patterns: [...cross, repositories] }),
+      },
+      // The composition roots build the repositories, but write no outbox row themselves.
+      {
+        files: [`services/${s}/src/{app,server}.ts`],
+        rules: restrict({ paths: outboxPaths, patterns: cross }),
       },
       {
         files: [`services/${s}/src/domain/**/*.ts`],
-        rules: restrict({ paths: domainPaths, patterns: [...cross, repositories, ...domainPatterns] }),
+        rules: {
+          ...restrict({
+            paths: [...outboxPaths, ...domainPaths],
+            patterns: [...cross, repositories, ...domainPatterns],
+          }),
+          'no-restricted-syntax': ['error', ...domainSyntax],
+        },
       },
     ]
   }),

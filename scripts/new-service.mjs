@@ -2,7 +2,7 @@
 // `npm start` and answers /health/ready, with nothing copied by hand (docs/adding-a-service.md).
 //   1. services/<name>/ from scripts/new-service/template/ (package.json, tsconfig.json,
 //      jest.config.js, README.md, src/{server,app,config}.ts, src/db/migrate.ts,
-//      src/db/migrations/{index,0001-base}.ts, test/int/health.int.test.ts)
+//      src/db/migrations/{index,0001-base}.ts, test/int/{contract,rls}.int.test.ts)
 //   2. its entry in packages/platform/services.json: the next free port, one path family named after
 //      it (a planned family of that name becomes its own, with its resource type)
 //   3. node scripts/generate.mjs (tsconfig references, .env.example, Compose, Kubernetes, broker users)

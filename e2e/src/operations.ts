@@ -78,6 +78,17 @@ const PLANNED_FAMILIES = new Set(
 
 export const familyOf = (path: string) => path.split('/')[1] ?? ''
 
+/**
+ * The FHIR R4 types services.json maps (`fhir`), as their paths: the reads of the FHIR layer, each
+ * under its type's scope, not operations of a path family (the sweeps leave them out).
+ */
+const FHIR_TYPE_PATHS = new Set(
+  serviceList.services.flatMap((s) =>
+    Object.keys((s as { fhir?: Record<string, string> }).fhir ?? {}).map((type) => `/fhir/R4/${type}`),
+  ),
+)
+const isFhirRead = (path: string) => FHIR_TYPE_PATHS.has(path.split('/').slice(0, 4).join('/'))
+
 export async function fetchDocument(base?: string): Promise<OpenApi> {
   const res = await call('GET', '/openapi.json', { base, timeoutMs: 30_000 })
   if (res.status !== 200) throw new Error(`GET /openapi.json: ${res.status}`)
@@ -106,12 +117,13 @@ function operation(doc: OpenApi, path: string, method: string, o: DocOperation):
 
 /**
  * Every operation that needs a token and serves a company's data: not the public ones (`security:
- * []`: provider callbacks, checked by signature, and /health) nor the announced areas (501 for
- * everyone until served). One under a family services.json neither routes nor announces throws,
- * naming it: the sweeps would not know what it is.
+ * []`: provider callbacks, checked by signature, and /health), the announced areas (501 for
+ * everyone until served) nor the FHIR types' reads (services.json `fhir`). One under a family
+ * services.json neither routes nor announces throws, naming it: the sweeps would not know what it is.
  */
 export function apiOperations(doc: OpenApi): Operation[] {
-  const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
+  const paths = Object.entries(doc.paths).filter(([path]) => !isFhirRead(path))
+  const ops = paths.flatMap(([path, methods]) =>
     Object.entries(methods)
       .filter(([m, o]) => METHODS.includes(m) && o.security?.length !== 0 && !o.tags?.includes('planned'))
       .map(([m, o]) => operation(doc, path, m, o)),

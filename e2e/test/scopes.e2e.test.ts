@@ -1,53 +1,21 @@
 import { randomUUID } from 'node:crypto'
 import { waitFor } from '@clinic/platform/testing'
 import { call, extraGateway, makeTenant, sql, tokenFor, type Tenant } from '../src/client'
+import { designAlsoOf, designScopeOf } from '../src/design-scopes'
 import { apiOperations, fetchDocument, type Operation } from '../src/operations'
 
 /**
  * Token scopes and the failed-authentication limit (DESIGN.md section 13). The operations are the
- * running gateway's (/api/openapi.json); the scope each needs is restated below from DESIGN, not
- * taken from the gateway (its route table, or the `x-scope` it writes into the document), so the
- * suite cannot agree with itself. For every operation that needs a token: the document names
- * DESIGN's scope; a token holding every scope but that one is 403 insufficient_scope naming it; a
- * token holding that scope alone is not refused for its scope (whatever else it answers). An
- * operation of a family DESIGN gives no scope fails the suite, naming it.
+ * running gateway's (/api/openapi.json); the scope each needs is restated from DESIGN
+ * (src/design-scopes.ts), not taken from the gateway (its route table, or the `x-scope` it writes
+ * into the document), so the suite cannot agree with itself. For every operation that needs a
+ * token: the document names DESIGN's scope; a token holding every scope but that one is 403
+ * insufficient_scope naming it; a token holding that scope alone is not refused for its scope
+ * (whatever else it answers). An operation DESIGN gives no scope (a write of a read-only family)
+ * fails the suite, naming it.
  */
 
 const TIMEOUT_MS = 30_000
-/**
- * DESIGN's scopes by path family: what a read (GET) needs, and what any other method needs.
- * Messaging settings (consent, the reminder policy) are written with `comms:send`.
- */
-const DESIGN_SCOPES: Record<string, { read: string; write?: string }> = {
-  patients: { read: 'patients:read', write: 'patients:write' },
-  appointments: { read: 'appointments:read', write: 'appointments:write' },
-  practitioners: { read: 'appointments:read', write: 'appointments:write' },
-  comms: { read: 'comms:read', write: 'comms:send' },
-  audit: { read: 'audit:read' },
-  webhooks: { read: 'webhooks:manage', write: 'webhooks:manage' },
-  events: { read: 'events:read' },
-  clinical: { read: 'clinical:read', write: 'clinical:write' },
-  documents: { read: 'documents:read', write: 'documents:write' },
-  consents: { read: 'consents:read', write: 'consents:write' },
-}
-/** Where DESIGN names another scope than the family's: signing and amending an exam. */
-const DESIGN_EXCEPTIONS: Record<string, string> = {
-  'post /clinical/exams/{id}/sign': 'clinical:sign',
-  'post /clinical/exams/{id}/amendments': 'clinical:sign',
-}
-/**
- * Where DESIGN asks a scope beside the operation's own: a webhook subscription chooses event types,
- * so making or changing one also needs events:read (else webhooks:manage would read every event).
- */
-const DESIGN_ALSO: Record<string, string[]> = {
-  'post /webhooks/endpoints': ['events:read'],
-  'patch /webhooks/endpoints/{id}': ['events:read'],
-}
-const alsoOf = (o: Operation): string[] => DESIGN_ALSO[`${o.method} ${o.path}`] ?? []
-const scopeOf = (o: Operation): string | undefined =>
-  DESIGN_EXCEPTIONS[`${o.method} ${o.path}`] ??
-  (o.method === 'get' ? DESIGN_SCOPES[o.family]?.read : DESIGN_SCOPES[o.family]?.write)
-
 let t: Tenant
 let ops: Array<Operation & { scope: string }>
 /** Per scope: a token with every other scope of the API, and one with that scope alone. */
@@ -56,12 +24,12 @@ const only = new Map<string, string>()
 
 beforeAll(async () => {
   const all = apiOperations(await fetchDocument())
-  const unknown = all.filter((o) => !scopeOf(o))
+  const unknown = all.filter((o) => !designScopeOf(o))
   if (unknown.length)
     throw new Error(
       `no scope in DESIGN section 13 for: ${unknown.map((o) => `${o.method} ${o.path}`).join(', ')}`,
     )
-  ops = all.map((o) => ({ ...o, scope: scopeOf(o)! }))
+  ops = all.map((o) => ({ ...o, scope: designScopeOf(o)! }))
   t = await makeTenant(['ALM1'])
   // The scopes the API's operations need: tokens are made of these (the gateway refuses others).
   const scopes = [...new Set(ops.map((o) => o.scope))]
@@ -94,8 +62,10 @@ describe('token scopes on every operation of the document', () => {
     expect(ops.length).toBeGreaterThan(30)
     const wrong = ops.filter((o) => o.xScope !== o.scope)
     expect(wrong.map((o) => `${o.method} ${o.path}: ${String(o.xScope)}, DESIGN ${o.scope}`)).toEqual([])
-    const wrongAlso = ops.filter((o) => o.xAlso.join(',') !== alsoOf(o).join(','))
-    expect(wrongAlso.map((o) => `${o.method} ${o.path}: also ${o.xAlso}, DESIGN ${alsoOf(o)}`)).toEqual([])
+    const wrongAlso = ops.filter((o) => o.xAlso.join(',') !== designAlsoOf(o).join(','))
+    expect(wrongAlso.map((o) => `${o.method} ${o.path}: also ${o.xAlso}, DESIGN ${designAlsoOf(o)}`)).toEqual(
+      [],
+    )
   })
 
   it('refuses every operation to a token without its scope, and not for its scope with it alone', async () => {
@@ -113,7 +83,7 @@ describe('token scopes on every operation of the document', () => {
     const check = async (o: Operation & { scope: string }) => {
       const { path, scope } = o
       const method = o.method.toUpperCase()
-      const also = alsoOf(o)
+      const also = designAlsoOf(o)
       const refused = await ask(method, path, without.get(scope)!)
       if (
         refused.status !== 403 ||

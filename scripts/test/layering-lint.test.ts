@@ -16,7 +16,7 @@ const { ESLint } = require('eslint')
 const path = require('node:path')
 const probes = JSON.parse(require('node:fs').readFileSync(0, 'utf8'))
 const eslint = new ESLint({
-  ruleFilter: ({ ruleId }) => ruleId === 'no-restricted-imports',
+  ruleFilter: ({ ruleId }) => ruleId === 'no-restricted-imports' || ruleId === 'no-restricted-syntax',
   overrideConfig: { languageOptions: { parserOptions: { project: null } } },
 })
 Promise.all(probes.map(async ([file, source]) => {
@@ -64,6 +64,34 @@ const DOMAIN_MIX = [
   'export const all = [knex, buildApp, x]',
 ].join('\n')
 
+// Libraries a domain reaches only through its ports, statically or at run time.
+const DOMAIN_LIBRARIES: Array<[string, string]> = [
+  ['jose', "import { jwtVerify } from 'jose'\nexport const used = jwtVerify\n"],
+  ['pdf-lib', "import { PDFDocument } from 'pdf-lib'\nexport const used = PDFDocument\n"],
+  ['fontkit', "import fontkit from '@pdf-lib/fontkit'\nexport const used = fontkit\n"],
+  ['file-type', "import { fileTypeFromBuffer } from 'file-type'\nexport const used = fileTypeFromBuffer\n"],
+  [
+    'file-type/core',
+    "import { fileTypeFromBuffer } from 'file-type/core'\nexport const used = fileTypeFromBuffer\n",
+  ],
+  ['knex', "import type { Knex } from 'knex'\nexport type Used = Knex\n"],
+  ['import() of file-type', "export const load = () => import('file-type/core')\n"],
+  ['import() of anything', 'export const load = (name: string) => import(name)\n'],
+  ['require()', "export const load = () => require('pdf-lib')\n"],
+]
+const DOMAIN_FILE = 'services/documents/src/domain/probe.ts'
+const ADAPTER_FILE = 'services/documents/src/adapters/probe.ts'
+const ENQUEUE = "import { enqueueEvents } from '@clinic/platform/events'\nexport const used = enqueueEvents\n"
+const ENQUEUE_ROOT = "import { enqueueEvents } from '@clinic/platform'\nexport const used = enqueueEvents\n"
+const OUTBOX: Array<[string, string, string, boolean]> = [
+  ['app.ts', 'services/documents/src/app.ts', ENQUEUE, false],
+  ['a route', 'services/documents/src/routes/probe.ts', ENQUEUE_ROOT, false],
+  ['a domain file', DOMAIN_FILE, ENQUEUE, false],
+  ['a worker', 'services/documents/src/jobs/probe.ts', ENQUEUE, false],
+  ['a repository', 'services/documents/src/db/repositories/probe.ts', ENQUEUE, true],
+  ['db/', 'services/gateway/src/db/probe.ts', ENQUEUE_ROOT, true],
+]
+
 // Every probe in one run: each run loads the config and typescript-eslint again (about 2 s).
 const results = new Map<string, string[]>()
 beforeAll(() => {
@@ -72,6 +100,8 @@ beforeAll(() => {
     importOf(from),
   ])
   probes.push(['services/comms/src/domain/probe.ts', DOMAIN_MIX])
+  for (const [, source] of DOMAIN_LIBRARIES) probes.push([DOMAIN_FILE, source], [ADAPTER_FILE, source])
+  for (const [, file, source] of OUTBOX) probes.push([file, source])
   lint(probes).forEach((messages, i) => results.set(probes[i]!.join('\0'), messages))
 })
 const messagesOf = (file: string, source: string) => results.get(`${file}\0${source}`)!
@@ -93,5 +123,32 @@ describe('eslint: repositories are imported only by db/ and the composition root
     expect(messages[0]).toMatch(/domain\/ stays free of frameworks and drivers/)
     expect(messages[1]).toMatch(/Services talk over HTTP or events, never imports/)
     expect(messages[2]).toMatch(REFUSED)
+  })
+})
+
+describe('eslint: a domain reaches libraries only through its ports', () => {
+  it.each(DOMAIN_LIBRARIES)('refuses %s in domain/', (_what, source) => {
+    const messages = messagesOf(DOMAIN_FILE, source)
+    expect(messages).toHaveLength(1)
+    expect(messages[0]).toMatch(
+      /^no-restricted-(imports: .*(through a port|free of frameworks and drivers)|syntax: domain\/ loads no module at run time)/,
+    )
+  })
+
+  it.each(DOMAIN_LIBRARIES)('allows %s in an adapter outside domain/', (_what, source) => {
+    expect(messagesOf(ADAPTER_FILE, source)).toEqual([])
+  })
+})
+
+describe('eslint: only db/ writes the outbox', () => {
+  it.each(OUTBOX)('enqueueEvents in %s', (_what, file, source, allowed) => {
+    const messages = messagesOf(file, source)
+    if (allowed) expect(messages).toEqual([])
+    else {
+      // In domain/, the platform entry is refused as well (domain/ imports @clinic/platform/core only).
+      expect(messages).toContainEqual(
+        expect.stringMatching(/^no-restricted-imports: .*Only db\/ writes the outbox/),
+      )
+    }
   })
 })

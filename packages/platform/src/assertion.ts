@@ -9,32 +9,10 @@ import {
 } from './assertion-batch'
 import type { AssertionKeys, AssertionSigner } from './assertion-keys'
 import { randomBase64url } from './ids'
+import type { CompanyNames, Principal } from './principal'
 import { serviceList } from './service-list'
 
-/** Who is calling, as the gateway established it from the token. */
-export interface Principal {
-  companyId: number
-  userId: string
-  username: string
-  tokenId: string
-  /** Every center code of the company (to check a codalmacen sent in a body). */
-  companyCenters: string[]
-  /** The centers the token is limited to, or null when it may use them all. */
-  allowedCenters: string[] | null
-  /**
-   * What people are shown of the company, from the gateway's identity records: its name and each
-   * center's name by code (documents names the clinic in a consent's message, page and PDF).
-   * Absent where no gateway made the principal (events, links, most tests).
-   */
-  names?: CompanyNames
-}
-
-/** A company's and its centers' names as the gateway's identity schema holds them. */
-export interface CompanyNames {
-  company: string
-  /** center code -> its name */
-  centers: Record<string, string>
-}
+export type { CompanyNames, Principal }
 
 export interface AssertionClaims extends Principal {
   /** The service the assertion is for (its name in services.json); every other service refuses it. */
@@ -177,23 +155,35 @@ function judged(
   return { ok: true, claims }
 }
 
-let families: Map<string, string> | undefined
-/** Path family -> service name, from services.json (the one list of services). */
-function familyTable(): Map<string, string> {
-  families ??= new Map(
-    serviceList().services.flatMap((s) => Object.keys(s.families).map((f): [string, string] => [f, s.name])),
-  )
-  return families
+let owners: { families: Map<string, string>; fhirTypes: Map<string, string> } | undefined
+/** Path family -> service name, and FHIR type -> service name, from services.json (the one list). */
+function ownerTables() {
+  owners ??= {
+    families: new Map(
+      serviceList().services.flatMap((s) =>
+        Object.keys(s.families).map((f): [string, string] => [f, s.name]),
+      ),
+    ),
+    fhirTypes: new Map(
+      serviceList().services.flatMap((s) =>
+        Object.keys(s.fhir ?? {}).map((t): [string, string] => [t, s.name]),
+      ),
+    ),
+  }
+  return owners
 }
 
 /**
  * The service that answers a service path (`/patients/...`, `/internal/patients/...` -> patients):
- * each path family belongs to one service. Undefined for a path no service owns.
+ * each path family belongs to one service, and so does each FHIR type (`/fhir/R4/<Type>/...`,
+ * services.json `fhir`). Undefined for a path no service owns.
  */
 export function audienceOf(servicePath: string): string | undefined {
   const parts = splitUrl(servicePath).path.split('/')
+  if (parts[1] === 'fhir' && parts[2] === 'R4')
+    return parts[3] ? ownerTables().fhirTypes.get(parts[3]) : undefined
   const family = parts[1] === 'internal' ? parts[2] : parts[1]
-  return family ? familyTable().get(family) : undefined
+  return family ? ownerTables().families.get(family) : undefined
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Principal } from './assertion'
+import type { Principal } from './principal'
 import { CenterForbidden, UnknownCenter } from './errors'
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Principal } from './assertion'
+import type { Principal } from './principal'
 import type { CloudEvent } from './events'
 
 /** What domain code gets instead of globals: who asks, where to log, which request and trace. */

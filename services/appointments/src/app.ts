@@ -1,6 +1,6 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { AppointmentsRepository } from './db/repositories/appointments-repository'
-import type { PatientDirectory } from './domain/patient-directory'
+import type { PatientDirectory } from './domain/directories'
 import { DEFAULT_HOLD_TTL_SECONDS } from './config'
 import { PractitionersRepository } from './db/repositories/practitioners-repository'
 import { appointmentRoutes } from './routes/appointments'
@@ -27,7 +27,7 @@ export async function buildApp(deps: Deps) {
   })
   const clock = deps.clock ?? (() => new Date())
   const patients: PatientDirectory = {
-    exists: async (ctx, id) => (await deps.services.patients.lookUp(ctx, id)) !== null,
+    find: deps.services.patients.lookUp,
   }
   const store = new AppointmentsRepository(deps.knex, clock)
   await app.register(appointmentRoutes, { store, patients })

@@ -1,6 +1,6 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { ExamsRepository } from './db/repositories/exams-repository'
-import type { AppointmentDirectory, PatientDirectory } from './domain/directory'
+import type { AppointmentDirectory, PatientDirectory } from './domain/directories'
 import { examRoutes } from './routes/exams'
 import { findingRoutes } from './routes/findings'
 import { internalRoutes } from './routes/internal'
@@ -27,14 +27,10 @@ export async function buildApp(deps: Deps): Promise<App> {
   })
   const clock = deps.clock ?? (() => new Date())
   const store = new ExamsRepository(deps.knex)
-  // The directories over the typed clients: a record of the caller's company, or undefined.
-  const patients: PatientDirectory = {
-    find: async (ctx, id) => (await deps.services.patients.lookUp(ctx, id)) ?? undefined,
-  }
-  const appointments: AppointmentDirectory = {
-    find: async (ctx, id) => (await deps.services.appointments.lookUp(ctx, id)) ?? undefined,
-  }
-  await app.register(examRoutes, { deps: { store, patients, appointments, clock } })
+  // The directories over the typed clients: a record of the caller's company, or null.
+  const patients: PatientDirectory = { find: deps.services.patients.lookUp }
+  const appointments: AppointmentDirectory = { find: deps.services.appointments.lookUp }
+  await app.register(examRoutes, { store, patients, appointments, clock })
   await app.register(findingRoutes, { store })
   await app.register(signingRoutes, { store, clock })
   await app.register(prescriptionRoutes, { store, clock })

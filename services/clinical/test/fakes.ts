@@ -8,7 +8,7 @@ import {
 import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testing'
 import pino from 'pino'
 
-import type { AppointmentDirectory, PatientDirectory } from '../src/domain/directory'
+import type { AppointmentDirectory, PatientDirectory } from '../src/domain/directories'
 import type {
   ExamFilter,
   ExamStore,
@@ -256,10 +256,10 @@ class FakeLookup<T> {
     this.entries.set(`${companyId}:${id}`, value)
     return id
   }
-  protected lookup(ctx: Ctx, id: string): T | undefined {
+  protected lookup(ctx: Ctx, id: string): T | null {
     this.calls++
     if (this.down) throw new UpstreamUnavailable()
-    return this.entries.get(`${ctx.auth.companyId}:${id}`)
+    return this.entries.get(`${ctx.auth.companyId}:${id}`) ?? null
   }
 }
 

@@ -1,11 +1,11 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { MessagesRepository } from './db/repositories/messages-repository'
-import type { AppointmentDirectory } from './domain/appointment-directory'
+import type { AppointmentDirectory } from './domain/directories'
 import type { AppointmentResponder } from './domain/patient-links'
 import type { Clock } from './clock'
 import { LinkUsesRepository } from './db/repositories/link-uses-repository'
 import { patientLinkRoutes } from './routes/patient-links'
-import type { PatientDirectory } from './domain/patient-directory'
+import type { PatientDirectory } from './domain/directories'
 import type { MessagingLimits } from './domain/queue-message'
 import { admissionMetrics } from './metrics'
 import { RemindersRepository } from './db/repositories/reminders-repository'
@@ -29,7 +29,7 @@ export function directoriesOf(services: ServicesOf<'comms'>): {
   const { patients, appointments } = services
   const outcomes = { not_found: 'not_found', invalid_transition: 'not_possible' } as const
   return {
-    patients: { contact: patients.lookUp },
+    patients: { find: patients.lookUp },
     appointments: {
       find: appointments.lookUp,
       respond: async (ctx, id, action) => {

@@ -1,4 +1,4 @@
-import type { PatientContact } from '../src/domain/patient-directory'
+import type { PatientContact } from '../src/domain/directories'
 import type { ClaimedMessage } from '../src/domain/deliver-message'
 
 let seq = 0

@@ -8,8 +8,8 @@ import { ConsentsRepository } from './db/repositories/consents-repository'
 import { consentLinkSender } from './domain/send-consent-link'
 import { consentRoutes } from './routes/consents'
 import { consentPageRoutes } from './routes/consent-page'
-import { companyTransaction } from '@clinic/platform/db'
-import { enqueueEvents } from '@clinic/platform/events'
+import { renderConsentPdf } from './render/consent-pdf'
+import { fileTypeMagic } from './adapters/file-type'
 
 /** knex: connected as the service role (row-level security applies), search_path = documents. */
 export interface Deps extends ServiceDeps {
@@ -38,7 +38,7 @@ export async function buildApp(deps: Deps): Promise<App> {
   const clock = deps.clock ?? (() => new Date())
   // The other services as the domain sees them, over the typed clients: a record of the caller's, or null.
   const { services } = deps
-  const patients: PatientDirectory = { contact: services.patients.lookUp }
+  const patients: PatientDirectory = { find: services.patients.lookUp }
   const appointments: AppointmentDirectory = { find: services.appointments.lookUp }
   const exams: ExamDirectory = { find: services.clinical.lookUpExam }
   await app.register(documentRoutes, {
@@ -47,9 +47,18 @@ export async function buildApp(deps: Deps): Promise<App> {
     patients,
     appointments,
     exams,
+    magic: fileTypeMagic,
     maxBytes: deps.maxBytes ?? DEFAULT_MAX_BYTES,
   })
-  const consents = { store: new ConsentsRepository(deps.knex), content, patients, appointments, exams, clock }
+  const consents = {
+    store: new ConsentsRepository(deps.knex),
+    content,
+    patients,
+    appointments,
+    exams,
+    renderPdf: renderConsentPdf,
+    clock,
+  }
   const links = consentLinkSender({
     store: consents.store,
     messages: services.comms,
@@ -57,13 +66,6 @@ export async function buildApp(deps: Deps): Promise<App> {
     publicBaseUrl: deps.publicBaseUrl,
   })
   await app.register(consentRoutes, { ...consents, links })
-  await app.register(consentPageRoutes, {
-    deps: {
-      ...consents,
-      secret: deps.linkSecret,
-      recordView: (companyId, event) =>
-        companyTransaction(deps.knex, companyId, (trx) => enqueueEvents(trx, [event])),
-    },
-  })
+  await app.register(consentPageRoutes, { ...consents, secret: deps.linkSecret })
   return app
 }

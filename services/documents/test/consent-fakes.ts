@@ -1,6 +1,7 @@
 import { NotFound, type CloudEvent } from '@clinic/platform/core'
 import { FakeTenantStore, type FakeScope } from '@clinic/platform/testing'
-import type { ConsentDeps } from '../src/domain/consents'
+import type { ConsentDeps } from '../src/domain/consent-rules'
+import { renderConsentPdf } from '../src/render/consent-pdf'
 import type {
   ClinicNames,
   ConsentFilter,
@@ -202,7 +203,15 @@ export function consentWorld(start = NOW) {
   const patients = new FakePatients()
   const appointments = new FakeRecords()
   const exams = new FakeRecords()
-  const deps: ConsentDeps = { store, content: documents.content, patients, appointments, exams, clock }
+  const deps: ConsentDeps = {
+    store,
+    content: documents.content,
+    patients,
+    appointments,
+    exams,
+    renderPdf: renderConsentPdf,
+    clock,
+  }
   return {
     time,
     store,

@@ -218,7 +218,7 @@ export class FakePatients extends FakeLookup<PatientContact> implements PatientD
     this.entries.set(`${companyId}:${id}`, internalAnswers.patient({ ...o, id }))
     return id
   }
-  async contact(ctx: Ctx, id: string) {
+  async find(ctx: Ctx, id: string) {
     return this.lookup(ctx, id)
   }
 }

@@ -1,7 +1,7 @@
-import { signLink, verifyLink, type CloudEvent } from '@clinic/platform/core'
+import { signLink, verifyLink } from '@clinic/platform/core'
 import pino from 'pino'
 import type { LinkDeps, LinkRequest } from '../src/domain/consent-links'
-import { requestConsent } from '../src/domain/consents'
+import { requestConsent } from '../src/domain/request-consent'
 import { CONSENT_LINK, CONSENT_PDF_LINK } from '../src/domain/link-kinds'
 import type { Consent } from '../src/schemas/consent'
 import { consentWorld } from './consent-fakes'
@@ -11,7 +11,7 @@ export const SECRET = 'documents-unit-link-secret-0123456789abcdef'
 
 /**
  * A consent asked (center ALM1, by a clinic with names) and its link, on the fakes, with the link
- * page's dependencies: the secret and the views it records.
+ * page's dependencies (the secret), and the views it records on the trail.
  */
 export async function linkWorld(o: { guardian?: boolean; secret?: string | undefined } = {}) {
   const w = consentWorld()
@@ -33,12 +33,9 @@ export async function linkWorld(o: { guardian?: boolean; secret?: string | undef
   const consent = asked.body
   const linkId = asked.linkId!
   w.store.events.length = 0
-  const views: Array<{ companyId: number; event: CloudEvent }> = []
-  const deps: LinkDeps = {
-    ...w.deps,
-    secret: 'secret' in o ? o.secret : SECRET,
-    recordView: async (companyId, event) => void views.push({ companyId, event }),
-  }
+  const deps: LinkDeps = { ...w.deps, secret: 'secret' in o ? o.secret : SECRET }
+  /** The views of the page on the trail: the consent.link_viewed events in the company's outbox. */
+  const views = () => w.store.events.filter((e) => e.type === 'consent.link_viewed')
   /** The consent's link token (or one with other claims, or signed with another secret). */
   const token = (
     claims: Partial<{ id: string; consentId: string; companyId: number; exp: number }> = {},
@@ -61,8 +58,8 @@ export async function linkWorld(o: { guardian?: boolean; secret?: string | undef
   const make = (fields: Partial<Consent>) => w.store.seed(company, { ...consent, ...fields })
   /** The views recorded: page, consent, link, center, actor and company. */
   const seen = () =>
-    views.map(({ companyId, event }) => ({
-      companyId,
+    views().map((event) => ({
+      companyId: event.idempresa,
       type: event.type,
       subject: event.subject,
       codalmacen: event.codalmacen,

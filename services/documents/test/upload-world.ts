@@ -1,4 +1,5 @@
 import type { Principal } from '@clinic/platform/core'
+import { fileTypeMagic } from '../src/adapters/file-type'
 import { uploadDocument } from '../src/domain/upload-document'
 import { png } from './helpers'
 import { FakeDocumentStore, FakePatients, FakeRecords, loggingCtxOf, partsOf } from './fakes'
@@ -13,7 +14,7 @@ export function uploadWorld(principal: Partial<Principal> = {}, o: { maxBytes?: 
   const appointments = new FakeRecords()
   const exams = new FakeRecords()
   const patient = patients.add(company)
-  const deps = { store, content, patients, appointments, exams }
+  const deps = { store, content, patients, appointments, exams, magic: fileTypeMagic }
   const send = (
     parts: ReturnType<typeof partsOf>,
     input: { key?: string; queryCenter?: string; as?: typeof ctx; path?: string; method?: string } = {},

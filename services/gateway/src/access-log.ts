@@ -2,14 +2,13 @@ import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import {
   GroupCommit,
-  accessBatch,
-  enqueueEvents,
   isUuid,
   makeEvent,
   type CloudEvent,
   type Principal,
   type TraceHeaders,
 } from '@clinic/platform'
+import { writeAccessBatch } from './db/access-outbox'
 import { FHIR_TYPES, RESOURCE_TYPES } from './families'
 
 /**
@@ -180,7 +179,7 @@ export class AccessLog {
     try {
       // One outbox row, one message and one signature for the batch (http.batch); audit records
       // each of its events as a row of the trail.
-      await enqueueEvents(this.knex, [accessBatch(batch)])
+      await writeAccessBatch(this.knex, batch)
     } catch (err) {
       this.failed.push(...batch)
       // { err } goes through the platform's serializer: a database error is logged from an

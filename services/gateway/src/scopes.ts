@@ -1,5 +1,5 @@
 import { BASES } from './bases'
-import { DECLARED_SCOPES, FHIR_TYPES, ROUTED } from './families'
+import { DECLARED_SCOPES, FHIR_BASE, FHIR_TYPES, ROUTED } from './families'
 
 /**
  * The token scopes of DESIGN.md section 13, as packages/platform/services.json declares them (each
@@ -119,6 +119,21 @@ export const OPERATION_SCOPES: Readonly<Record<string, Scope>> = {
 export const ALSO_NEEDED: Readonly<Record<string, readonly Scope[]>> = {
   'POST /webhooks/endpoints': ['events:read'],
   'PATCH /webhooks/endpoints/{id}': ['events:read'],
+}
+
+/**
+ * The scope an operation of the merged document needs (`GET /patients/{id}`): the route table's;
+ * for a read under the FHIR base, its type's (services.json `fhir`, as scopesNeeded asks it; null
+ * for `any`, which every token reads), so a FHIR type's scope is declared once; undefined for an
+ * operation neither names (the gateway asks every scope of it).
+ */
+export function operationScope(key: string): Scope | null | undefined {
+  if (Object.hasOwn(OPERATION_SCOPES, key)) return OPERATION_SCOPES[key]
+  const [method, path = ''] = key.split(' ')
+  if (method !== 'GET' || !path.startsWith(`${FHIR_BASE}/`)) return undefined
+  const type = FHIR_TYPES.get(path.slice(FHIR_BASE.length + 1).split('/')[0]!)
+  if (!type) return undefined
+  return type.scope === 'any' ? null : type.scope
 }
 
 interface Route {

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { decodeJwt, errors, jwtVerify, SignJWT } from 'jose'
+import { ctxOfCause, type Ctx } from '../context'
 import { UUID_PATTERN } from '../ids'
 
 /**
@@ -111,6 +112,47 @@ export async function verifyLink<K extends LinkKind>(
     return { ok: false, reason: err instanceof errors.JWTExpired ? 'expired' : 'altered' }
   }
 }
+
+/** The page a link that does not open shows: none could be checked, or its token is altered or expired. */
+export type ClosedLink = { kind: 'invalid' } | { kind: 'expired' }
+
+/**
+ * A page's link: its claims, or the page saying why not (`invalid` without a secret to check it or
+ * for an altered token, `expired` for an expired one), as every link page answers.
+ */
+export async function openLink<K extends LinkKind>(
+  secret: string | undefined,
+  kind: K,
+  token: string,
+  now: Date,
+): Promise<{ link: LinkClaims<K> } | { page: ClosedLink }> {
+  if (!secret) return { page: { kind: 'invalid' } }
+  const verified = await verifyLink(secret, kind, token, now)
+  if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
+  return { link: verified.claims }
+}
+
+/**
+ * Who acts through a link: the company its token names, as `actor` (the audit trail's actor: no
+ * user, token or centers of its own), in the request's trace.
+ */
+export const linkCtx = (
+  companyId: number,
+  actor: string,
+  req: Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'>,
+): Ctx =>
+  ctxOfCause(
+    {
+      companyId,
+      cause: {
+        actorname: actor,
+        requestid: req.requestId,
+        traceparent: req.traceparent,
+        tracestate: req.tracestate,
+      },
+    },
+    req.log.child({ company_id: companyId }),
+  )
 
 /**
  * The language a token's payload names, read without checking it (an expired or altered link's page

@@ -1,5 +1,5 @@
 import pino from 'pino'
-import type { Principal } from '../assertion'
+import type { Principal } from '../principal'
 import type { Ctx } from '../context'
 import { IdempotencyConflict, ValidationFailed } from '../errors'
 import type { CloudEvent } from '../events'

@@ -208,6 +208,28 @@ describe('gateway assertion', () => {
     expect(await check(await resign(JSON.stringify(older)))).toEqual({ ok: false, reason: 'audience' })
   })
 
+  it('is addressed to the service owning a FHIR type (services.json fhir) for its paths', () => {
+    const list = jest.requireActual<typeof import('../../src/service-list')>('../../src/service-list')
+    const [first, ...rest] = list.serviceList().services
+    jest.isolateModules(() => {
+      jest.doMock('../../src/service-list', () => ({
+        ...list,
+        serviceList: () => ({
+          ...list.serviceList(),
+          services: [{ ...first!, fhir: { UnitTestFlag: 'any' } }, ...rest],
+        }),
+      }))
+      const { audienceOf: of } =
+        jest.requireActual<typeof import('../../src/assertion')>('../../src/assertion')
+      expect(of('/fhir/R4/UnitTestFlag/0190c5a0?x=1')).toBe(first!.name)
+      expect(of('/fhir/R4/UnitTestFlag')).toBe(first!.name)
+      expect(of('/fhir/R4/Patient/1')).toBeUndefined()
+      expect(of('/fhir/R4')).toBeUndefined()
+      expect(of(`/${Object.keys(first!.families)[0]}`)).toBe(first!.name)
+    })
+    jest.dontMock('../../src/service-list')
+  })
+
   it('is addressed to the service owning the path family unless told otherwise', async () => {
     expect(audienceOf('/patients')).toBe('patients')
     expect(audienceOf('/internal/patients/0190c5a0?x=1')).toBe('patients')
@@ -216,6 +238,7 @@ describe('gateway assertion', () => {
     expect(audienceOf('/audit/events')).toBe('audit')
     expect(audienceOf('/internal')).toBeUndefined()
     expect(audienceOf('/nothing')).toBeUndefined()
+    expect(audienceOf('/fhir/R4/NoSuchType/1')).toBeUndefined()
     const who = { auth: testPrincipal(), requestId: 'req-2' }
     const claimsOf = (h: Record<string, string>) => fromB64(h[ASSERTION_HEADER]!.split('.')[1]!)
     expect(

@@ -1,7 +1,17 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto'
 import { CompactSign, SignJWT } from 'jose'
 import { Type } from '@sinclair/typebox'
-import { LINK_TYPE, LinkClaim, linkKind, linkLanguageOf, signLink, verifyLink } from '@clinic/platform/core'
+import {
+  LINK_TYPE,
+  LinkClaim,
+  linkCtx,
+  linkKind,
+  linkLanguageOf,
+  openLink,
+  signLink,
+  verifyLink,
+} from '@clinic/platform/core'
+import pino from 'pino'
 
 const SECRET = 'unit-link-secret-0123456789abcdef0123456789'
 const key = new TextEncoder().encode(SECRET)
@@ -157,5 +167,42 @@ describe('link tokens', () => {
     ).toBe('es')
     for (const junk of ['', 'x', 'a.b.c', `${token.split('.')[0]}.${b64('{"lang":7}')}.x`, 'a'.repeat(2000)])
       expect(linkLanguageOf(junk)).toBeUndefined()
+  })
+})
+
+describe('openLink: a page link, or the page that says why not', () => {
+  it('gives the claims of a good link', async () => {
+    const token = await signLink(SECRET, APPOINTMENT, link)
+    expect(await openLink(SECRET, APPOINTMENT, token, now)).toEqual({ link: expect.objectContaining(link) })
+  })
+
+  it('is invalid without a secret, for an altered token or another kind; expired past exp', async () => {
+    const token = await signLink(SECRET, APPOINTMENT, link)
+    expect(await openLink(undefined, APPOINTMENT, token, now)).toEqual({ page: { kind: 'invalid' } })
+    expect(await openLink(SECRET, APPOINTMENT, `${token}x`, now)).toEqual({ page: { kind: 'invalid' } })
+    expect(await openLink(SECRET, UNSUBSCRIBE, token, now)).toEqual({ page: { kind: 'invalid' } })
+    const later = new Date((link.exp + 1) * 1000)
+    expect(await openLink(SECRET, APPOINTMENT, token, later)).toEqual({ page: { kind: 'expired' } })
+  })
+})
+
+describe('linkCtx: who acts through a link', () => {
+  it('is the company of the token as the actor named, with no user, token or centers, in the trace', () => {
+    const log = pino({ level: 'silent' })
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    const ctx = linkCtx(7, 'patient-link', { log, requestId: 'r-1', traceparent })
+    expect(ctx).toMatchObject({
+      auth: {
+        companyId: 7,
+        userId: '',
+        username: 'patient-link',
+        tokenId: '',
+        companyCenters: [],
+        allowedCenters: null,
+      },
+      requestId: 'r-1',
+      traceparent,
+    })
+    expect(ctx.tracestate).toBeUndefined()
   })
 })

@@ -14,7 +14,7 @@ import { appointmentCreated } from '../events/appointment-events'
 import type { Appointment, AppointmentFields, CreateAppointmentInput } from '../schemas/appointment'
 import type { AppointmentStore, AppointmentTx, Span } from './appointment-store'
 import { checkWorking, explainingConflicts } from './calendar-rules'
-import type { PatientDirectory } from './patient-directory'
+import type { PatientDirectory } from './directories'
 import { fieldsFromCreate } from './rules'
 
 export interface BookAppointment {
@@ -65,7 +65,7 @@ async function book(
   idempotency: IdempotencyKey,
   body: CreateAppointmentInput,
 ): Promise<StoredResponse<Appointment>> {
-  if (!(await deps.patients.exists(ctx, fields.patient_id))) throw new UnknownPatient()
+  if (!(await deps.patients.find(ctx, fields.patient_id))) throw new UnknownPatient()
   const span = spanOf(fields)
   let registered = false
   // A concurrent request with the same key may have committed meanwhile: this replays it then.

@@ -11,7 +11,7 @@ import {
 import type { CreateHoldInput, Hold } from '../schemas/availability'
 import type { AppointmentStore, Span } from './appointment-store'
 import { checkWorking, explainingConflicts } from './calendar-rules'
-import type { PatientDirectory } from './patient-directory'
+import type { PatientDirectory } from './directories'
 import { toUtc } from './rules'
 
 export interface HoldDeps {
@@ -38,7 +38,7 @@ export async function createHold(
   const stored = await deps.store.storedResponse<Hold>(ctx.auth.companyId, idempotency)
   if (stored) return stored
   const patientId = body.patient_id?.toLowerCase() ?? null
-  if (patientId && !(await deps.patients.exists(ctx, patientId))) throw new UnknownPatient()
+  if (patientId && !(await deps.patients.find(ctx, patientId))) throw new UnknownPatient()
   const span: Span = {
     practitioner: body.practitioner,
     center: body.codalmacen,

@@ -17,7 +17,7 @@ import { bookAppointment } from '../domain/book-appointment'
 import { checkInAppointment } from '../domain/check-in-appointment'
 import { getAppointment } from '../domain/get-appointment'
 import { listAppointments } from '../domain/list-appointments'
-import type { PatientDirectory } from '../domain/patient-directory'
+import type { PatientDirectory } from '../domain/directories'
 import { appointmentFieldErrors } from '../domain/rules'
 import { updateAppointment } from '../domain/update-appointment'
 import {

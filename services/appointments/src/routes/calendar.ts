@@ -11,7 +11,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { AppointmentStore } from '../domain/appointment-store'
 import { findAvailability } from '../domain/availability'
 import { createHold, releaseHold } from '../domain/holds'
-import type { PatientDirectory } from '../domain/patient-directory'
+import type { PatientDirectory } from '../domain/directories'
 import { appointmentFieldErrors } from '../domain/rules'
 import { TEXT_MESSAGES } from '../schemas/appointment'
 import {

@@ -3,7 +3,7 @@ import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testin
 import type { AppointmentStore, AppointmentTx } from '../../src/domain/appointment-store'
 import { bookAppointment, type BookAppointment } from '../../src/domain/book-appointment'
 import { SlotConflict } from '../../src/domain/errors'
-import type { PatientDirectory } from '../../src/domain/patient-directory'
+import type { PatientDirectory } from '../../src/domain/directories'
 import type { Appointment } from '../../src/schemas/appointment'
 
 /**
@@ -57,9 +57,9 @@ function fakeDirectory(known: Array<[number, string]> = []) {
   const directory = {
     lookups: 0,
     add: (companyId: number, id: string) => void patients.add(`${companyId}/${id}`),
-    exists: async (ctx: Ctx, id: string) => {
+    find: async (ctx: Ctx, id: string) => {
       directory.lookups++
-      return patients.has(`${ctx.auth.companyId}/${id}`)
+      return patients.has(`${ctx.auth.companyId}/${id}`) ? { id } : null
     },
   }
   return directory satisfies PatientDirectory & Record<string, unknown>

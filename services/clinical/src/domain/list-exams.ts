@@ -2,7 +2,7 @@ import { ValidationFailed, keyset, keysetPage, visibleCenters, type Ctx } from '
 import type { Page } from '@clinic/platform/core'
 import type { Exam, ListExamsInput } from '../schemas/exam'
 import type { ExamStore } from './exam-store'
-import { withContents } from './read-exam'
+import { withContents } from './exam-contents'
 
 /** Newest first: what a clinician opens is the last visit. */
 export const EXAM_KEYSET = keyset({

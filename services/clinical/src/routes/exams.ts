@@ -10,11 +10,12 @@ import {
   sendResource,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ExamDeps } from '../domain/exams'
-import { createExam, updateExam } from '../domain/exams'
+import type { ExamDeps } from '../domain/exam-rules'
+import { createExam } from '../domain/create-exam'
+import { updateExam } from '../domain/update-exam'
 import { examBundle } from '../domain/fhir'
 import { listExams } from '../domain/list-exams'
-import { getExamRecord } from '../domain/read-exam'
+import { getExamRecord } from '../domain/get-exam'
 import { CreateExamBody, Exam, ListExamsQuery, READ_ONLY_FIELDS, UpdateExamBody } from '../schemas/exam'
 
 const tags = ['clinical']
@@ -87,7 +88,7 @@ const updateExamRoute = {
 }
 
 /** Exams: create, list, read (JSON or a FHIR R4 Bundle), PATCH a draft. */
-export const examRoutes: FastifyPluginAsyncTypebox<{ deps: ExamDeps }> = async (app, { deps }) => {
+export const examRoutes: FastifyPluginAsyncTypebox<ExamDeps> = async (app, deps) => {
   const { store } = deps
 
   app.get('/clinical/exams', listExamsRoute, async (req) => listExams(req.ctx, store, req.query))

@@ -2,7 +2,8 @@ import { CenterQuery, IdParams, PostHeaders, problem, requestHash, sendResource 
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ExamStore } from '../domain/exam-store'
 import { FINDING_KINDS, FINDING_RULES, KIND_PATHS } from '../domain/finding-rules'
-import { addFinding, removeFinding } from '../domain/findings'
+import { addFinding } from '../domain/add-finding'
+import { removeFinding } from '../domain/remove-finding'
 import { FINDING_BODIES, FINDING_SCHEMAS, FindingParams } from '../schemas/findings'
 
 const tags = ['clinical']

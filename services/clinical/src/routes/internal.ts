@@ -2,7 +2,7 @@ import { findVisible, internalApi } from '@clinic/platform/core'
 import { serveInternal } from '@clinic/platform/http'
 import type { FastifyPluginAsync } from 'fastify'
 import type { ExamStore } from '../domain/exam-store'
-import { NOT_FOUND } from '../domain/read-exam'
+import { NOT_FOUND } from '../domain/exam-rules'
 
 /**
  * For other services (documents checks that a document's or a consent's `exam_id` is an exam of

@@ -10,7 +10,8 @@ import {
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ExamStore } from '../domain/exam-store'
 import { refractionErrors } from '../domain/finding-rules'
-import { getPrescription, issuePrescription } from '../domain/prescriptions'
+import { getPrescription } from '../domain/get-prescription'
+import { issuePrescription } from '../domain/issue-prescription'
 import { CreatePrescriptionBody, Prescription } from '../schemas/exam'
 
 const tags = ['clinical']

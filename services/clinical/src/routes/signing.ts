@@ -11,7 +11,9 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ExamStore } from '../domain/exam-store'
 import { FINDING_KINDS, FINDING_RULES } from '../domain/finding-rules'
-import { amendExam, examHistory, signExam } from '../domain/signing'
+import { amendExam } from '../domain/amend-exam'
+import { getExamHistory } from '../domain/get-exam-history'
+import { signExam } from '../domain/sign-exam'
 import { Exam, History } from '../schemas/exam'
 import { AmendmentBody } from '../schemas/findings'
 
@@ -107,6 +109,6 @@ export const signingRoutes: FastifyPluginAsyncTypebox<{ store: ExamStore; clock:
         response: { 200: History },
       },
     },
-    async (req) => examHistory(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen }),
+    async (req) => getExamHistory(req.ctx, store, { id: req.params.id, queryCenter: req.query.codalmacen }),
   )
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { PatientDirectory } from '../domain/directory'
+import type { PatientDirectory } from '../domain/directories'
 import type { ExamStore } from '../domain/exam-store'
-import { patientMeasurements } from '../domain/trends'
+import { listMeasurements } from '../domain/list-measurements'
 import { PatientParams, TrendList, TrendQuery } from '../schemas/exam'
 
 export const trendRoutes: FastifyPluginAsyncTypebox<{
@@ -22,6 +22,6 @@ export const trendRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: TrendList },
       },
     },
-    async (req) => patientMeasurements(req.ctx, deps, { patientId: req.params.patient_id, query: req.query }),
+    async (req) => listMeasurements(req.ctx, deps, { patientId: req.params.patient_id, query: req.query }),
   )
 }

@@ -1,4 +1,6 @@
-import { createExam, updateExam, type ExamDeps } from '../../src/domain/exams'
+import { createExam } from '../../src/domain/create-exam'
+import { updateExam } from '../../src/domain/update-exam'
+import { type ExamDeps } from '../../src/domain/exam-rules'
 import type { CreateExamInput } from '../../src/schemas/exam'
 import {
   FakeAppointments,

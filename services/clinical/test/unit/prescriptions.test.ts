@@ -1,7 +1,8 @@
-import { createExam } from '../../src/domain/exams'
-import { addFinding } from '../../src/domain/findings'
-import { getPrescription, issuePrescription } from '../../src/domain/prescriptions'
-import { signExam } from '../../src/domain/signing'
+import { createExam } from '../../src/domain/create-exam'
+import { addFinding } from '../../src/domain/add-finding'
+import { getPrescription } from '../../src/domain/get-prescription'
+import { issuePrescription } from '../../src/domain/issue-prescription'
+import { signExam } from '../../src/domain/sign-exam'
 import type { CreatePrescriptionInput } from '../../src/schemas/exam'
 import {
   FakeAppointments,

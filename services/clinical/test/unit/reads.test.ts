@@ -1,11 +1,13 @@
-import { createExam } from '../../src/domain/exams'
+import { createExam } from '../../src/domain/create-exam'
 import type { FindingKind } from '../../src/domain/finding-rules'
-import { addFinding } from '../../src/domain/findings'
+import { addFinding } from '../../src/domain/add-finding'
 import { listExams, rangeOf } from '../../src/domain/list-exams'
-import { issuePrescription } from '../../src/domain/prescriptions'
-import { assemble, findingOf, getExam, getExamRecord } from '../../src/domain/read-exam'
-import { amendExam, signExam } from '../../src/domain/signing'
-import { patientMeasurements } from '../../src/domain/trends'
+import { issuePrescription } from '../../src/domain/issue-prescription'
+import { assemble, findingOf } from '../../src/domain/exam-contents'
+import { getExam, getExamRecord } from '../../src/domain/get-exam'
+import { amendExam } from '../../src/domain/amend-exam'
+import { signExam } from '../../src/domain/sign-exam'
+import { listMeasurements } from '../../src/domain/list-measurements'
 import type { ListExamsInput, TrendInput } from '../../src/schemas/exam'
 import {
   FakeAppointments,
@@ -245,13 +247,13 @@ describe('rangeOf', () => {
   })
 })
 
-describe('patientMeasurements', () => {
+describe('listMeasurements', () => {
   const trend = (
     s: ReturnType<typeof setup>,
     patientId: string,
     query: Partial<TrendInput> = {},
     ctx = s.ctx,
-  ) => patientMeasurements(ctx, { store: s.store, patients: s.patients }, { patientId, query })
+  ) => listMeasurements(ctx, { store: s.store, patients: s.patients }, { patientId, query })
 
   /** A signed exam of `patient` at `center` with these findings. */
   async function signed(

@@ -1,9 +1,12 @@
-import { createExam } from '../../src/domain/exams'
+import { createExam } from '../../src/domain/create-exam'
 import type { FindingKind } from '../../src/domain/finding-rules'
-import { addFinding, removeFinding } from '../../src/domain/findings'
-import { issuePrescription } from '../../src/domain/prescriptions'
-import { getExam } from '../../src/domain/read-exam'
-import { amendExam, examHistory, signExam } from '../../src/domain/signing'
+import { addFinding } from '../../src/domain/add-finding'
+import { removeFinding } from '../../src/domain/remove-finding'
+import { issuePrescription } from '../../src/domain/issue-prescription'
+import { getExam } from '../../src/domain/get-exam'
+import { amendExam } from '../../src/domain/amend-exam'
+import { getExamHistory } from '../../src/domain/get-exam-history'
+import { signExam } from '../../src/domain/sign-exam'
 import type { AmendmentInput } from '../../src/schemas/findings'
 import {
   FakeAppointments,
@@ -67,7 +70,8 @@ function setup(principal: Parameters<typeof ctxOf>[0] = {}) {
       requestHash: o.hash ?? 'h',
     })
   const amend = async (id: string, body: Partial<AmendmentInput>) => (await amendment(id, body)).body
-  const history = async (id: string) => (await examHistory(ctx, store, { id, queryCenter: undefined })).data
+  const history = async (id: string) =>
+    (await getExamHistory(ctx, store, { id, queryCenter: undefined })).data
   const row = (id: string) => store.exams(company).find((e) => e.id === id)!
   return { store, ctx, lines, company, draft, add, remove, sign, amend, amendment, history, row }
 }
@@ -386,7 +390,7 @@ describe('amendExam', () => {
   })
 })
 
-describe('examHistory', () => {
+describe('getExamHistory', () => {
   it('lists every version oldest first: who, what; 404 for an exam the caller cannot see', async () => {
     const s = setup({ allowedCenters: ['ALM1'] })
     const exam = await s.draft()

@@ -1,8 +1,7 @@
-import { verifyLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
+import { linkCtx, openLink, type CloudEvent, type Ctx } from '@clinic/platform/core'
 import { linkViewedEvent } from '../events/link-events'
-import type { AppointmentDirectory, AppointmentInfo } from './appointment-directory'
+import type { AppointmentDirectory, AppointmentInfo } from './directories'
 import { APPOINTMENT_LINK, type AppointmentLink } from './link-kinds'
-import { systemCtx } from './system-ctx'
 
 /**
  * Patient links (DESIGN.md section 12): `PUBLIC_BASE_URL/p/a/<token>` from a reminder, no API
@@ -81,42 +80,16 @@ export const answerable = (status: string): LinkAction[] =>
   status === 'scheduled' ? ['confirm', 'cancel'] : status === 'confirmed' ? ['cancel'] : []
 
 /**
- * The token's appointment link, or the page that says why not. A token whose signature holds but whose
- * claims are not an appointment link's (it was never made by us) is as invalid as an altered one.
- */
-async function linkOf(
-  deps: LinkDeps,
-  token: string,
-): Promise<{ link: AppointmentLink } | { page: LinkPage }> {
-  if (!deps.secret) return { page: { kind: 'invalid' } }
-  const verified = await verifyLink(deps.secret, APPOINTMENT_LINK, token, deps.clock())
-  if (!verified.ok) return { page: { kind: verified.reason === 'expired' ? 'expired' : 'invalid' } }
-  return { link: verified.claims }
-}
-
-/** Who asks: the link, for the token's company only, with no user, token or centers of its own. */
-export const linkCtx = (
-  companyId: number,
-  req: Pick<Ctx, 'log' | 'requestId' | 'traceparent' | 'tracestate'>,
-): Ctx =>
-  systemCtx(companyId, LINK_ACTOR, {
-    log: req.log.child({ company_id: companyId }),
-    requestId: req.requestId,
-    traceparent: req.traceparent,
-    tracestate: req.tracestate,
-  })
-
-/**
  * `GET /p/a/<token>`: the appointment and what may be answered, or why nothing can be. Every view of
  * a valid link is on the audit trail (`comms.patient_link.viewed`, actor `patient-link`) before the
  * page is shown: a view that cannot be recorded is not shown (503 page). An altered or expired token
  * names no company that can be trusted, so its page is only logged.
  */
 export async function openPatientLink(deps: LinkDeps, req: LinkRequest): Promise<LinkPage> {
-  const checked = await linkOf(deps, req.token)
+  const checked = await openLink(deps.secret, APPOINTMENT_LINK, req.token, deps.clock())
   if ('page' in checked) return checked.page
   const { link } = checked
-  const ctx = linkCtx(link.companyId, req)
+  const ctx = linkCtx(link.companyId, LINK_ACTOR, req)
   const page = await linkPage(deps, ctx, link)
   const view = { appointmentId: link.appointmentId, linkId: link.id, page: page.kind }
   await deps.uses.recordView(link.companyId, linkViewedEvent(ctx, view))
@@ -142,12 +115,12 @@ export async function answerPatientLink(
   deps: LinkDeps,
   req: LinkRequest & { action: unknown },
 ): Promise<LinkPage> {
-  const checked = await linkOf(deps, req.token)
+  const checked = await openLink(deps.secret, APPOINTMENT_LINK, req.token, deps.clock())
   if ('page' in checked) return checked.page
   const { link } = checked
   const action = req.action
   if (!isLinkAction(action)) return { kind: 'invalid' }
-  const ctx = linkCtx(link.companyId, req)
+  const ctx = linkCtx(link.companyId, LINK_ACTOR, req)
   const use = { tokenId: link.id, appointmentId: link.appointmentId, action }
   const result = await deps.uses.useOnce(link.companyId, use, async () => {
     const answer = await deps.appointments.respond(ctx, link.appointmentId, action)

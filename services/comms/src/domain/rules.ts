@@ -1,7 +1,7 @@
 import type { FieldError } from '@clinic/platform/core'
 import type { Channel, RecipientRole } from '../schemas/message'
 import { GuardianOverrideRequired, GuardianRequired, NoContactAddress } from './errors'
-import type { PatientContact } from './patient-directory'
+import type { PatientContact } from './directories'
 import { normaliseAddress } from './preference-store'
 
 export const EMAIL_BODY_MAX_BYTES = 64 * 1024

@@ -9,10 +9,10 @@ import {
 } from '@clinic/platform/core'
 import type { SendMessageInput, VersionedMessage } from '../schemas/message'
 import type { MessageStore } from './message-store'
-import type { PatientDirectory } from './patient-directory'
+import type { PatientDirectory } from './directories'
 import { queueMessage, type AdmissionMetrics, type MessagingLimits } from './queue-message'
 import { limitErrors, resolveRecipient } from './rules'
-import type { AppointmentDirectory } from './appointment-directory'
+import type { AppointmentDirectory } from './directories'
 import { renderReminder } from './templates'
 
 export interface SendMessage {
@@ -62,7 +62,7 @@ export async function sendMessage(
   const stored = await deps.store.storedResponse<VersionedMessage>(ctx.auth.companyId, idempotency)
   if (stored) return visibleReplay(ctx, deps.store, stored)
 
-  const patient = await deps.patients.contact(ctx, b.patient_id)
+  const patient = await deps.patients.find(ctx, b.patient_id)
   const allowed = ctx.auth.allowedCenters
   if (!patient || (allowed && (patient.codalmacen === null || !allowed.includes(patient.codalmacen))))
     throw new UnknownPatient()

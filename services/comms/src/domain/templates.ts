@@ -1,4 +1,4 @@
-import type { AppointmentInfo } from './appointment-directory'
+import type { AppointmentInfo } from './directories'
 
 const TEXTS = {
   es: {

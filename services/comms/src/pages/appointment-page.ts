@@ -1,5 +1,5 @@
 import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
-import type { AppointmentInfo } from '../domain/appointment-directory'
+import type { AppointmentInfo } from '../domain/directories'
 import type { LinkAction, LinkPage } from '../domain/patient-links'
 
 /**

@@ -10,7 +10,7 @@ import {
 import { setCompany } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
-import type { AppointmentDirectory } from '../domain/appointment-directory'
+import type { AppointmentDirectory } from '../domain/directories'
 import { REMINDED_STATUSES, type AppointmentSlot } from './plan'
 import type { ReminderStore } from './reminder-store'
 import { systemCtx } from '../domain/system-ctx'

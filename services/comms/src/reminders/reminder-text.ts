@@ -1,5 +1,5 @@
 import { signLink } from '@clinic/platform/core'
-import type { AppointmentInfo } from '../domain/appointment-directory'
+import type { AppointmentInfo } from '../domain/directories'
 import { APPOINTMENT_LINK } from '../domain/link-kinds'
 import { renderReminder, templateLanguage } from '../domain/templates'
 

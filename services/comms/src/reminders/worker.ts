@@ -4,8 +4,8 @@ import { companyTransaction } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock'
-import type { AppointmentDirectory, AppointmentInfo } from '../domain/appointment-directory'
-import type { PatientDirectory } from '../domain/patient-directory'
+import type { AppointmentDirectory, AppointmentInfo } from '../domain/directories'
+import type { PatientDirectory } from '../domain/directories'
 import { resolveRecipient } from '../domain/rules'
 import type { ReminderStatus } from '../schemas/reminder'
 import { REMINDED_STATUSES } from './plan'
@@ -15,7 +15,7 @@ import { systemCtx } from '../domain/system-ctx'
 
 /** What the worker hands to the send path: the message of one reminder, addressed and rendered. */
 export interface ReminderMessage {
-  patient: NonNullable<Awaited<ReturnType<PatientDirectory['contact']>>>
+  patient: NonNullable<Awaited<ReturnType<PatientDirectory['find']>>>
   recipient: ReturnType<typeof resolveRecipient>
   appointmentId: string
   text: ReminderText
@@ -152,7 +152,7 @@ export class ReminderWorker extends JobRunner<ClaimedReminder> {
     const appointment = await this.o.appointments.find(ctx, r.appointmentId)
     const why = stale(appointment, r, this.o.clock())
     if (why) return why
-    const patient = await this.o.patients.contact(ctx, r.patientId)
+    const patient = await this.o.patients.find(ctx, r.patientId)
     if (!patient) return { status: 'skipped', reason: 'the patient no longer exists' }
     let recipient: ReminderMessage['recipient']
     try {

@@ -12,9 +12,9 @@ import {
   serveInternal,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { AppointmentDirectory } from '../domain/appointment-directory'
+import type { AppointmentDirectory } from '../domain/directories'
 import type { MessageStore } from '../domain/message-store'
-import type { PatientDirectory } from '../domain/patient-directory'
+import type { PatientDirectory } from '../domain/directories'
 import type { AdmissionMetrics, MessagingLimits } from '../domain/queue-message'
 import { getMessage, listMessages } from '../domain/read-messages'
 import { sendFieldErrors } from '../domain/rules'

@@ -1,7 +1,7 @@
 import { uuidv7 } from '@clinic/platform'
 import { freshCompanyId, outboxOf } from '@clinic/platform/testing'
 import type { LightMyRequestResponse } from 'fastify'
-import type { AppointmentInfo } from '../../src/domain/appointment-directory'
+import type { AppointmentInfo } from '../../src/domain/directories'
 import { signLink } from '@clinic/platform/core'
 import { APPOINTMENT_LINK, UNSUBSCRIBE_LINK, type AppointmentLink } from '../../src/domain/link-kinds'
 import { TEST_LINK_SECRET, startComms, type Harness } from '../helpers'

@@ -8,7 +8,7 @@ import { PreferencesRepository } from '../../src/db/repositories/preferences-rep
 import { messageTx } from '../../src/db/repositories/messages-repository'
 import { RemindersRepository } from '../../src/db/repositories/reminders-repository'
 import { applySmsKeyword } from '../../src/domain/sms-keywords'
-import type { AppointmentInfo } from '../../src/domain/appointment-directory'
+import type { AppointmentInfo } from '../../src/domain/directories'
 import { verifyLink } from '@clinic/platform/core'
 import { APPOINTMENT_LINK } from '../../src/domain/link-kinds'
 import { applyAppointmentEvent } from '../../src/reminders/consumer'

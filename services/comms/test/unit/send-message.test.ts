@@ -1,8 +1,8 @@
 import { AppError, type Ctx } from '@clinic/platform/core'
 import { FakeTenantStore, testCtx, testPrincipal } from '@clinic/platform/testing'
-import type { AppointmentDirectory } from '../../src/domain/appointment-directory'
+import type { AppointmentDirectory } from '../../src/domain/directories'
 import type { MessageStore, MessageTx } from '../../src/domain/message-store'
-import type { PatientContact, PatientDirectory } from '../../src/domain/patient-directory'
+import type { PatientContact, PatientDirectory } from '../../src/domain/directories'
 import { sendMessage, type SendMessage } from '../../src/domain/send-message'
 import { makeContact } from '../fixtures'
 import type { VersionedMessage } from '../../src/schemas/message'
@@ -55,7 +55,7 @@ function fakePatients() {
   const directory = {
     lookups: 0,
     add: (companyId: number, p: PatientContact) => void byCompany.set(`${companyId}/${p.id}`, p),
-    contact: async (ctx: Ctx, id: string) => {
+    find: async (ctx: Ctx, id: string) => {
       directory.lookups++
       return byCompany.get(`${ctx.auth.companyId}/${id}`) ?? null
     },

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto'
 import { ValidationFailed, uuidv7, type Ctx } from '@clinic/platform/core'
 import { consentEvent, consentGranted } from '../events/consent-events'
 import { documentCreated } from '../events/document-events'
-import { renderConsentPdf } from '../render/consent-pdf'
-import type { Consent, Evidence, GrantInput } from '../schemas/consent'
+import type { Consent, Evidence } from '../schemas/consent'
 import type { ConsentTx } from './consent-store'
 import type { StagedContent } from './content-store'
-import { getConsent, nameOf, type ConsentDeps } from './consents'
+import type { ConsentDeps } from './consent-rules'
+import { getConsent } from './get-consent'
 import { InvalidTransition, SignerMismatch } from './errors'
-import { namesMatch, signerOnFile } from './signer-name'
+import { namesMatch } from './signer-name'
 
 /** Whose behalf the signer acts on, and the signer's name on the patient's record. */
 export interface Who {
@@ -65,7 +65,7 @@ export async function answerConsent(
   }
   let pdf: { staged: StagedContent; bytes: Buffer; sha256: string } | undefined
   if (answer.accept && !answer.documentId) {
-    const bytes = await renderConsentPdf({
+    const bytes = await deps.renderPdf({
       consent: current,
       template,
       evidence,
@@ -139,36 +139,4 @@ async function storePdf(
   })
   await tx.publish([documentCreated(ctx, document)])
   return document.id
-}
-
-/** In the clinic (POST /consents/{id}/grant): method in_person, with a witness. */
-export function grantInPerson(
-  ctx: Ctx,
-  deps: ConsentDeps,
-  input: { id: string; body: GrantInput; queryCenter?: string; ip: string | null; userAgent: string | null },
-): Promise<Consent> {
-  return answerConsent(
-    ctx,
-    deps,
-    input.id,
-    {
-      accept: true,
-      evidence: {
-        signer_role: input.body.signer_role,
-        signer_name: input.body.signer_name,
-        method: 'in_person',
-        witness: input.body.witness,
-        ip: input.ip,
-        user_agent: input.userAgent,
-      },
-      documentId: input.body.document_id,
-    },
-    {
-      queryCenter: input.queryCenter,
-      who: async (consent) => {
-        const patient = await deps.patients.contact(ctx, consent.patient_id)
-        return { patientName: nameOf(patient), signerOnFile: signerOnFile(patient, consent.signer_role) }
-      },
-    },
-  )
 }

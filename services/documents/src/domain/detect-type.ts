@@ -1,7 +1,7 @@
 /**
  * The type of a file decided from its first bytes (DESIGN.md section 15), never from the client's
- * Content-Type or name. `file-type` (a kept library of magic numbers) reads them; DICOM, which it
- * does not always know from the preamble, is `DICM` at byte 128.
+ * Content-Type or name. A library of magic numbers reads them (MagicNumbers: `file-type`); DICOM,
+ * which it does not always know from the preamble, is `DICM` at byte 128.
  */
 
 /** Bytes to read before deciding: file-type looks at most this far; DICOM's magic ends at 132. */
@@ -21,13 +21,11 @@ export const ACCEPTED: Readonly<Record<string, string>> = {
 
 export type Detection = { accepted: true; contentType: string } | { accepted: false; found: string }
 
-type FileTypeModule = { fileTypeFromBuffer(b: Uint8Array): Promise<{ mime: string } | undefined> }
-let fileType: Promise<FileTypeModule> | undefined
 /**
- * `file-type` is ESM only and the service compiles to CommonJS: with `module: Node16`, TypeScript
- * keeps this `import()` as it is (never a `require`), so Node loads it as ESM.
+ * The port to a library of magic numbers (adapters/file-type.ts, `file-type`): the MIME type it
+ * recognises in a file's first bytes, or undefined.
  */
-const loadFileType = () => (fileType ??= import('file-type/core') as Promise<FileTypeModule>)
+export type MagicNumbers = (head: Uint8Array) => Promise<string | undefined>
 
 const isDicom = (head: Buffer) => head.length >= 132 && head.toString('latin1', 128, 132) === 'DICM'
 
@@ -58,12 +56,11 @@ function textKind(head: Buffer, xml: boolean): string {
 }
 
 /** The file's type from its first SNIFF_BYTES bytes (all of it when shorter). */
-export async function detectType(head: Buffer): Promise<Detection> {
+export async function detectType(head: Buffer, magic: MagicNumbers): Promise<Detection> {
   if (!head.length) return { accepted: false, found: 'an empty file' }
   if (isDicom(head)) return { accepted: true, contentType: 'application/dicom' }
-  const { fileTypeFromBuffer } = await loadFileType()
-  const found = await fileTypeFromBuffer(head)
-  if (found && ACCEPTED[found.mime]) return { accepted: true, contentType: found.mime }
-  const xml = found?.mime === 'application/xml'
-  return { accepted: false, found: found && !xml ? found.mime : textKind(head, xml) }
+  const found = await magic(head)
+  if (found && ACCEPTED[found]) return { accepted: true, contentType: found }
+  const xml = found === 'application/xml'
+  return { accepted: false, found: found && !xml ? found : textKind(head, xml) }
 }

@@ -3,11 +3,13 @@ import type { Ctx, PatientContact } from '@clinic/platform/core'
 export type { PatientContact }
 
 /**
- * The patients service as documents sees it (clients/patients-client.ts): the patient of the
- * caller's company, or null (another company's looks missing). Down: UpstreamUnavailable.
+ * The other services as the documents domain sees them (app.ts implements each over the platform's
+ * typed client): a record of the caller's company, or null (another company's, a hidden center's
+ * or a missing one look alike). A service that cannot answer throws UpstreamUnavailable (503) and
+ * nothing is written.
  */
 export interface PatientDirectory {
-  contact(ctx: Ctx, patientId: string): Promise<PatientContact | null>
+  find(ctx: Ctx, patientId: string): Promise<PatientContact | null>
 }
 
 /** Whose a record of another service is: enough to check it belongs to a document's patient. */
@@ -16,15 +18,12 @@ export interface OwnedRecord {
   patient_id: string
 }
 
-/**
- * The appointments service (clients/appointments-client.ts): the caller's appointment and its
- * patient, or null (another company's, a hidden center's or a missing one look alike).
- */
+/** The caller's appointment and its patient, or null. */
 export interface AppointmentDirectory {
   find(ctx: Ctx, appointmentId: string): Promise<OwnedRecord | null>
 }
 
-/** The clinical service (clients/clinical-client.ts): the caller's exam and its patient, or null. */
+/** The caller's exam and its patient, or null. */
 export interface ExamDirectory {
   find(ctx: Ctx, examId: string): Promise<OwnedRecord | null>
 }

@@ -15,7 +15,7 @@ import {
 import { documentCreated } from '../events/document-events'
 import { UploadFields, type Document, type UploadFieldsInput } from '../schemas/document'
 import type { ContentStore, StagedContent } from './content-store'
-import { ACCEPTED, SNIFF_BYTES, detectType } from './detect-type'
+import { ACCEPTED, SNIFF_BYTES, detectType, type MagicNumbers } from './detect-type'
 import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from './directories'
 import type { DocumentStore } from './document-store'
 import { FileTooLarge, MalformedUpload, UnsupportedFileType } from './errors'
@@ -29,6 +29,8 @@ export interface UploadDeps {
   patients: PatientDirectory
   appointments: AppointmentDirectory
   exams: ExamDirectory
+  /** Reads a file's type from its first bytes. */
+  magic: MagicNumbers
 }
 
 export interface UploadDocument {
@@ -58,7 +60,7 @@ interface ReceivedFile {
  */
 async function receiveFile(
   ctx: Ctx,
-  content: ContentStore,
+  deps: Pick<UploadDeps, 'content' | 'magic'>,
   part: Extract<UploadPart, { kind: 'file' }>,
   maxBytes: number,
 ): Promise<ReceivedFile> {
@@ -69,10 +71,10 @@ async function receiveFile(
   let contentType: string | undefined
   let staged: StagedContent | undefined
   const decide = async () => {
-    const detected = await detectType(Buffer.concat(head))
+    const detected = await detectType(Buffer.concat(head), deps.magic)
     if (!detected.accepted) throw new UnsupportedFileType(detected.found)
     contentType = detected.contentType
-    staged = content.stage(ctx.auth.companyId)
+    staged = deps.content.stage(ctx.auth.companyId)
     for (const b of head) await staged.write(b)
     head = []
   }
@@ -135,7 +137,7 @@ export async function uploadDocument(
         if (part.name !== 'file')
           throw new MalformedUpload(`the file goes in the part named "file", not "${part.name}"`)
         if (file) throw new MalformedUpload('one file per upload')
-        file = await receiveFile(ctx, deps.content, part, input.maxBytes)
+        file = await receiveFile(ctx, deps, part, input.maxBytes)
         continue
       }
       if (Object.hasOwn(raw, part.name)) throw new MalformedUpload(`the field "${part.name}" is sent twice`)
@@ -162,7 +164,7 @@ export async function uploadDocument(
       throw new ValidationFailed([
         { path: '/codalmacen', message: 'is required for a token limited to centers' },
       ])
-    const patient = await deps.patients.contact(ctx, fields.patient_id.toLowerCase())
+    const patient = await deps.patients.find(ctx, fields.patient_id.toLowerCase())
     if (!patient) throw new UnknownPatient()
     await checkReferences(ctx, deps, patient.id, {
       appointmentId: fields.appointment_id?.toLowerCase(),

@@ -1,8 +1,8 @@
 import { JobRunner } from '@clinic/platform'
-import type { Ctx } from '@clinic/platform/core'
+import { ctxOfCause } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { ConsentStore } from '../domain/consent-store'
-import { expireConsent } from '../domain/consents'
+import { expireConsent } from '../domain/expire-consent'
 
 /** Who expires consents, on the audit trail (the events' actor). */
 export const EXPIRY_ACTOR = 'documents-expiry'
@@ -23,19 +23,11 @@ export class ConsentExpiryWorker extends JobRunner<{ companyId: number; id: stri
   }
 
   protected async runJob(job: { companyId: number; id: string }) {
-    const ctx: Ctx = {
-      auth: {
-        companyId: job.companyId,
-        userId: '',
-        username: EXPIRY_ACTOR,
-        tokenId: '',
-        companyCenters: [],
-        allowedCenters: null,
-      },
-      log: this.o.log.child({ company_id: job.companyId }),
-      requestId: '',
-    }
-    if (await expireConsent(ctx, this.o.store, job.id, this.o.clock()))
+    const ctx = ctxOfCause(
+      { companyId: job.companyId, cause: { actorname: EXPIRY_ACTOR } },
+      this.o.log.child({ company_id: job.companyId }),
+    )
+    if (await expireConsent(ctx, this.o.store, { id: job.id, now: this.o.clock() }))
       ctx.log.info({ consent_id: job.id }, 'consent expired')
   }
 }

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs'
 import fontkit from '@pdf-lib/fontkit'
 import { PDFDocument, type PDFFont, type PDFPage } from 'pdf-lib'
-import type { ClinicNames } from '../domain/consent-store'
-import type { Consent, ConsentTemplate, Evidence } from '../schemas/consent'
+import type { ConsentRecord } from '../domain/consent-pdf-renderer'
 import { labelsFor, type ConsentLabels } from './consent-labels'
 
 /**
@@ -124,14 +123,7 @@ function longWord(font: Measure, word: string, width: number, size: number): Lin
   return pieces
 }
 
-export interface ConsentRecord {
-  consent: Consent
-  template: ConsentTemplate
-  evidence: Evidence
-  /** Whose behalf the signer acted on (the patient's name). */
-  patientName: string
-  clinic: ClinicNames
-}
+export type { ConsentRecord }
 
 /** An instant as people there read it, with its zone's name. */
 export function localTime(iso: string, locale: string, timeZone: string): string {

@@ -2,7 +2,10 @@ import { Readable } from 'node:stream'
 import { LinkTokenParams, linkPages, linkRequestOf } from '@clinic/platform/http'
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
-import { answerConsentLink, openConsentLink, openConsentPdf, type LinkDeps } from '../domain/consent-links'
+import { answerConsentLink } from '../domain/answer-consent-link'
+import type { LinkDeps } from '../domain/consent-links'
+import { openConsentLink } from '../domain/open-consent-link'
+import { openConsentPdf } from '../domain/open-consent-pdf'
 import { contentDisposition } from '../domain/filename'
 import { renderConsentPage } from '../pages/consent-page'
 
@@ -20,7 +23,7 @@ const AnswerForm = Type.Object(
  * assertion check (the gateway forwards services.json `pages` without an API token): the signed
  * token is the authentication. Every outcome is an HTML page, never a 5xx for a bad token.
  */
-export const consentPageRoutes: FastifyPluginAsync<{ deps: LinkDeps }> = async (app, { deps }) => {
+export const consentPageRoutes: FastifyPluginAsync<LinkDeps> = async (app, deps) => {
   const sendPage = linkPages(app, { prefix: '/p/c', render: renderConsentPage, bodyLimit: 2048 })
   const config = { public: true }
   // The signed PDF the page after a grant offers (24 hours): data to keep, never a page to run.

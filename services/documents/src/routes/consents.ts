@@ -9,18 +9,16 @@ import {
   sendResource,
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import {
-  createTemplate,
-  getConsent,
-  getTemplate,
-  listConsents,
-  listTemplates,
-  requestConsent,
-  withdrawConsent,
-  type ConsentDeps,
-} from '../domain/consents'
-import { grantInPerson } from '../domain/answer-consent'
+import type { ConsentDeps } from '../domain/consent-rules'
 import type { LinkSender } from '../domain/consent-links'
+import { createTemplate } from '../domain/create-template'
+import { getConsent } from '../domain/get-consent'
+import { getTemplate } from '../domain/get-template'
+import { grantInPerson } from '../domain/grant-in-person'
+import { listConsents } from '../domain/list-consents'
+import { listTemplates } from '../domain/list-templates'
+import { requestConsent } from '../domain/request-consent'
+import { withdrawConsent } from '../domain/withdraw-consent'
 import {
   Consent,
   ConsentTemplate,
@@ -155,12 +153,15 @@ export const consentRoutes: FastifyPluginAsyncTypebox<ConsentRoutesOptions> = as
   )
 
   app.post('/consents/templates', createConsentTemplateRoute, async (req, reply) => {
-    const template = await createTemplate(req.ctx, o.store, req.body, req.query.codalmacen)
+    const template = await createTemplate(req.ctx, o.store, {
+      body: req.body,
+      queryCenter: req.query.codalmacen,
+    })
     return reply.code(201).header('location', `/consents/templates/${template.id}`).send(template)
   })
 
   app.get('/consents/templates/:id', getConsentTemplateRoute, async (req) =>
-    getTemplate(req.ctx, o.store, req.params.id, req.query.codalmacen),
+    getTemplate(req.ctx, o.store, { id: req.params.id, queryCenter: req.query.codalmacen }),
   )
 
   app.get('/consents', listConsentsRoute, async (req) => listConsents(req.ctx, o.store, req.query))

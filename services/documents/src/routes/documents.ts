@@ -14,14 +14,15 @@ import {
 } from '@clinic/platform'
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ContentStore } from '../domain/content-store'
-import { deleteDocument, updateDocument } from '../domain/change-document'
+import { deleteDocument } from '../domain/delete-document'
+import { updateDocument } from '../domain/update-document'
 import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from '../domain/directories'
 import type { DocumentStore } from '../domain/document-store'
-import { ACCEPTED } from '../domain/detect-type'
+import { ACCEPTED, type MagicNumbers } from '../domain/detect-type'
 import { contentDisposition, downloadName } from '../domain/filename'
 import { getDocument } from '../domain/get-document'
 import { listDocuments } from '../domain/list-documents'
-import { readContent } from '../domain/read-content'
+import { getDocumentContent } from '../domain/get-document-content'
 import { uploadDocument } from '../domain/upload-document'
 import {
   Document,
@@ -168,6 +169,7 @@ export interface DocumentRoutesOptions {
   patients: PatientDirectory
   appointments: AppointmentDirectory
   exams: ExamDirectory
+  magic: MagicNumbers
   /** DOCUMENTS_MAX_BYTES */
   maxBytes: number
 }
@@ -215,7 +217,7 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
   })
 
   app.get('/documents/:id/content', contentRoute, async (req, reply) => {
-    const { document, bytes, range } = await readContent(req.ctx, o, {
+    const { document, bytes, range } = await getDocumentContent(req.ctx, o, {
       id: req.params.id,
       queryCenter: req.query.codalmacen,
       range: req.headers.range,

@@ -1,21 +1,26 @@
 import { createHash } from 'node:crypto'
-import type { Principal } from '@clinic/platform/core'
+import type { Ctx, Principal } from '@clinic/platform/core'
 import { CONSENT_KEYSET, TEMPLATE_KEYSET } from '../../src/domain/consent-keysets'
-import {
-  createTemplate,
-  expireConsent,
-  getConsent,
-  getTemplate,
-  listConsents,
-  listTemplates,
-  nameOf,
-  requestConsent,
-  textHash,
-  withdrawConsent,
-} from '../../src/domain/consents'
+import { nameOf, textHash } from '../../src/domain/consent-rules'
+import { createTemplate as create } from '../../src/domain/create-template'
+import { expireConsent as expire } from '../../src/domain/expire-consent'
+import { getConsent } from '../../src/domain/get-consent'
+import { getTemplate as get } from '../../src/domain/get-template'
+import { listConsents } from '../../src/domain/list-consents'
+import { listTemplates } from '../../src/domain/list-templates'
+import { requestConsent } from '../../src/domain/request-consent'
+import { withdrawConsent } from '../../src/domain/withdraw-consent'
 import type { Consent } from '../../src/schemas/consent'
 import { consentWorld } from '../consent-fakes'
 import { NOW, codeOf, ctxOf, fakeId, loggingCtxOf, problemOf } from '../fakes'
+
+type Store = Parameters<typeof create>[1]
+type Body = Parameters<typeof create>[2]['body']
+const createTemplate = (ctx: Ctx, store: Store, body: Body, queryCenter?: string) =>
+  create(ctx, store, { body, queryCenter })
+const getTemplate = (ctx: Ctx, store: Store, id: string, queryCenter?: string) =>
+  get(ctx, store, { id, queryCenter })
+const expireConsent = (ctx: Ctx, store: Store, id: string, now: Date) => expire(ctx, store, { id, now })
 
 /** A company with a template and one pending consent (in center ALM1) of a patient, on the fakes. */
 async function setup(principal: Partial<Principal> = {}) {

@@ -1,4 +1,4 @@
-import { answerConsentLink } from '../../src/domain/consent-links'
+import { answerConsentLink } from '../../src/domain/answer-consent-link'
 import { PDF_LINK_SECONDS } from '../../src/domain/link-kinds'
 import { linkWorld, pdfClaims } from '../link-world'
 
@@ -166,9 +166,9 @@ describe('answerConsentLink: a second submit meanwhile', () => {
   it('shows what the first answer was', async () => {
     const { answer, patients, make, stored } = await setup()
     // The page is read, then another submit commits before this one's answer.
-    const contact = patients.contact.bind(patients)
-    patients.contact = async (ctx, id) => {
-      const found = await contact(ctx, id)
+    const find = patients.find.bind(patients)
+    patients.find = async (ctx, id) => {
+      const found = await find(ctx, id)
       make({ status: 'granted' })
       return found
     }
@@ -181,9 +181,9 @@ describe('answerConsentLink: the consent expiring while the answer is on its way
   it('says expired, and the consent is not granted', async () => {
     const { answer, patients, at, consent, stored, content } = await setup()
     // The page is read just before the expiry; the grant comes after it.
-    const contact = patients.contact.bind(patients)
-    patients.contact = async (ctx, id) => {
-      const found = await contact(ctx, id)
+    const find = patients.find.bind(patients)
+    patients.find = async (ctx, id) => {
+      const found = await find(ctx, id)
       at(consent.expires_at)
       return found
     }

@@ -1,5 +1,6 @@
 import { signLink } from '@clinic/platform/core'
-import { LINK_ACTOR, linkCtx, openConsentLink } from '../../src/domain/consent-links'
+import { LINK_ACTOR } from '../../src/domain/consent-links'
+import { openConsentLink } from '../../src/domain/open-consent-link'
 import { CONSENT_PDF_LINK } from '../../src/domain/link-kinds'
 import { fakeId } from '../fakes'
 import { SECRET, linkWorld } from '../link-world'
@@ -58,14 +59,14 @@ describe('openConsentLink', () => {
       expect(await openConsentLink(w.deps, await w.request(t))).toEqual({ kind: 'invalid' })
     const secretless = await linkWorld({ secret: undefined })
     expect(await openConsentLink(secretless.deps, await secretless.request())).toEqual({ kind: 'invalid' })
-    expect([w.views, secretless.views]).toEqual([[], []])
+    expect([w.views(), secretless.views()]).toEqual([[], []])
   })
 
   it('expired once the token is, without a view recorded', async () => {
     const w = await linkWorld()
     w.at(w.consent.expires_at)
     expect(await openConsentLink(w.deps, await w.request())).toEqual({ kind: 'expired' })
-    expect(w.views).toEqual([])
+    expect(w.views()).toEqual([])
   })
 
   it('expired once the consent is, even under a token that lives longer; the view recorded', async () => {
@@ -103,27 +104,5 @@ describe('openConsentLink', () => {
       [w.company, ghost, undefined, expect.objectContaining({ page: 'not_found' })],
       [w.company + 1, w.consent.id, undefined, expect.objectContaining({ page: 'not_found' })],
     ])
-  })
-})
-
-describe('linkCtx', () => {
-  it("acts as the link (actor patient-link) in the token's company, with the request's id and trace", () => {
-    const log = { child: (b: object) => ({ bindings: b }) } as never
-    const ctx = linkCtx(42, { log, requestId: 'r-1', traceparent: 'tp', tracestate: 'ts' })
-    expect(ctx).toEqual({
-      auth: {
-        companyId: 42,
-        userId: '',
-        username: 'patient-link',
-        tokenId: '',
-        companyCenters: [],
-        allowedCenters: null,
-      },
-      log: { bindings: { company_id: 42 } },
-      requestId: 'r-1',
-      traceparent: 'tp',
-      tracestate: 'ts',
-    })
-    expect(linkCtx(1, { log, requestId: 'r' })).not.toHaveProperty('traceparent')
   })
 })

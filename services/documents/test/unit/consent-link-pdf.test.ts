@@ -1,5 +1,6 @@
 import { signLink } from '@clinic/platform/core'
-import { answerConsentLink, openConsentPdf } from '../../src/domain/consent-links'
+import { answerConsentLink } from '../../src/domain/answer-consent-link'
+import { openConsentPdf } from '../../src/domain/open-consent-pdf'
 import { CONSENT_PDF_LINK, PDF_LINK_SECONDS } from '../../src/domain/link-kinds'
 import { bytesOf, fakeId } from '../fakes'
 import { SECRET, linkWorld } from '../link-world'
@@ -65,7 +66,7 @@ describe('openConsentPdf', () => {
     expect((await open()).kind).toBe('pdf')
     at(1000)
     expect(await open()).toEqual({ kind: 'expired' })
-    expect(views).toHaveLength(1)
+    expect(views()).toHaveLength(1)
   })
 
   it('invalid for an altered token, a consent link, or without a secret; nothing recorded', async () => {
@@ -77,7 +78,7 @@ describe('openConsentPdf', () => {
     ).toEqual({
       kind: 'invalid',
     })
-    expect(w.views).toEqual([])
+    expect(w.views()).toEqual([])
   })
 
   it('not_found when the consent no longer points to that document, or is not there; the view recorded', async () => {

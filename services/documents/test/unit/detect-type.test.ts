@@ -1,4 +1,7 @@
-import { ACCEPTED, SNIFF_BYTES, detectType } from '../../src/domain/detect-type'
+import { fileTypeMagic } from '../../src/adapters/file-type'
+import { ACCEPTED, SNIFF_BYTES, detectType as detect } from '../../src/domain/detect-type'
+
+const detectType = (head: Buffer) => detect(head, fileTypeMagic)
 import { dicom, pdf, png } from '../helpers'
 
 /** The type from the bytes (DESIGN.md section 15), never the client's name or Content-Type. */

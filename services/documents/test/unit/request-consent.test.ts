@@ -1,10 +1,6 @@
 import type { Principal } from '@clinic/platform/core'
-import {
-  DEFAULT_CONSENT_DAYS,
-  DEFAULT_TIME_ZONE,
-  MAX_CONSENT_DAYS,
-  requestConsent,
-} from '../../src/domain/consents'
+import { DEFAULT_CONSENT_DAYS, DEFAULT_TIME_ZONE, MAX_CONSENT_DAYS } from '../../src/domain/consent-rules'
+import { requestConsent } from '../../src/domain/request-consent'
 import type { CreateConsentInput } from '../../src/schemas/consent'
 import { consentWorld } from '../consent-fakes'
 import { NOW, codeOf, ctxOf, fakeId, loggingCtxOf, problemOf } from '../fakes'

@@ -1,5 +1,5 @@
 import { PLANNED, ROUTED_SERVICES } from '../families'
-import { ALSO_NEEDED, OPERATION_SCOPES } from '../scopes'
+import { ALSO_NEEDED, operationScope } from '../scopes'
 import { hoistNamedSchemas } from './components'
 import { HEALTH_SCHEMA, healthPath, plannedPath } from './extra-paths'
 import { HEADERS, documentHeaders, headersOf } from './headers'
@@ -72,9 +72,10 @@ function documentErrors(op: Operation, secured: boolean, shared: Set<string>) {
 }
 
 /**
- * The scope of a secured operation (the gateway's route table, scopes.ts) as `x-scope`, any it needs
- * besides as `x-also-scopes`, in its description, and in a 403 of the service's own; none for an operation the table lacks (the
- * gateway asks every scope of it; the e2e suite fails on it) nor for the announced areas.
+ * The scope of a secured operation (operationScope: the gateway's route table, or a FHIR type's) as
+ * `x-scope`, any it needs besides as `x-also-scopes`, in its description, and in a 403 of the
+ * service's own; none for an operation the table lacks (the gateway asks every scope of it; the e2e
+ * suite fails on it), for a FHIR type every token reads, nor for the announced areas.
  */
 function documentScope(op: Operation, scope: string | undefined, also: readonly string[] = []) {
   if (!scope) return
@@ -99,7 +100,7 @@ export function finishDocument(doc: OpenApi): OpenApi {
     if (WEBHOOKS.has(path)) op.security = []
     if (secured(op)) {
       const key = `${method.toUpperCase()} ${path}`
-      documentScope(op, OPERATION_SCOPES[key], ALSO_NEEDED[key])
+      documentScope(op, operationScope(key) ?? undefined, ALSO_NEEDED[key])
     }
     documentErrors(op, secured(op), shared)
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { mergeOpenApi, type OpenApi } from '../../src/routes/docs'
-import { OPERATION_SCOPES, SCOPES, scopesNeeded } from '../../src/scopes'
+import { OPERATION_SCOPES, SCOPES, operationScope, scopesNeeded } from '../../src/scopes'
 import { operationsOf, type Json } from '../../src/openapi/types'
 
 /** The committed contract: the operations every service documents (the e2e suite keeps it current). */
@@ -20,8 +20,9 @@ describe('the route table (scopes.ts)', () => {
   it('names a scope for every operation of the merged document, and for nothing else', () => {
     const documented = securedOperations(DOC).sort()
     expect(documented.length).toBeGreaterThan(30)
-    // A new operation without a scope fails here, naming it; so does a scope of one that is gone.
-    expect(documented.filter((op) => !(op in OPERATION_SCOPES))).toEqual([])
+    // A new operation without a scope fails here, naming it; so does a scope of one that is gone. A
+    // read of a FHIR type has its type's scope (services.json `fhir`), not an entry of the table.
+    expect(documented.filter((op) => operationScope(op) === undefined)).toEqual([])
     expect(Object.keys(OPERATION_SCOPES).filter((op) => !documented.includes(op))).toEqual([])
     for (const scope of Object.values(OPERATION_SCOPES)) expect(SCOPES).toContain(scope)
   })
@@ -39,7 +40,10 @@ describe('the route table (scopes.ts)', () => {
       const [method, p] = op.split(' ') as [string, string]
       const family = p.split('/')[1]!
       const read = method === 'GET'
-      const expected = {
+      // A family the table below does not name is read with `<family>:read` and written with
+      // `<family>:write` (`-` as `_`), as section 13 asks of a service added after it.
+      const area = family.replace(/-/g, '_')
+      const named: Record<string, string> = {
         patients: read ? 'patients:read' : 'patients:write',
         appointments: read ? 'appointments:read' : 'appointments:write',
         practitioners: read ? 'appointments:read' : 'appointments:write',
@@ -56,7 +60,8 @@ describe('the route table (scopes.ts)', () => {
             : 'clinical:write',
         documents: read ? 'documents:read' : 'documents:write',
         consents: read ? 'consents:read' : 'consents:write',
-      }[family]
+      }
+      const expected = named[family] ?? (read ? `${area}:read` : `${area}:write`)
       expect([op, scope]).toEqual([op, expected])
     }
   })
@@ -109,6 +114,35 @@ describe('scopesNeeded', () => {
     ['GET', '/patients'],
   ])('%s %s needs none (not a routed family)', (method, url) => {
     expect(scopesNeeded(method, url)).toEqual([])
+  })
+})
+
+describe('operationScope', () => {
+  it("is the route table's, and undefined for an operation neither the table nor a FHIR type names", () => {
+    expect(operationScope('GET /patients/{id}')).toBe('patients:read')
+    expect(operationScope('POST /clinical/exams/{id}/sign')).toBe('clinical:sign')
+    expect(operationScope('GET /fhir/R4/NoSuchType/{id}')).toBeUndefined()
+    expect(operationScope('DELETE /patients/{id}')).toBeUndefined()
+  })
+
+  it("is a FHIR type's scope (services.json fhir) for its reads, as the gateway asks it; null for any", () => {
+    const platform = jest.requireActual<typeof import('@clinic/platform')>('@clinic/platform')
+    const list = platform.serviceList()
+    const fhir = { ...list.services[0]!, fhir: { UnitTestFlag: 'patients:read', UnitTestBasic: 'any' } }
+    jest.isolateModules(() => {
+      jest.doMock('@clinic/platform', () => ({
+        ...platform,
+        serviceList: () => ({ ...list, services: [fhir, ...list.services.slice(1)] }),
+      }))
+      const scopes = jest.requireActual<typeof import('../../src/scopes')>('../../src/scopes')
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestFlag/{id}')).toBe('patients:read')
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestFlag')).toBe('patients:read')
+      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/UnitTestFlag/x`)).toEqual(['patients:read'])
+      expect(scopes.operationScope('GET /fhir/R4/UnitTestBasic/{id}')).toBeNull()
+      expect(scopes.scopesNeeded('GET', `/api/fhir/R4/UnitTestBasic/x`)).toEqual([])
+      expect(scopes.operationScope('POST /fhir/R4/UnitTestFlag')).toBeUndefined()
+    })
+    jest.dontMock('@clinic/platform')
   })
 })
 
