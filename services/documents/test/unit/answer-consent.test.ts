@@ -1,55 +1,11 @@
 import { createHash } from 'node:crypto'
-import type { Principal } from '@clinic/platform/core'
 import { answerConsent } from '../../src/domain/answer-consent'
 import { grantInPerson } from '../../src/domain/grant-in-person'
-import { requestConsent } from '../../src/domain/request-consent'
-import type { Consent, GrantInput } from '../../src/schemas/consent'
-import { consentWorld } from '../consent-fakes'
+import { LATER, answerWorld as setup } from '../answer-world'
+import { codeOf, ctxOf, fakeId, problemOf } from '../fakes'
 import { textLines } from '../pdf-tools'
-import { NOW, codeOf, ctxOf, fakeId, loggingCtxOf, problemOf } from '../fakes'
 
-const LATER = new Date(NOW.getTime() + 3_600_000)
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex')
-
-/** A pending consent (center ALM1, an exam of the patient's) asked an hour before it is answered. */
-async function setup(o: { principal?: Partial<Principal>; guardian?: boolean } = {}) {
-  const w = consentWorld()
-  const names = { company: 'Clínica Ñandú', centers: { ALM1: 'Centro Gràcia' } }
-  const { ctx, lines } = loggingCtxOf({ names, ...o.principal })
-  const company = ctx.auth.companyId
-  const patient = w.patients.add(company, {
-    first_name: 'Begoña',
-    last_name: 'Muñoz',
-    requires_legal_guardian: !!o.guardian,
-    guardian: o.guardian ? { name: 'Marta García', relationship: 'madre', email: null, phone: null } : null,
-  })
-  const template = w.store.addTemplate(company)
-  const exam = w.exams.add(company, patient)
-  const { body: consent } = await requestConsent(ctx, w.deps, {
-    body: { patient_id: patient, template_key: 'cataract-surgery', codalmacen: 'ALM1', exam_id: exam },
-    idempotencyKey: undefined,
-    requestHash: 'h',
-  })
-  w.store.events.length = 0
-  lines.length = 0
-  w.at(LATER.toISOString())
-  const grant = (body: Partial<GrantInput> = {}, input: { id?: string; queryCenter?: string } = {}) =>
-    grantInPerson(ctx, w.deps, {
-      id: input.id ?? consent.id,
-      queryCenter: input.queryCenter,
-      body: {
-        signer_role: o.guardian ? 'guardian' : 'patient',
-        signer_name: o.guardian ? 'Marta García' : 'Begoña Muñoz',
-        witness: 'Enfermera Ficticia',
-        ...body,
-      },
-      ip: '203.0.113.7',
-      userAgent: 'Mostrador/1.0',
-    })
-  const make = (fields: Partial<Consent>) => w.store.seed(company, { ...consent, ...fields })
-  const uploads = () => [...w.content.uploads.values()].map((u) => u.state)
-  return { ...w, ctx, lines, company, patient, template, exam, consent, grant, make, uploads }
-}
 
 describe('grantInPerson', () => {
   it('grants with its evidence, renders the signed PDF and keeps it as a consent document, in one go', async () => {
@@ -253,67 +209,5 @@ describe('answerConsent', () => {
     })
     expect(uploads()).toEqual(['discarded'])
     expect(store.events).toEqual([])
-  })
-})
-
-describe('answerConsent: a consent gone meanwhile, a form named in upper case', () => {
-  it('409 when the consent is no longer there to lock', async () => {
-    const { ctx, deps, consent, store, company, uploads } = await setup()
-    const who = async () => {
-      store.rows.get(company)!.delete(consent.id)
-      return { patientName: 'Begoña Muñoz', signerOnFile: null }
-    }
-    const evidence = {
-      signer_role: 'patient' as const,
-      signer_name: 'B',
-      method: 'in_person' as const,
-      ip: null,
-      user_agent: null,
-    }
-    expect(
-      await problemOf(answerConsent(ctx, deps, consent.id, { accept: true, evidence }, { who })),
-    ).toMatchObject({
-      code: 'invalid_transition',
-      detail: 'the consent is gone',
-    })
-    expect(uploads()).toEqual(['discarded'])
-  })
-
-  it('finds a scanned form whatever the case of its id', async () => {
-    const { grant, documents, company, patient } = await setup()
-    const scan = documents.add(company, { patient_id: patient, category: 'consent' })
-    expect((await grant({ document_id: scan.id.toUpperCase() })).status).toBe('granted')
-    expect(documents.locked).toEqual([scan.id])
-  })
-})
-
-describe('a pending consent past its expiry (the expiry worker not yet by)', () => {
-  it('cannot be granted in person, nor answered at all: 409 invalid_transition, nothing rendered or kept', async () => {
-    const { grant, at, consent, store, company, uploads, ctx, deps } = await setup()
-    at(consent.expires_at)
-    expect(await problemOf(grant())).toMatchObject({
-      status: 409,
-      code: 'invalid_transition',
-      detail: `the consent expired at ${consent.expires_at}`,
-    })
-    const who = async () => ({ patientName: 'x', signerOnFile: null })
-    const evidence = {
-      signer_role: 'patient' as const,
-      signer_name: '',
-      method: 'patient_link' as const,
-      ip: null,
-      user_agent: null,
-    }
-    expect(await codeOf(answerConsent(ctx, deps, consent.id, { accept: false, evidence }, { who }))).toBe(
-      'invalid_transition',
-    )
-    expect(await store.findById(company, consent.id)).toEqual(consent)
-    expect([uploads(), store.events]).toEqual([[], []])
-  })
-
-  it('one millisecond before its expiry, it still can', async () => {
-    const { grant, at, consent } = await setup()
-    at(new Date(Date.parse(consent.expires_at) - 1).toISOString())
-    expect((await grant()).status).toBe('granted')
   })
 })
