@@ -17,6 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { ensureTestPackages } from './ensure-chromium.mjs'
 import { checkDependencies, loadDotEnv, root, services } from './lib.mjs'
 
 const { values, positionals } = parseArgs({
@@ -36,6 +37,8 @@ if (!service || !services.includes(service) || positionals.length > 1) {
 }
 
 loadDotEnv()
+// The tests' Debian packages (documents' consent PDF tests read the PDF back with poppler).
+ensureTestPackages()
 if (values.int) await checkDependencies()
 
 const dir = `services/${service}`

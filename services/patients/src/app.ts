@@ -1,5 +1,6 @@
 import { serviceApp, type ServiceDeps } from '@clinic/platform'
 import { PatientsRepository } from './db/repositories/patients-repository'
+import { patientFhirRoutes } from './routes/fhir'
 import { internalRoutes } from './routes/internal'
 import { patientRoutes } from './routes/patients'
 
@@ -15,5 +16,6 @@ export async function buildApp(deps: Deps) {
   const store = new PatientsRepository(deps.knex)
   await app.register(patientRoutes, { store })
   await app.register(internalRoutes, { store })
+  await app.register(patientFhirRoutes, { store })
   return app
 }

@@ -17,6 +17,7 @@ import { serverSpans } from './server-span'
 import { textSafety } from './text-safety'
 
 export * from './answer'
+export * from './fhir-routes'
 export * from './assertion-hooks'
 export * from './internal-networks'
 export * from './internal-routes'

@@ -13,6 +13,8 @@ import {
   problemBody,
   type FieldError,
 } from '../errors'
+import { FHIR_CONTENT_TYPE } from '../fhir/definitions'
+import { isFhirPath, operationOutcome } from '../fhir/outcome'
 import { BODY_LIMIT } from './limits'
 
 export interface AjvError {
@@ -84,6 +86,12 @@ export function toAppError(err: FastifyError | Error): AppError {
 export function sendProblem(reply: FastifyReply, err: AppError) {
   if (err.headers) reply.headers(err.headers)
   reply.problemCode = err.code
+  // On a FHIR path an OperationOutcome, as FHIR clients read errors (DESIGN.md section 19).
+  if (isFhirPath(reply.request.url))
+    return reply
+      .code(err.status)
+      .type(FHIR_CONTENT_TYPE)
+      .send(operationOutcome(err, String(reply.request.id)))
   return reply
     .code(err.status)
     .type(PROBLEM_CONTENT_TYPE)

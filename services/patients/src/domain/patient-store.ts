@@ -1,5 +1,6 @@
 import type {
   CloudEvent,
+  FhirSearch,
   IdempotencyKey,
   KeysetAfter,
   StoredResponse,
@@ -23,6 +24,12 @@ export interface PatientStore extends TenantStore<PatientTx, Patient> {
     patient: { id: string; fields: PatientFields; events: CloudEvent[] },
   ): Promise<StoredResponse<Patient>>
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>
+  /** A FHIR search (DESIGN.md section 19) within `centers` (null: all): one page and its total. */
+  fhirSearch(
+    companyId: number,
+    centers: string[] | null,
+    search: FhirSearch,
+  ): Promise<{ rows: Patient[]; total: number; next: string | null }>
 }
 
 export interface PatientTx extends TenantTx<Patient> {

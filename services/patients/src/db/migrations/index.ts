@@ -192,4 +192,14 @@ export const migrations: Migration[] = [
       await knex.raw(countFunctions(COUNTER_SLOTS_SPREAD))
     },
   },
+  {
+    name: '0007_fhir_search',
+    async up(knex) {
+      // FHIR searches (DESIGN.md section 19) page by last update; the center-limited ones by center too.
+      await knex.raw(`
+        CREATE INDEX patients_by_updated ON patients (idempresa, updated_at, id);
+        CREATE INDEX patients_center_by_updated ON patients (idempresa, codalmacen, updated_at, id);
+      `)
+    },
+  },
 ]

@@ -1,10 +1,24 @@
-import { NotFound, type CloudEvent, type IdempotencyKey, type StoredResponse } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyInsert, isUniqueViolation } from '@clinic/platform/db'
+import {
+  NotFound,
+  type CloudEvent,
+  type FhirSearch,
+  type IdempotencyKey,
+  type StoredResponse,
+} from '@clinic/platform/core'
+import {
+  TenantRepository,
+  applyKeyset,
+  companyInsert,
+  fhirSearchPage,
+  isUniqueViolation,
+  whereDateBounds,
+} from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import { DuplicateNationalId } from '../../domain/errors'
 import { PATIENT_KEYSETS } from '../../domain/list-patients'
 import type { ListFilter, PatientStore, PatientTx } from '../../domain/patient-store'
+import { NATIONAL_ID_SYSTEM } from '../../domain/fhir-patient'
 import { FIELD_NAMES } from '../../domain/rules'
 import type { Patient, PatientFields } from '../../schemas/patient'
 
@@ -135,5 +149,34 @@ export class PatientsRepository extends TenantRepository<PatientTx, Patient> imp
       if (f.centers) total.whereIn('codalmacen', f.centers)
     }
     return this.page(companyId, { page, total, orderBy })
+  }
+
+  /**
+   * A FHIR search: `identifier` (our system or none), `name` and `family` (start of a name, any
+   * case), `birthdate`; each parameter's alternatives OR, the parameters AND. The shared part
+   * (`_id`, `_lastUpdated`, order, cursor, total) is fhirSearchPage's.
+   */
+  async fhirSearch(companyId: number, centers: string[] | null, s: FhirSearch) {
+    const db = this.knex
+    const matching = db(TABLE).where('idempresa', companyId)
+    if (centers) matching.whereIn('codalmacen', centers)
+    for (const alts of s.tokens('identifier'))
+      matching.whereIn(
+        'national_id',
+        alts.filter((t) => t.system === null || t.system === NATIONAL_ID_SYSTEM).map((t) => t.code),
+      )
+    const startsWith = (columns: string[], alts: string[]) =>
+      matching.where((q) => {
+        for (const v of alts)
+          for (const c of columns) q.orWhereRaw(`lower(${c}) LIKE ?`, [`${escapeLike(v.toLowerCase())}%`])
+      })
+    for (const alts of s.strings('name')) startsWith(['first_name', 'last_name'], alts)
+    for (const alts of s.strings('family')) startsWith(['last_name'], alts)
+    whereDateBounds(matching, 'birth_date', s.dates('birthdate'), '::timestamptz::date')
+    const page = await fhirSearchPage<Row>(db, companyId, matching, SELECT, s, {
+      updatedAt: 'updated_at',
+      idKind: 'uuid',
+    })
+    return { ...page, rows: page.rows.map(toPatient) }
   }
 }

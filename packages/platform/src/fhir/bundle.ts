@@ -1,0 +1,44 @@
+import type { Resource } from '@medplum/fhirtypes'
+import { FHIR_BASE } from './definitions'
+import type { FhirSearch } from './search'
+
+/** A page of a search as the store answers it: the resources, the exact total, the next cursor. */
+export interface FhirPage<R extends Resource = Resource> {
+  resources: R[]
+  total: number
+  next: string | null
+}
+
+/**
+ * A `searchset` Bundle (DESIGN.md section 19): `total` exact, `link` `self` and, past a full page,
+ * `next` (the same search with `_cursor`); each entry's `fullUrl` is the resource's own URL. `base`
+ * is the FHIR base the client reached (FHIR_BASE_HEADER; relative when no gateway sent one).
+ */
+export function searchsetBundle<R extends Resource>(
+  base: string | undefined,
+  path: string,
+  search: Pick<FhirSearch, 'query' | 'cursor'>,
+  page: FhirPage<R>,
+) {
+  const root = base ?? FHIR_BASE
+  const url = (cursor: string | undefined) => {
+    const q = new URLSearchParams(search.query)
+    if (cursor) q.set('_cursor', cursor)
+    const text = q.toString()
+    return `${root}/${path}${text ? `?${text}` : ''}`
+  }
+  return {
+    resourceType: 'Bundle' as const,
+    type: 'searchset' as const,
+    total: page.total,
+    link: [
+      { relation: 'self', url: url(search.cursor) },
+      ...(page.next ? [{ relation: 'next', url: url(page.next) }] : []),
+    ],
+    entry: page.resources.map((resource) => ({
+      fullUrl: `${root}/${resource.resourceType}/${resource.id}`,
+      resource,
+      search: { mode: 'match' as const },
+    })),
+  }
+}

