@@ -88,6 +88,8 @@ const extras = {
       '      RATE_LIMIT_PER_MINUTE: ${RATE_LIMIT_PER_MINUTE:-600}',
       '      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: ${RATE_LIMIT_PER_ADDRESS_PER_MINUTE:-3000}',
       '      CORS_ORIGINS: ${CORS_ORIGINS:-}',
+      '      # The base of FHIR links and fullUrls: the gateway as the public reaches it.',
+      `      PUBLIC_BASE_URL: ${required('PUBLIC_BASE_URL', " (the gateway's public address, https://...)")}`,
     ],
     more: [
       '    # Loopback only by default; GATEWAY_PUBLISH_ADDR=0.0.0.0 to reach it from other machines.',

@@ -22,6 +22,7 @@ import { centers } from './plugins/centers'
 import { responseHeaders } from './plugins/response-headers'
 import { scopes } from './plugins/scopes'
 import { docsRoutes } from './routes/docs'
+import { fhirRoutes } from './routes/fhir'
 import { healthRoutes } from './routes/health'
 import { proxyRoutes } from './routes/proxy'
 
@@ -57,6 +58,8 @@ export interface Deps extends Omit<ServiceDeps, 'assertionKeys' | 'serviceSigner
   /** Failed authentications per client address and minute before 429 (default 60). */
   authFailuresPerAddressPerMinute?: number
   corsOrigins: string[]
+  /** Where clients reach the gateway (PUBLIC_BASE_URL; default http://localhost:8080): FHIR links are absolute under it. */
+  publicBaseUrl?: string
   /** See TRUST_PROXY (config.ts): false, a hop count, or proxy addresses and ranges. */
   trustProxy: false | number | string
   redis?: Redis
@@ -139,6 +142,8 @@ export async function buildApp(deps: Deps) {
 
   await app.register(healthRoutes, deps)
   await app.register(docsRoutes, deps)
-  await app.register(proxyRoutes, { upstreams: deps.upstreams, signer: deps.signer })
+  const { knex, upstreams, signer, version, publicBaseUrl = 'http://localhost:8080' } = deps
+  await app.register(fhirRoutes, { knex, upstreams, signer, publicBaseUrl, version })
+  await app.register(proxyRoutes, { upstreams, signer, publicBaseUrl })
   return app
 }

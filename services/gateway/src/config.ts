@@ -34,6 +34,8 @@ export const configSpec = {
    */
   AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: v.int({ default: '60', min: 1 }),
   CORS_ORIGINS: v.list({ default: '' }),
+  /** Where clients reach the gateway: FHIR Bundles' links and fullUrls are absolute under it. */
+  PUBLIC_BASE_URL: v.url({ default: 'http://localhost:8080', protocols: ['http:', 'https:'] }),
   /** How long a token check is cached; a revoked token stops working within this time. */
   TOKEN_CACHE_TTL_MS: v.int({ default: '5000', min: 0, max: 60_000 }),
   /**

@@ -43,6 +43,7 @@ runService(
       rateLimitPerAddressPerMinute: config.RATE_LIMIT_PER_ADDRESS_PER_MINUTE,
       authFailuresPerAddressPerMinute: config.AUTH_FAILURES_PER_ADDRESS_PER_MINUTE,
       corsOrigins: config.CORS_ORIGINS,
+      publicBaseUrl: config.PUBLIC_BASE_URL,
       trustProxy: config.trustProxy,
       redis,
     })

@@ -111,3 +111,11 @@ export const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8'
  * cannot set it (the gateway drops `x-clinic-*` headers from clients).
  */
 export const FHIR_BASE_HEADER = 'x-clinic-fhir-base'
+
+/**
+ * A center as FHIR `Location/<id>`: its code, with `_` (which a FHIR id may not hold) written `.`
+ * (which a code may not hold), so the two convert both ways without loss.
+ */
+export const locationIdOf = (codalmacen: string): string => codalmacen.replace(/_/g, '.')
+/** The center code of a Location id (locationIdOf's inverse). */
+export const centerOfLocationId = (id: string): string => id.replace(/\./g, '_')

@@ -46,6 +46,8 @@ export interface Forward {
   service: string
   /** Its requests carry the company's and centers' names (services.json `names`). */
   names?: boolean
+  /** FHIR routes: the absolute FHIR base the client reached, sent as FHIR_BASE_HEADER. */
+  fhirBase?: string
   signer: AssertionSigner
   batcher: AssertionBatcher
 }

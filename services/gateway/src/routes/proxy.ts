@@ -2,6 +2,7 @@ import type {} from '@fastify/swagger'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import proxy from '@fastify/http-proxy'
 import {
+  FHIR_BASE_HEADER,
   NotImplemented,
   AssertionBatcher,
   UpstreamUnavailable,
@@ -32,7 +33,11 @@ const LONG_POLLS: Readonly<Record<string, string>> = { events: 'wait' }
  */
 export async function proxyRoutes(
   app: FastifyInstance,
-  { upstreams, signer }: { upstreams: Upstreams; signer: AssertionSigner },
+  {
+    upstreams,
+    signer,
+    publicBaseUrl,
+  }: { upstreams: Upstreams; signer: AssertionSigner; publicBaseUrl: string },
 ) {
   for (const { service } of ROUTED_SERVICES)
     if (!upstreams[service]) throw new Error(`no upstream URL for the ${service} service`)
@@ -49,7 +54,13 @@ export async function proxyRoutes(
       app.all(`${base}/${family}`, { schema: { hide: true } }, planned)
       app.all(`${base}/${family}/*`, { schema: { hide: true } }, planned)
     }
-    for (const s of ROUTED_SERVICES) await serviceRoutes(app, base, s, { upstreams, signer, batcher })
+    for (const s of ROUTED_SERVICES)
+      await serviceRoutes(app, base, s, {
+        upstreams,
+        signer,
+        batcher,
+        fhirBase: `${publicBaseUrl.replace(/\/$/, '')}${base}${FHIR_BASE}`,
+      })
   }
   // Pages for people (services.json `pages`, e.g. a patient link /p/a/<token>), outside the API
   // bases: GET, and POST of a form, with no API token and so no assertion (the service checks the
@@ -74,7 +85,8 @@ async function serviceRoutes(
     upstreams,
     signer,
     batcher,
-  }: { upstreams: Upstreams; signer: AssertionSigner; batcher: AssertionBatcher },
+    fhirBase,
+  }: { upstreams: Upstreams; signer: AssertionSigner; batcher: AssertionBatcher; fhirBase: string },
 ) {
   // An upload's POST is a route of its family's proxy (the family's root, or a path under it,
   // for which a route of its own would collide with the family's): marked on registration.
@@ -97,9 +109,10 @@ async function serviceRoutes(
       ...(LONG_POLLS[family] ? { config: { longPoll: LONG_POLLS[family] } } : {}),
     })
   // The FHIR resource types it maps (DESIGN.md section 19): read-only, under the FHIR base.
+  const fhirOptions = proxyOptions(upstreams[service]!, { base, service, signer, batcher, fhirBase })
   for (const type of fhirTypes)
     await app.register(proxy, {
-      ...options,
+      ...fhirOptions,
       prefix: `${base}${FHIR_BASE}/${type}`,
       rewritePrefix: `${FHIR_BASE}/${type}`,
       httpMethods: ['GET'],
@@ -146,7 +159,9 @@ function proxyOptions(upstream: string, o: Forward) {
     },
     replyOptions: {
       rewriteRequestHeaders: (req: unknown, headers: Record<string, string | string[] | undefined>) =>
-        forwardHeaders(req as FastifyRequest, headers),
+        o.fhirBase
+          ? { ...forwardHeaders(req as FastifyRequest, headers), [FHIR_BASE_HEADER]: o.fhirBase }
+          : forwardHeaders(req as FastifyRequest, headers),
       rewriteHeaders: (headers: Record<string, string | string[] | undefined>) => {
         // The service's keep-alive is about its connection to the gateway, not the client's
         // (which may have asked for Connection: close).
