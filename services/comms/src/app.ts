@@ -10,6 +10,7 @@ import type { MessagingLimits } from './domain/queue-message'
 import { admissionMetrics } from './metrics'
 import { RemindersRepository } from './db/repositories/reminders-repository'
 import { PreferencesRepository } from './db/repositories/preferences-repository'
+import { communicationFhirRoutes } from './routes/fhir'
 import { messageRoutes } from './routes/messages'
 import { preferenceRoutes } from './routes/preferences'
 import { twilioInboundRoutes } from './routes/twilio-inbound'
@@ -77,6 +78,7 @@ export async function buildApp(deps: Deps) {
     limits: deps.limits,
     metrics: admissionMetrics(app.metrics),
   })
+  await app.register(communicationFhirRoutes, { store })
   await app.register(twilioWebhookRoutes, { store, ...deps.twilio })
   const preferences = new PreferencesRepository(deps.knex)
   await app.register(preferenceRoutes, { store: preferences })

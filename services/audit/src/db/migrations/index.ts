@@ -232,4 +232,13 @@ export const migrations: Migration[] = [
       await secureTenantTable(knex, 'events', { role: writerRole, privileges: ['SELECT', 'INSERT'] })
     },
   },
+  {
+    // FHIR AuditEvent searches (DESIGN.md section 19) page by recording time, then id (the trail
+    // never changes: recorded_at is each event's last update). On the parent: every partition,
+    // present and future, gets it.
+    name: '0005_fhir_search',
+    async up(knex) {
+      await knex.raw('CREATE INDEX events_by_recorded ON events (idempresa, recorded_at, id)')
+    },
+  },
 ]

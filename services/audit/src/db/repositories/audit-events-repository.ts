@@ -12,7 +12,7 @@ import { AUDIT_KEYSET } from '../../domain/list-audit-events'
 import type { ChainAnchor, ChainHead } from '../../domain/verify-chain'
 import type { ChainReader } from '../../domain/verify-company'
 
-interface EventRow {
+export interface EventRow {
   idempresa: number
   seq: number
   id: string
@@ -34,7 +34,7 @@ interface EventRow {
   hash: string
 }
 
-const fromRow = (r: EventRow): AuditEvent => ({
+export const fromRow = (r: EventRow): AuditEvent => ({
   idempresa: r.idempresa,
   id: r.id,
   occurred_at: toInstant(r.occurred_at),

@@ -1,6 +1,7 @@
 import { baseMigration, ensureRole, type Migration } from '@clinic/platform'
 import { messageDeliveryJobs } from './delivery-jobs'
 import { earlyReceiptsByCompany } from './early-receipts'
+import { fhirSearch } from './fhir-search'
 import { normalisedAddresses } from './normalised-addresses'
 import { reminderTraces } from './reminder-traces'
 import { remindersConsentLimits } from './reminders'
@@ -150,4 +151,5 @@ export const migrations: Migration[] = [
   messageDeliveryJobs(SCHEMA, APP_ROLE),
   normalisedAddresses(SCHEMA, APP_ROLE, KEYWORD_LOCK),
   reminderTraces,
+  fhirSearch,
 ]

@@ -1,4 +1,12 @@
-import { TenantRepository, isoInstant, keysetPageParts } from '@clinic/platform/db'
+import { isUuid, type FhirSearch } from '@clinic/platform/core'
+import {
+  TenantRepository,
+  companyRowById,
+  fhirSearchPage,
+  isoInstant,
+  keysetPageParts,
+  whereDateBounds,
+} from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
 import type {
@@ -9,6 +17,7 @@ import type {
   QuotaCheck,
   ReceiptTx,
 } from '../../domain/message-store'
+import type { CommunicationRow, CommunicationStore } from '../../domain/fhir-communication'
 import { MESSAGE_KEYSET } from '../../domain/read-messages'
 import type { Message, VersionedMessage } from '../../schemas/message'
 
@@ -64,6 +73,13 @@ export const MESSAGE_COLUMNS = [
   'sent_at',
   'version',
 ]
+
+/** What FHIR reads of a row: what the API shows, and when it last changed (meta.lastUpdated). */
+const FHIR_COLUMNS = [...MESSAGE_COLUMNS, 'updated_at']
+const toCommunicationRow = (r: Record<string, unknown>): CommunicationRow => ({
+  ...toMessage(r),
+  updated_at: isoInstant(r.updated_at as Date | string) as string,
+})
 
 /** The first key of the per-address advisory lock of the hourly quota (any constant int4). */
 const ADDRESS_LOCK = 740_714
@@ -145,7 +161,7 @@ export function messageTx(companyId: number, trx: Knex.Transaction): MessageTx {
  */
 export class MessagesRepository
   extends TenantRepository<MessageTx, VersionedMessage>
-  implements MessageStore
+  implements MessageStore, CommunicationStore
 {
   constructor(knex: Knex) {
     super(knex, { name: TABLE, columns: MESSAGE_COLUMNS, toRow: toMessage })
@@ -189,5 +205,36 @@ export class MessagesRepository
     if (f.from) matching.where('created_at', '>=', f.from)
     if (f.to) matching.where('created_at', '<', f.to)
     return this.page(companyId, keysetPageParts(matching, MESSAGE_COLUMNS, MESSAGE_KEYSET, f))
+  }
+
+  /** FHIR `Communication/<id>` (one round trip); the caller checks the centers. */
+  async findCommunication(companyId: number, id: string): Promise<CommunicationRow | null> {
+    const row = await companyRowById<Record<string, unknown>>(this.knex, companyId, TABLE, id, FHIR_COLUMNS)
+    return row ? toCommunicationRow(row) : null
+  }
+
+  /**
+   * A FHIR `Communication` search: the company's messages within `centers` (as the list), `patient`
+   * (each occurrence one of its ids) and `sent` (bounds on sent_at: a message not sent has none and
+   * matches no `sent`); the rest (`_id`, `_lastUpdated`, order, cursor, total) is fhirSearchPage's.
+   */
+  async fhirSearch(companyId: number, centers: string[] | null, s: FhirSearch) {
+    const matching = this.knex(TABLE).where('idempresa', companyId)
+    if (centers) matching.whereIn('codalmacen', centers)
+    for (const alts of s.references('patient'))
+      matching.whereIn('patient_id', alts.map((r) => r.id).filter(isUuid))
+    whereDateBounds(matching, 'sent_at', s.dates('sent'))
+    const page = await fhirSearchPage<Record<string, unknown>>(
+      this.knex,
+      companyId,
+      matching,
+      FHIR_COLUMNS,
+      s,
+      {
+        updatedAt: 'updated_at',
+        idKind: 'uuid',
+      },
+    )
+    return { ...page, rows: page.rows.map(toCommunicationRow) }
   }
 }
