@@ -22,7 +22,7 @@ import {
 import { startPerf } from './perf-groups.mjs'
 
 const PATIENTS = Number(process.env.PATIENTS ?? 400_000)
-/** Which rows: read, list, create (all by default). */
+/** Which rows: read, list, fhir-search, fhir-read, create (all but the FHIR ones by default). */
 const CASES = (process.env.CASES ?? 'read,list,create').split(',')
 /**
  * RATE=n: offer n requests per second in all (autocannon overallRate) instead of as many as 50
@@ -145,6 +145,23 @@ const cases = [
     events: 1, // its http.request
   },
   { key: 'list', name: 'GET /api/patients?limit=25', opts: { url: `${api}/patients?limit=25` }, events: 1 },
+  // The same data as FHIR (DESIGN.md section 19): a searchset of 25 with its exact total, beside the list.
+  {
+    key: 'fhir-search',
+    name: 'GET /api/fhir/R4/Patient?_count=25',
+    opts: { url: `${api}/fhir/R4/Patient?_count=25` },
+    events: 1,
+  },
+  {
+    key: 'fhir-read',
+    name: 'GET /api/fhir/R4/Patient/{id}',
+    opts: {
+      requests: [
+        { method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/fhir/R4/Patient/${ids[i++ % ids.length]}` }) },
+      ],
+    },
+    events: 1,
+  },
   {
     key: 'create',
     name: 'POST /api/patients',

@@ -17,6 +17,11 @@ export interface FhirTable {
   idKind: 'uuid' | 'text'
   /** The id column (default `id`). */
   id?: string
+  /**
+   * The total when the search has no filter of its own (the store's cheaper count, e.g. counter
+   * rows); else the matching rows are counted.
+   */
+  unfilteredTotal?: Knex.QueryBuilder
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -46,6 +51,7 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
   t: FhirTable,
 ): Promise<{ rows: Row[]; total: number; next: string | null }> {
   const id = t.id ?? 'id'
+  const unfiltered = !s.ids && s.lastUpdated.length === 0
   if (s.ids) {
     const ids = t.idKind === 'uuid' ? s.ids.filter((i) => UUID.test(i)) : s.ids
     matching.whereIn(id, ids)
@@ -65,7 +71,7 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
     { column: id, order: dir },
   ])
   page.limit(s.count + 1)
-  const total = matching.clone().count({ n: '*' })
+  const total = (unfiltered && t.unfilteredTotal) || matching.clone().count({ n: '*' })
   const { rows, total: n } = await companyPage<Row & { id: unknown; _fhir_at: string }>(knex, companyId, {
     page: s.count === 0 ? page.whereRaw('false') : page,
     total,

@@ -173,9 +173,17 @@ export class PatientsRepository extends TenantRepository<PatientTx, Patient> imp
     for (const alts of s.strings('name')) startsWith(['first_name', 'last_name'], alts)
     for (const alts of s.strings('family')) startsWith(['last_name'], alts)
     whereDateBounds(matching, 'birth_date', s.dates('birthdate'), '::timestamptz::date')
+    // No parameter of its own: the total is the centers' counter rows, as the native list's.
+    const own =
+      ['identifier', 'name', 'family'].some((n) => s.strings(n).length) || s.dates('birthdate').length
+    const counters = db('patient_counts')
+      .where('idempresa', companyId)
+      .select(db.raw('coalesce(sum(n), 0) AS n'))
+    if (centers) counters.whereIn('codalmacen', centers)
     const page = await fhirSearchPage<Row>(db, companyId, matching, SELECT, s, {
       updatedAt: 'updated_at',
       idKind: 'uuid',
+      ...(own ? {} : { unfilteredTotal: counters }),
     })
     return { ...page, rows: page.rows.map(toPatient) }
   }
