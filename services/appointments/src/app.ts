@@ -1,9 +1,11 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { AppointmentsRepository } from './db/repositories/appointments-repository'
+import { FhirRepository } from './db/repositories/fhir-repository'
 import type { PatientDirectory } from './domain/directories'
 import { DEFAULT_HOLD_TTL_SECONDS } from './config'
 import { PractitionersRepository } from './db/repositories/practitioners-repository'
 import { appointmentRoutes } from './routes/appointments'
+import { appointmentFhirRoutes } from './routes/fhir'
 import { calendarRoutes } from './routes/calendar'
 import { practitionerRoutes } from './routes/practitioners'
 import { internalRoutes } from './routes/internal'
@@ -39,5 +41,6 @@ export async function buildApp(deps: Deps) {
   })
   await app.register(practitionerRoutes, { store: new PractitionersRepository(deps.knex) })
   await app.register(internalRoutes, { store })
+  await app.register(appointmentFhirRoutes, { store: new FhirRepository(deps.knex), clock })
   return app
 }

@@ -1,7 +1,9 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { ExamsRepository } from './db/repositories/exams-repository'
+import { ClinicalFhirRepository } from './db/repositories/fhir-repository'
 import type { AppointmentDirectory, PatientDirectory } from './domain/directories'
 import { examRoutes } from './routes/exams'
+import { clinicalFhirRoutes } from './routes/fhir'
 import { findingRoutes } from './routes/findings'
 import { internalRoutes } from './routes/internal'
 import { prescriptionRoutes } from './routes/prescriptions'
@@ -36,5 +38,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   await app.register(prescriptionRoutes, { store, clock })
   await app.register(trendRoutes, { store, patients })
   await app.register(internalRoutes, { store })
+  await app.register(clinicalFhirRoutes, { store: new ClinicalFhirRepository(deps.knex) })
   return app
 }

@@ -8,6 +8,7 @@ import { ConsentsRepository } from './db/repositories/consents-repository'
 import { consentLinkSender } from './domain/send-consent-link'
 import { consentRoutes } from './routes/consents'
 import { consentPageRoutes } from './routes/consent-page'
+import { documentFhirRoutes } from './routes/fhir'
 import { renderConsentPdf } from './render/consent-pdf'
 import { fileTypeMagic } from './adapters/file-type'
 
@@ -41,8 +42,9 @@ export async function buildApp(deps: Deps): Promise<App> {
   const patients: PatientDirectory = { find: services.patients.lookUp }
   const appointments: AppointmentDirectory = { find: services.appointments.lookUp }
   const exams: ExamDirectory = { find: services.clinical.lookUpExam }
+  const documents = new DocumentsRepository(deps.knex)
   await app.register(documentRoutes, {
-    store: new DocumentsRepository(deps.knex),
+    store: documents,
     content,
     patients,
     appointments,
@@ -67,5 +69,6 @@ export async function buildApp(deps: Deps): Promise<App> {
   })
   await app.register(consentRoutes, { ...consents, links })
   await app.register(consentPageRoutes, { ...consents, secret: deps.linkSecret })
+  await app.register(documentFhirRoutes, { documents, content, consents: consents.store })
   return app
 }

@@ -4,6 +4,7 @@ import type { ConsentDeps } from '../src/domain/consent-rules'
 import { renderConsentPdf } from '../src/render/consent-pdf'
 import type {
   ClinicNames,
+  ConsentFhirFilter,
   ConsentFilter,
   ConsentStore,
   ConsentTx,
@@ -35,6 +36,8 @@ interface Side {
 export class FakeConsentStore extends FakeTenantStore<ConsentTx, Consent> implements ConsentStore {
   readonly side = new Map<number, Side>()
   readonly filters: Array<ConsentFilter | TemplateFilter> = []
+  /** The filters `fhirSearch` was given (the search itself is PostgreSQL's: test/int/fhir.int.test.ts). */
+  readonly fhirFilters: ConsentFhirFilter[] = []
   /** Consent ids read with `forUpdate`, in order. */
   readonly locked: string[] = []
 
@@ -124,6 +127,13 @@ export class FakeConsentStore extends FakeTenantStore<ConsentTx, Consent> implem
     this.filters.push(filter)
     const rows = [...(this.rows.get(companyId)?.values() ?? [])]
     return { rows: rows.slice(filter.offset, filter.offset + filter.limit), total: rows.length }
+  }
+
+  /** Every consent of the company, whatever the filter (recorded), on one page. */
+  async fhirSearch(companyId: number, filter: ConsentFhirFilter) {
+    this.fhirFilters.push(filter)
+    const rows = [...(this.rows.get(companyId)?.values() ?? [])]
+    return { rows, total: rows.length, next: null }
   }
 
   async listTemplates(companyId: number, filter: TemplateFilter) {

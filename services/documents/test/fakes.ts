@@ -15,7 +15,12 @@ import type {
   PatientContact,
   PatientDirectory,
 } from '../src/domain/directories'
-import type { DocumentFilter, DocumentStore, DocumentTx } from '../src/domain/document-store'
+import type {
+  DocumentFhirFilter,
+  DocumentFilter,
+  DocumentStore,
+  DocumentTx,
+} from '../src/domain/document-store'
 import type { UploadPart } from '../src/domain/multipart'
 import type { Document } from '../src/schemas/document'
 
@@ -150,6 +155,8 @@ export class FakeDocumentStore extends FakeTenantStore<DocumentTx, Document> imp
   readonly locked: string[] = []
   /** The filters `list` was given. */
   readonly filters: DocumentFilter[] = []
+  /** The filters `fhirSearch` was given (the search itself is PostgreSQL's: test/int/fhir.int.test.ts). */
+  readonly fhirFilters: DocumentFhirFilter[] = []
   private log: FakeContentStore['log'] = []
 
   constructor(
@@ -171,6 +178,13 @@ export class FakeDocumentStore extends FakeTenantStore<DocumentTx, Document> imp
     this.filters.push(filter)
     const rows = [...(this.rows.get(companyId)?.values() ?? [])]
     return { rows: rows.slice(filter.offset, filter.offset + filter.limit), total: rows.length }
+  }
+
+  /** Every document of the company, whatever the filter (recorded), on one page. */
+  async fhirSearch(companyId: number, filter: DocumentFhirFilter) {
+    this.fhirFilters.push(filter)
+    const rows = [...(this.rows.get(companyId)?.values() ?? [])]
+    return { rows, total: rows.length, next: null }
   }
 
   /** A committed document of that company (the fields given over a plain PDF's). */

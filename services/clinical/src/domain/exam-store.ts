@@ -1,4 +1,4 @@
-import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type {
   ExamFields,
   ExamRow,
@@ -98,4 +98,59 @@ export interface TrendFilter {
   to?: string
   centers: string[] | null
   limit: number
+}
+
+/** Which findings an Observation `code` names: the kind, and an acuity's own kind. */
+export interface ObservationSelector {
+  kind: Exclude<FindingKind, 'diagnoses'>
+  acuityKind?: string
+}
+
+/** A finding with what its FHIR resource reads of its exam (one join), and the exam's last update. */
+export interface FhirFindingRecord extends FindingRecord {
+  exam: Pick<
+    ExamRow,
+    'id' | 'patient_id' | 'codalmacen' | 'practitioner' | 'performed_at' | 'status' | 'version' | 'amendments'
+  > & { updated_at: string }
+}
+/**
+ * Which findings a FHIR search reads: `kinds` (Observation: the measurements; Condition:
+ * diagnoses), `codes` (Observation `code`: each occurrence its alternatives), and what `date` is
+ * on (`effective`: IOP's measured_at, else the exam's performed_at; `recorded`: recorded_at).
+ */
+export interface FhirFindingFilter {
+  kinds: FindingKind[]
+  codes: ObservationSelector[][]
+  date: 'effective' | 'recorded'
+}
+/** A prescription with its exam's practitioner (the prescriber). */
+export type FhirPrescriptionRecord = Prescription & { practitioner: string }
+
+/** One page of a FHIR search (fhirSearchPage): the rows, the exact total, the next cursor. */
+export interface FhirRows<T> {
+  rows: T[]
+  total: number
+  next: string | null
+}
+
+/**
+ * The FHIR R4 reads and searches (DESIGN.md section 19), by company under row-level security;
+ * `centers` null is every center.
+ */
+export interface ExamFhirStore {
+  fhirExam(companyId: number, id: string): Promise<ExamRow | null>
+  fhirExams(companyId: number, centers: string[] | null, search: FhirSearch): Promise<FhirRows<ExamRow>>
+  fhirFinding(companyId: number, kinds: FindingKind[], id: string): Promise<FhirFindingRecord | null>
+  fhirFindings(
+    companyId: number,
+    centers: string[] | null,
+    filter: FhirFindingFilter,
+    search: FhirSearch,
+  ): Promise<FhirRows<FhirFindingRecord>>
+  fhirPrescription(companyId: number, id: string): Promise<FhirPrescriptionRecord | null>
+  fhirPrescriptions(
+    companyId: number,
+    centers: string[] | null,
+    search: FhirSearch,
+  ): Promise<FhirRows<FhirPrescriptionRecord>>
 }

@@ -1,5 +1,4 @@
 import type {
-  Bundle,
   CodeableConcept,
   Condition,
   Encounter,
@@ -8,11 +7,11 @@ import type {
   ObservationComponent,
   Quantity,
   Reference,
-  Resource,
   VisionPrescription,
 } from '@medplum/fhirtypes'
-import type { Exam, Prescription } from '../schemas/exam'
-import type { Diagnosis, Iop, Refraction, VisualAcuity } from '../schemas/findings'
+import type { Exam, ExamRow, Prescription } from '../schemas/exam'
+import type { Diagnosis, Finding, Iop, Refraction, VisualAcuity } from '../schemas/findings'
+import type { FindingKind } from './finding-rules'
 import {
   ACUITY_CODES,
   DIAGNOSIS_SYSTEM_URIS,
@@ -28,11 +27,11 @@ import {
 } from './fhir-codes'
 
 /**
- * The exam as a FHIR R4 Bundle (DESIGN 14.4): an Encounter, an Observation per live measurement, a
- * Condition per live diagnosis, a VisionPrescription per prescription; superseded findings are left
- * out (the history keeps them). Entries refer to each other by `urn:uuid:` (a collection is not a
- * server's resources: there are no relative URLs to resolve); the patient and the practitioner by
- * the ids section 19 serves them under.
+ * The exam's FHIR R4 resources (DESIGN 14.4), each built once here for the exam's Bundle
+ * (fhir-bundle.ts) and for the FHIR API (fhir-resources.ts, DESIGN 19): the Encounter, an
+ * Observation per measurement, a Condition per diagnosis, a VisionPrescription per prescription.
+ * The patient and the practitioner are referred to by the ids section 19 serves them under; the
+ * Encounter as the caller says (EncounterRef).
  */
 
 /** What a finding needs beyond the API's fields: the exam version that added it. */
@@ -40,6 +39,17 @@ export interface FindingVersions {
   addedIn: Record<string, number>
 }
 type Live = { id: string; state: string }
+
+/** What a finding's or a prescription's resource reads of its exam. */
+export type ExamOfResource = Pick<
+  ExamRow,
+  'id' | 'patient_id' | 'practitioner' | 'performed_at' | 'status' | 'version' | 'amendments'
+>
+
+/** The exam's Encounter: `urn:uuid:<id>` in a collection Bundle, `Encounter/<id>` as the API serves it. */
+export type EncounterRef = (examId: string) => Reference<Encounter>
+export const bundleEncounter: EncounterRef = (id) => ({ reference: `urn:uuid:${id}` })
+export const servedEncounter: EncounterRef = (id) => ({ reference: `Encounter/${id}` })
 
 /**
  * A finding's status (DESIGN 14.4): `preliminary` in a draft, `final` once signed; after an
@@ -71,9 +81,10 @@ const diopters = (value: number): Quantity => ({ value, unit: 'dioptre', system:
 const coded = (system: string, code: string): CodeableConcept => ({ coding: [{ system, code }], text: code })
 
 function observation(
-  exam: Exam,
+  exam: ExamOfResource,
   f: Live,
   v: FindingVersions,
+  ref: EncounterRef,
   fields: Omit<Observation, 'resourceType' | 'status'>,
 ): Observation {
   return {
@@ -92,15 +103,15 @@ function observation(
       },
     ],
     subject: { reference: `Patient/${exam.patient_id}` },
-    encounter: { reference: `urn:uuid:${exam.id}` },
+    encounter: ref(exam.id),
     effectiveDateTime: exam.performed_at,
     performer: [practitionerReference(exam.practitioner)],
     ...fields,
   }
 }
 
-function acuity(exam: Exam, a: VisualAcuity, v: FindingVersions): Observation {
-  return observation(exam, a, v, {
+function acuity(exam: ExamOfResource, a: VisualAcuity, v: FindingVersions, ref: EncounterRef): Observation {
+  return observation(exam, a, v, ref, {
     code: { coding: [ACUITY_CODES[a.kind]!], text: `visual acuity (${a.kind})` },
     ...bodySite(a.eye),
     // LP and NLP have no logMAR: the grade itself is the value.
@@ -111,8 +122,8 @@ function acuity(exam: Exam, a: VisualAcuity, v: FindingVersions): Observation {
   })
 }
 
-function iop(exam: Exam, p: Iop, v: FindingVersions): Observation {
-  return observation(exam, p, v, {
+function iop(exam: ExamOfResource, p: Iop, v: FindingVersions, ref: EncounterRef): Observation {
+  return observation(exam, p, v, ref, {
     code: { coding: [IOP_CODE] },
     ...bodySite(p.eye),
     effectiveDateTime: p.measured_at,
@@ -131,7 +142,7 @@ function iop(exam: Exam, p: Iop, v: FindingVersions): Observation {
   })
 }
 
-function refraction(exam: Exam, r: Refraction, v: FindingVersions): Observation {
+function refraction(exam: ExamOfResource, r: Refraction, v: FindingVersions, ref: EncounterRef): Observation {
   const c = REFRACTION_COMPONENTS
   const components: ObservationComponent[] = [
     { code: { coding: [c.sphere] }, valueQuantity: diopters(r.sphere) },
@@ -157,7 +168,7 @@ function refraction(exam: Exam, r: Refraction, v: FindingVersions): Observation 
       },
     })
   }
-  return observation(exam, r, v, {
+  return observation(exam, r, v, ref, {
     code: { coding: [REFRACTION_CODE] },
     ...bodySite(r.eye),
     method: coded(REFRACTION_KIND_SYSTEM, r.kind),
@@ -167,7 +178,7 @@ function refraction(exam: Exam, r: Refraction, v: FindingVersions): Observation 
 
 type StoredDiagnosis = Diagnosis & { system_as_entered?: string }
 
-function condition(exam: Exam, d: StoredDiagnosis): Condition {
+function condition(exam: ExamOfResource, d: StoredDiagnosis, ref: EncounterRef): Condition {
   const removed = d.state === 'superseded'
   return {
     resourceType: 'Condition',
@@ -205,7 +216,7 @@ function condition(exam: Exam, d: StoredDiagnosis): Condition {
     // A Condition may sit on several sites: a list, where an Observation has one.
     ...(EYE_SITES[d.eye] ? { bodySite: [{ coding: [EYE_SITES[d.eye]!] }] } : {}),
     subject: { reference: `Patient/${exam.patient_id}` },
-    encounter: { reference: `urn:uuid:${exam.id}` },
+    encounter: ref(exam.id),
     ...(d.onset ? { onsetDateTime: d.onset } : {}),
     recordedDate: d.recorded_at,
     ...(d.system_as_entered
@@ -220,7 +231,11 @@ function condition(exam: Exam, d: StoredDiagnosis): Condition {
   }
 }
 
-function visionPrescription(exam: Exam, p: Prescription): VisionPrescription {
+export function visionPrescription(
+  exam: Pick<ExamRow, 'id' | 'practitioner'>,
+  p: Prescription,
+  ref: EncounterRef,
+): VisionPrescription {
   return {
     resourceType: 'VisionPrescription',
     id: p.id,
@@ -228,7 +243,7 @@ function visionPrescription(exam: Exam, p: Prescription): VisionPrescription {
     status: 'active',
     created: p.issued_at,
     patient: { reference: `Patient/${p.patient_id}` },
-    encounter: { reference: `urn:uuid:${exam.id}` },
+    encounter: ref(exam.id),
     dateWritten: p.issued_at,
     prescriber: practitionerReference(exam.practitioner),
     lensSpecification: p.lenses.map((l) => ({
@@ -252,19 +267,23 @@ function visionPrescription(exam: Exam, p: Prescription): VisionPrescription {
   }
 }
 
-/**
- * `findings: 'live'` (the exam as it stands, what GET answers) leaves superseded findings out;
- * `'all'` shows them too, `entered-in-error`, as a history of the record would.
- */
-export function examBundle(
-  exam: Exam,
-  versions: FindingVersions,
-  now: Date,
-  o: { findings: 'live' | 'all' } = { findings: 'live' },
-): Bundle {
-  const live = <T extends { state: string }>(list: T[]) =>
-    o.findings === 'all' ? list : list.filter((f) => f.state === 'live')
-  const encounter: Encounter = {
+/** A finding of any kind as its resource: a Condition for a diagnosis, else an Observation. */
+export function findingResource(
+  exam: ExamOfResource,
+  kind: FindingKind,
+  f: Finding,
+  v: FindingVersions,
+  ref: EncounterRef,
+): Observation | Condition {
+  if (kind === 'visual_acuity') return acuity(exam, f as VisualAcuity, v, ref)
+  if (kind === 'iop') return iop(exam, f as Iop, v, ref)
+  if (kind === 'refraction') return refraction(exam, f as Refraction, v, ref)
+  return condition(exam, f as StoredDiagnosis, ref)
+}
+
+/** The exam as its Encounter. */
+export function encounterOf(exam: ExamRow): Encounter {
+  return {
     resourceType: 'Encounter',
     id: exam.id,
     status: exam.status === 'signed' ? 'finished' : 'in-progress',
@@ -274,20 +293,5 @@ export function examBundle(
     participant: [{ individual: practitionerReference(exam.practitioner) }],
     period: { start: exam.performed_at },
     ...(exam.chief_complaint ? { reasonCode: [{ text: exam.chief_complaint }] } : {}),
-  }
-  const resources: Resource[] = [
-    encounter,
-    ...live(exam.visual_acuity).map((a) => acuity(exam, a, versions)),
-    ...live(exam.iop).map((p) => iop(exam, p, versions)),
-    ...live(exam.refraction).map((r) => refraction(exam, r, versions)),
-    ...live(exam.diagnoses).map((d) => condition(exam, d)),
-    ...exam.prescriptions.map((p) => visionPrescription(exam, p)),
-  ]
-  return {
-    resourceType: 'Bundle',
-    id: exam.id,
-    type: 'collection',
-    timestamp: now.toISOString(),
-    entry: resources.map((resource) => ({ fullUrl: `urn:uuid:${resource.id!}`, resource })),
   }
 }

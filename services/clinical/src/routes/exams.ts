@@ -13,7 +13,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { ExamDeps } from '../domain/exam-rules'
 import { createExam } from '../domain/create-exam'
 import { updateExam } from '../domain/update-exam'
-import { examBundle } from '../domain/fhir'
+import { examBundle } from '../domain/fhir-bundle'
 import { listExams } from '../domain/list-exams'
 import { getExamRecord } from '../domain/get-exam'
 import { CreateExamBody, Exam, ListExamsQuery, READ_ONLY_FIELDS, UpdateExamBody } from '../schemas/exam'

@@ -1,5 +1,6 @@
 import type { Bundle } from '@medplum/fhirtypes'
-import { examBundle, findingStatus, type FindingVersions } from '../../src/domain/fhir'
+import { findingStatus, type FindingVersions } from '../../src/domain/fhir'
+import { examBundle } from '../../src/domain/fhir-bundle'
 import type { Exam, Prescription } from '../../src/schemas/exam'
 import { expectValidBundle } from '../fhir-validator'
 import { alsoUsed, eyeSite, fromValueSet } from '../value-sets'

@@ -1,5 +1,6 @@
 import type { Bundle } from '@medplum/fhirtypes'
-import { examBundle, findingStatus, practitionerReference } from '../../src/domain/fhir'
+import { findingStatus, practitionerReference } from '../../src/domain/fhir'
+import { examBundle } from '../../src/domain/fhir-bundle'
 import type { Exam } from '../../src/schemas/exam'
 import { expectValidBundle } from '../fhir-validator'
 

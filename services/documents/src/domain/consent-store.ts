@@ -1,4 +1,4 @@
-import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Consent, ConsentStatus, ConsentTemplate, Evidence, SignerRole } from '../schemas/consent'
 import type { DocumentTx } from './document-store'
 
@@ -19,6 +19,12 @@ export interface ClinicNames {
  */
 export interface ConsentStore extends TenantStore<ConsentTx, Consent> {
   list(companyId: number, filter: ConsentFilter): Promise<{ rows: Consent[]; total: number }>
+  /** A FHIR search (DESIGN.md section 19): `filter`, then the search's `_id`, `_lastUpdated`, order and cursor. */
+  fhirSearch(
+    companyId: number,
+    filter: ConsentFhirFilter,
+    search: FhirSearch,
+  ): Promise<{ rows: Consent[]; total: number; next: string | null }>
   listTemplates(
     companyId: number,
     filter: TemplateFilter,
@@ -100,4 +106,12 @@ export interface TemplateFilter {
   offset: number
   limit: number
   after?: KeysetAfter
+}
+
+/** What a FHIR search of consents asks of the store: each inner list any of, every list must hold. */
+export interface ConsentFhirFilter {
+  /** null: every center and consents without one (visibleCenters). */
+  centers: string[] | null
+  patientIds: string[][]
+  statuses: ConsentStatus[][]
 }

@@ -1,4 +1,4 @@
-import type { KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { DateBound, FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Category, Document, DocumentStatus } from '../schemas/document'
 import type { ContentTx } from './content-store'
 
@@ -9,6 +9,12 @@ import type { ContentTx } from './content-store'
  */
 export interface DocumentStore extends TenantStore<DocumentTx, Document> {
   list(companyId: number, filter: DocumentFilter): Promise<{ rows: Document[]; total: number }>
+  /** A FHIR search (DESIGN.md section 19): `filter`, then the search's `_id`, `_lastUpdated`, order and cursor. */
+  fhirSearch(
+    companyId: number,
+    filter: DocumentFhirFilter,
+    search: FhirSearch,
+  ): Promise<{ rows: Document[]; total: number; next: string | null }>
 }
 
 /** A new document's stored fields (the rest is set by the store: times, version, status). */
@@ -38,4 +44,17 @@ export interface DocumentFilter {
   offset: number
   limit: number
   after?: KeysetAfter
+}
+
+/** What a FHIR search of documents asks of the store (the common part is the FhirSearch's). */
+export interface DocumentFhirFilter {
+  /** null: every center and documents without one (visibleCenters). */
+  centers: string[] | null
+  /** Each inner list: any of these patients; every list must hold. */
+  patientIds: string[][]
+  categories: Category[][]
+  /** Bounds on the time the document was added (created_at): all must hold. */
+  created: DateBound[]
+  /** Binary: only documents whose bytes are held (a deleted document's are gone). */
+  availableOnly: boolean
 }

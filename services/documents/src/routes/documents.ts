@@ -18,8 +18,7 @@ import { deleteDocument } from '../domain/delete-document'
 import { updateDocument } from '../domain/update-document'
 import type { AppointmentDirectory, ExamDirectory, PatientDirectory } from '../domain/directories'
 import type { DocumentStore } from '../domain/document-store'
-import { ACCEPTED, type MagicNumbers } from '../domain/detect-type'
-import { contentDisposition, downloadName } from '../domain/filename'
+import type { MagicNumbers } from '../domain/detect-type'
 import { getDocument } from '../domain/get-document'
 import { listDocuments } from '../domain/list-documents'
 import { getDocumentContent } from '../domain/get-document-content'
@@ -31,6 +30,7 @@ import {
   UpdateDocumentBody,
   UploadBody,
 } from '../schemas/document'
+import { sendContent } from './download'
 import { multipartParts } from './multipart-parts'
 
 const tags = ['documents']
@@ -45,14 +45,6 @@ const UnsupportedTypeProblem = Type.Unsafe({
   },
 })
 const PATCH_RULES: RequestErrorOptions = { readOnlyFields: READ_ONLY_FIELDS }
-
-/** Every header of a download (DESIGN.md section 15): it is data to keep, never a page to run. */
-const DOWNLOAD_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'content-security-policy': "sandbox; default-src 'none'",
-  'cache-control': 'private, no-store',
-  'accept-ranges': 'bytes',
-}
 
 const uploadRoute = {
   config: { streamedBody: true },
@@ -217,26 +209,12 @@ export const documentRoutes: FastifyPluginAsyncTypebox<DocumentRoutesOptions> = 
   })
 
   app.get('/documents/:id/content', contentRoute, async (req, reply) => {
-    const { document, bytes, range } = await getDocumentContent(req.ctx, o, {
+    const content = await getDocumentContent(req.ctx, o, {
       id: req.params.id,
       queryCenter: req.query.codalmacen,
       range: req.headers.range,
       ifRange: req.headers['if-range'],
     })
-    reply.headers({
-      ...DOWNLOAD_HEADERS,
-      'content-type': document.content_type,
-      'content-disposition': contentDisposition(
-        downloadName(document.filename, ACCEPTED[document.content_type] ?? 'bin'),
-      ),
-      etag: `"${document.sha256}"`,
-    })
-    if (range) {
-      reply.code(206)
-      reply.header('content-range', `bytes ${range.start}-${range.end}/${document.size_bytes}`)
-      reply.header('content-length', range.end - range.start + 1)
-    } else reply.header('content-length', document.size_bytes)
-    // One chunk read ahead at most: ten downloads at once hold a few chunks, not files.
-    return reply.send(Readable.from(bytes, { highWaterMark: 1 }))
+    return sendContent(reply, content)
   })
 }

@@ -1,5 +1,6 @@
 import {
   centerVisible,
+  isUuid,
   visibleCenters,
   type Ctx,
   type FhirPage,
@@ -72,7 +73,8 @@ export async function readFhirPatient(
   store: PatientStore,
   id: string,
 ): Promise<FhirPatient | null> {
-  const p = await store.findById(ctx.auth.companyId, id)
+  // Our ids are UUIDs: any other FHIR id names no patient.
+  const p = isUuid(id) ? await store.findById(ctx.auth.companyId, id) : null
   return p && centerVisible(visibleCenters(ctx.auth, undefined), p.codalmacen)
     ? toFhirPatient(ctx.auth.companyId, p)
     : null

@@ -148,6 +148,8 @@ describe('FHIR Patient', () => {
     const limited = newCompany(h.app, { companyId: c.principal.companyId, allowedCenters: ['ALM2'] })
     expect((await limited.get(`/fhir/R4/Patient/${alm1.id}`)).statusCode).toBe(404)
     expect((await limited.get(`/fhir/R4/Patient/${alm2.id}`)).statusCode).toBe(200)
+    // An id that is no UUID (a valid FHIR id all the same) names no patient: 404, never a database error.
+    expect((await c.get('/fhir/R4/Patient/abc-1.2')).statusCode).toBe(404)
     expect(ids(await search(limited, '?family=centro'))).toEqual([alm2.id])
     expect((await search(limited, '?_count=0')).total).toBe(1)
   })

@@ -156,4 +156,14 @@ export const migrations: Migration[] = [
       await knex.raw('CREATE INDEX calendar_by_practitioner ON calendar (idempresa, practitioner, starts_at)')
     },
   },
+  {
+    // FHIR searches (DESIGN.md section 19) page by last update, then id (fhirSearchPage): an index
+    // range per company, as patients' 0007.
+    name: '0008_fhir_search',
+    async up(knex) {
+      await knex.raw(`
+        CREATE INDEX appointments_by_update ON appointments (idempresa, updated_at, id);
+        CREATE INDEX practitioners_by_update ON practitioners (idempresa, updated_at, id)`)
+    },
+  },
 ]

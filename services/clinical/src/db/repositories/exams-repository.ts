@@ -20,7 +20,7 @@ import type {
 import { EXAM_KEYSET } from '../../domain/list-exams'
 import type { ExamFields, ExamRow, HistoryEntry, Measurement, Prescription } from '../../schemas/exam'
 
-const EXAM_COLUMNS = [
+export const EXAM_COLUMNS = [
   'id',
   'patient_id',
   'codalmacen',
@@ -40,8 +40,8 @@ const EXAM_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof ExamRow>
 const EXAM_INSTANTS = ['performed_at', 'signed_at', 'created_at', 'updated_at'] as const
 // prettier-ignore
-const FINDING_COLUMNS = ['id', 'exam_id', 'kind', 'eye', 'data', 'state', 'recorded_at', 'recorded_by', 'added_in']
-const PRESCRIPTION_COLUMNS = [
+export const FINDING_COLUMNS = ['id', 'exam_id', 'kind', 'eye', 'data', 'state', 'recorded_at', 'recorded_by', 'added_in']
+export const PRESCRIPTION_COLUMNS = [
   'id',
   'exam_id',
   'patient_id',
@@ -55,17 +55,17 @@ const PRESCRIPTION_COLUMNS = [
   'version',
 ]
 
-type Row = Record<string, unknown>
+export type Row = Record<string, unknown>
 
-function toExam(row: Row): ExamRow {
+export function toExam(row: Row): ExamRow {
   const out: Row = {}
   for (const c of EXAM_COLUMNS) out[c] = row[c]
   for (const c of EXAM_INSTANTS) out[c] = isoInstant(row[c])
   return out as unknown as ExamRow
 }
-const toFinding = (row: Row): FindingRecord =>
+export const toFinding = (row: Row): FindingRecord =>
   ({ ...row, recorded_at: isoInstant(row.recorded_at) }) as unknown as FindingRecord
-const toPrescription = (row: Row): Prescription =>
+export const toPrescription = (row: Row): Prescription =>
   ({ ...row, issued_at: isoInstant(row.issued_at) }) as unknown as Prescription
 
 /** What a transaction does with an exam's findings (ExamTx's part). */

@@ -3,6 +3,7 @@ import { base } from './0001-base'
 import { documentsTables } from './0002-documents'
 import { consentsTables } from './0003-consents'
 import { consentClinic } from './0004-consent-clinic'
+import { fhirSearch } from './0005-fhir-search'
 
 export const SCHEMA = 'documents'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   documentsTables(APP_ROLE),
   consentsTables(SCHEMA, APP_ROLE),
   consentClinic(),
+  fhirSearch(),
 ]

@@ -1,8 +1,14 @@
-import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyPage, companyRead } from '@clinic/platform/db'
+import { NotFound, type FhirSearch } from '@clinic/platform/core'
+import { TenantRepository, applyKeyset, companyPage, companyRead, fhirSearchPage } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { ConsentFilter, ConsentStore, ConsentTx, TemplateFilter } from '../../domain/consent-store'
+import type {
+  ConsentFhirFilter,
+  ConsentFilter,
+  ConsentStore,
+  ConsentTx,
+  TemplateFilter,
+} from '../../domain/consent-store'
 import { CONSENT_KEYSET, TEMPLATE_KEYSET } from '../../domain/consent-keysets'
 import type { Consent, ConsentTemplate } from '../../schemas/consent'
 import { DocumentsRepository } from './documents-repository'
@@ -111,6 +117,19 @@ export class ConsentsRepository extends TenantRepository<ConsentTx, Consent> imp
     const orderBy = applyKeyset(page, CONSENT_KEYSET, f.after)
     page.offset(f.offset).limit(f.limit)
     return this.page(companyId, { page, total: matching.clone().count({ n: '*' }), orderBy })
+  }
+
+  /** A FHIR search (Consent): the shared part (`_id`, `_lastUpdated`, order, cursor, total) is fhirSearchPage's. */
+  async fhirSearch(companyId: number, f: ConsentFhirFilter, s: FhirSearch) {
+    const matching = this.knex('consents').where('idempresa', companyId)
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
+    for (const ids of f.patientIds) matching.whereIn('patient_id', ids)
+    for (const statuses of f.statuses) matching.whereIn('status', statuses)
+    const page = await fhirSearchPage<Record<string, unknown>>(this.knex, companyId, matching, SELECT, s, {
+      updatedAt: 'updated_at',
+      idKind: 'uuid',
+    })
+    return { ...page, rows: page.rows.map(toConsent) }
   }
 
   async listTemplates(companyId: number, f: TemplateFilter) {

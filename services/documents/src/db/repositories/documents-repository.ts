@@ -1,8 +1,13 @@
-import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset } from '@clinic/platform/db'
+import { NotFound, type FhirSearch } from '@clinic/platform/core'
+import { TenantRepository, applyKeyset, fhirSearchPage, whereDateBounds } from '@clinic/platform/db'
 import { enqueueEvents } from '@clinic/platform/events'
 import type { Knex } from 'knex'
-import type { DocumentFilter, DocumentStore, DocumentTx } from '../../domain/document-store'
+import type {
+  DocumentFhirFilter,
+  DocumentFilter,
+  DocumentStore,
+  DocumentTx,
+} from '../../domain/document-store'
 import { DOCUMENT_KEYSET } from '../../domain/list-documents'
 import type { Document } from '../../schemas/document'
 import { ContentTxRepository } from './content-repository'
@@ -97,5 +102,23 @@ export class DocumentsRepository extends TenantRepository<DocumentTx, Document> 
     page.offset(f.offset).limit(f.limit)
     const total = matching.clone().count({ n: '*' })
     return this.page(companyId, { page, total, orderBy })
+  }
+
+  /**
+   * A FHIR search (DocumentReference, Binary): each parameter's alternatives OR, the parameters
+   * AND; the shared part (`_id`, `_lastUpdated`, order, cursor, total) is fhirSearchPage's.
+   */
+  async fhirSearch(companyId: number, f: DocumentFhirFilter, s: FhirSearch) {
+    const matching = this.knex(TABLE).where('idempresa', companyId)
+    if (f.availableOnly) matching.where('status', 'available')
+    if (f.centers) matching.whereIn('codalmacen', f.centers)
+    for (const ids of f.patientIds) matching.whereIn('patient_id', ids)
+    for (const categories of f.categories) matching.whereIn('category', categories)
+    whereDateBounds(matching, 'created_at', f.created)
+    const page = await fhirSearchPage<Record<string, unknown>>(this.knex, companyId, matching, SELECT, s, {
+      updatedAt: 'updated_at',
+      idKind: 'uuid',
+    })
+    return { ...page, rows: page.rows.map(toDocument) }
   }
 }
