@@ -16,9 +16,26 @@ import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes'
  *    of severity error (obs-6, obs-7, con-3, con-4, con-5, bdl-7 ...). It checks no terminology.
  */
 let validator: JSONSchemaValidator | undefined
+/**
+ * The schema errors explained in docs/fhir.md ("Validation") and nothing else: the JSON schema
+ * shipped is R4's first publication, whose FHIRVersion enum ends at 4.0.0, so it refuses
+ * `fhirVersion: 4.0.1` (R4's technical correction, the version every R4 server states), and then
+ * the oneOf over resource types that this one error fails.
+ */
+function explainedSchemaErrors(resource: unknown, errors: unknown[]): unknown[] {
+  const r = resource as { fhirVersion?: string }
+  if (r.fhirVersion !== '4.0.1') return errors
+  const e = errors as Array<{ dataPath?: string; keyword?: string; params?: { passingSchemas?: unknown } }>
+  const version = e.some((x) => x.dataPath === '.fhirVersion' && x.keyword === 'enum')
+  return e.filter(
+    (x) =>
+      !(x.dataPath === '.fhirVersion' && x.keyword === 'enum') &&
+      !(version && x.dataPath === '' && x.keyword === 'oneOf' && x.params?.passingSchemas === null),
+  )
+}
 export function fhirSchemaErrors(resource: unknown): unknown[] {
   const v = (validator ??= new JSONSchemaValidator())
-  return v.validate(resource)
+  return explainedSchemaErrors(resource, v.validate(resource))
 }
 
 let indexed = false
