@@ -48,7 +48,12 @@ export interface FhirSearch {
 }
 
 const RESULT_PARAMS = new Set(['_count', '_sort', '_cursor', '_format'])
-const JSON_FORMATS = new Set(['json', 'application/json', 'application/fhir+json'])
+/** `_format` values naming FHIR JSON, the one format served. */
+export const JSON_FORMATS: ReadonlySet<string> = new Set([
+  'json',
+  'application/json',
+  'application/fhir+json',
+])
 /** year, month, day, or an instant to the second or millisecond with its offset (FHIR `dateTime`). */
 const DATE =
   /^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2}))?)?)?$/

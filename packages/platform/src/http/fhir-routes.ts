@@ -6,10 +6,13 @@ import { FHIR_BASE, FHIR_BASE_HEADER, FHIR_CONTENT_TYPE, type FhirType } from '.
 import { searchsetBundle, type FhirPage } from '../fhir/bundle'
 import { parseSearch, type FhirSearch } from '../fhir/search'
 
-/** What a service answers for one FHIR type it owns: a read by id (null: 404) and a search. */
+/**
+ * What a service answers for one FHIR type it owns: a read by id (null: 404) and a search. A type
+ * whose read is no resource read (Binary: the bytes) leaves `read` out and routes it itself.
+ */
 export interface FhirTypeHandlers<R extends Resource = Resource> {
   type: FhirType
-  read(ctx: Ctx, id: string): Promise<R | null>
+  read?(ctx: Ctx, id: string): Promise<R | null>
   search(ctx: Ctx, search: FhirSearch): Promise<FhirPage<R>>
 }
 
@@ -43,9 +46,11 @@ export async function fhirRoutes(app: FastifyInstance, handlers: FhirTypeHandler
       const page = await h.search(req.ctx, search)
       return reply.type(FHIR_CONTENT_TYPE).send(searchsetBundle(fhirBaseOf(req), h.type, search, page))
     })
+    const read = h.read
+    if (!read) continue
     app.get(`${path}/:id`, { schema: { hide: true } }, async (req, reply) => {
       const { id } = req.params as { id: string }
-      const resource = ID.test(id) ? await h.read(req.ctx, id) : null
+      const resource = ID.test(id) ? await read(req.ctx, id) : null
       if (!resource) throw new NotFound(`No ${h.type} ${id}`)
       return sendFhir(reply, resource)
     })

@@ -1,12 +1,4 @@
-import {
-  FHIR_BASE,
-  FHIR_CONTENT_TYPE,
-  fhirBaseOf,
-  fhirRoutes,
-  parseSearch,
-  searchsetBundle,
-  sendFhir,
-} from '@clinic/platform'
+import { FHIR_BASE, JSON_FORMATS, fhirRoutes, sendFhir } from '@clinic/platform'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import type { ConsentStore } from '../domain/consent-store'
 import type { ContentStore } from '../domain/content-store'
@@ -30,9 +22,6 @@ export interface FhirRoutesOptions {
 /** Not in the OpenAPI document: the CapabilityStatement describes FHIR. */
 const HIDDEN = { schema: { hide: true } as FastifySchema }
 
-/** `_format` values that name FHIR JSON (as the platform's search parsing takes them). */
-const JSON_FORMATS = new Set(['json', 'application/json', 'application/fhir+json'])
-
 /**
  * Whether a Binary read asks for the FHIR resource rather than the bytes: `_format` naming JSON, or
  * an Accept naming application/fhir+json (R4: a Binary read not asking for a FHIR type explicitly
@@ -47,7 +36,7 @@ function wantsResource(accept: string | undefined, format: unknown): boolean {
  * FHIR R4 read and search of `DocumentReference`, `Binary` and `Consent` (DESIGN.md section 19;
  * README "FHIR"). Binary's read answers the bytes as a download does (GET /documents/<id>/content:
  * same use case, headers, Range), or the Binary resource with its bytes as `data` when asked for
- * application/fhir+json; its search is the platform's, by hand, as its read is not.
+ * application/fhir+json; its search is the platform's.
  */
 export async function documentFhirRoutes(app: FastifyInstance, o: FhirRoutesOptions) {
   await fhirRoutes(app, [
@@ -61,14 +50,11 @@ export async function documentFhirRoutes(app: FastifyInstance, o: FhirRoutesOpti
       read: (ctx, id) => readFhirConsent(ctx, o.consents, id),
       search: (ctx, search) => searchFhirConsents(ctx, o.consents, search),
     },
+    // Binary's read is routed below: the bytes, or the resource when asked for.
+    { type: 'Binary', search: (ctx, search) => searchFhirBinaries(ctx, o.documents, search) },
   ])
 
   const deps = { store: o.documents, content: o.content }
-  app.get(`${FHIR_BASE}/Binary`, HIDDEN, async (req, reply) => {
-    const search = parseSearch('Binary', req.query as Record<string, string | string[]>)
-    const page = await searchFhirBinaries(req.ctx, o.documents, search)
-    return reply.type(FHIR_CONTENT_TYPE).send(searchsetBundle(fhirBaseOf(req), 'Binary', search, page))
-  })
   app.get(`${FHIR_BASE}/Binary/:id`, HIDDEN, async (req, reply) => {
     const { id } = req.params as { id: string }
     const { _format: format } = req.query as Record<string, unknown>
