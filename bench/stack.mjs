@@ -157,7 +157,10 @@ const cases = [
     name: 'GET /api/fhir/R4/Patient/{id}',
     opts: {
       requests: [
-        { method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/fhir/R4/Patient/${ids[i++ % ids.length]}` }) },
+        {
+          method: 'GET',
+          setupRequest: (r) => ({ ...r, path: `/api/fhir/R4/Patient/${ids[i++ % ids.length]}` }),
+        },
       ],
     },
     events: 1,

@@ -84,10 +84,9 @@ async function seed(t: Tenant, center: 'ALM1' | 'ALM2', practitioner: string) {
 /** Every page of a search, followed through `next` with the client library. */
 async function everyPage(c: Client, type: string, params: Record<string, string> = {}): Promise<Bundle[]> {
   const pages: Bundle[] = [(await c.search({ resourceType: type, searchParams: params })) as Bundle]
-  for (let next = c.nextPage({ bundle: pages[0]! } as never); next;) {
-    const page = (await next) as Bundle
+  for (let page = pages[0]!; page.link?.some((l) => l.relation === 'next');) {
+    page = (await c.nextPage({ bundle: page } as never)) as Bundle
     pages.push(page)
-    next = page.link?.some((l) => l.relation === 'next') ? c.nextPage({ bundle: page } as never) : undefined
   }
   return pages
 }
@@ -250,7 +249,7 @@ describe('FHIR R4 through the gateway', () => {
       resourceType: 'Patient',
       id: patientOf.ALM1,
       name: '$everything',
-      method: 'get',
+      method: 'GET',
       input: { _count: '2' },
     })) as Bundle
     const pages = [first]

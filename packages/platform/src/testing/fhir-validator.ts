@@ -96,3 +96,37 @@ export function fhirProblems(resource: {
   }
   return out
 }
+
+interface Answer {
+  statusCode: number
+  json(): unknown
+}
+type SearchBundle = {
+  link?: Array<{ relation: string; url: string }>
+  entry?: Array<{ resource?: { id?: string } }>
+}
+
+/**
+ * Every page of a FHIR search, through its `next` links, as a client walks it: the ids in the
+ * order served and the pages read. Each page must be a 200 that both validators pass (else it
+ * throws, naming the URL); more than 100 pages is a `next` that never ends.
+ */
+export async function walkFhirSearch(
+  get: (url: string) => Promise<Answer>,
+  url: string,
+): Promise<{ ids: string[]; pages: number }> {
+  const ids: string[] = []
+  let next: string | undefined = url
+  let pages = 0
+  while (next) {
+    if (++pages > 100) throw new Error(`${url}: next never ended`)
+    const res = await get(next)
+    const bundle = res.json() as SearchBundle
+    if (res.statusCode !== 200) throw new Error(`${next}: ${res.statusCode} ${JSON.stringify(bundle)}`)
+    const problems = fhirProblems(bundle)
+    if (problems.length) throw new Error(`${next}: ${problems.join('; ')}`)
+    ids.push(...(bundle.entry ?? []).map((e) => e.resource!.id!))
+    next = bundle.link?.find((l) => l.relation === 'next')?.url
+  }
+  return { ids, pages }
+}

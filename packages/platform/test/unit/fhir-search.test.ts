@@ -17,7 +17,7 @@ const errorsOf = (fn: () => unknown) => {
   try {
     fn()
   } catch (err) {
-    if (err instanceof ValidationFailed) return err.errors
+    if (err instanceof ValidationFailed) return err.errors ?? []
     throw err
   }
   throw new Error('no error')

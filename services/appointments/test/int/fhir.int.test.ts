@@ -1,4 +1,4 @@
-import { fhirProblems } from '@clinic/platform/testing'
+import { fhirProblems, walkFhirSearch } from '@clinic/platform/testing'
 import type { Appointment } from '../../src/schemas/appointment'
 import { companyOf, startApp, type Company, type Harness } from '../helpers'
 
@@ -32,19 +32,7 @@ const ids = (b: Bundle) => (b.entry ?? []).map((e) => e.resource.id as string)
 const sorted = (xs: string[]) => [...xs].sort()
 
 /** Follows the `next` links to the end: every id, in order. */
-async function walk(c: Company, url: string): Promise<{ ids: string[]; pages: number }> {
-  const out: string[] = []
-  let next: string | undefined = url
-  let pages = 0
-  while (next) {
-    const b: Bundle = await search(c, next)
-    pages++
-    out.push(...ids(b))
-    next = b.link.find((l) => l.relation === 'next')?.url
-    if (pages > 50) throw new Error('next never ended')
-  }
-  return { ids: out, pages }
-}
+const walk = (c: Company, url: string) => walkFhirSearch((u) => c.send('GET', u), url)
 
 const LONG = 'dra-maria-del-carmen-fernandez-gutierrez-de-la-vega' // 51 characters
 const at = (day: number, hour: number, minute = 0) =>

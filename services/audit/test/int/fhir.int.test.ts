@@ -1,6 +1,12 @@
 import type { Knex } from 'knex'
 import { makeEvent, uuidv7, type Amqp, type CloudEvent, type Principal } from '@clinic/platform'
-import { appointmentEventData, fhirProblems, gatewayHeaders, testPrincipal } from '@clinic/platform/testing'
+import {
+  appointmentEventData,
+  fhirProblems,
+  gatewayHeaders,
+  testPrincipal,
+  walkFhirSearch,
+} from '@clinic/platform/testing'
 import { domainEvent, httpEvent, patientData } from '../helpers'
 import { buildTestApp, connectAmqp, migrateAudit, record, writerDb } from './setup'
 
@@ -131,21 +137,8 @@ const read = async (principal: Principal, id: string) => {
   return { res, body: res.json() as Resource }
 }
 
-async function allPages(principal: Principal, query: string): Promise<{ ids: string[]; pages: number }> {
-  let url: string | undefined = `/fhir/R4/AuditEvent?${query}`
-  const out: string[] = []
-  let pages = 0
-  while (url) {
-    const res = await get(principal, url)
-    expect(res.statusCode).toBe(200)
-    const b = res.json() as Bundle
-    expect(fhirProblems(b)).toEqual([])
-    pages++
-    out.push(...idsOf(b))
-    url = b.link.find((l) => l.relation === 'next')?.url
-  }
-  return { ids: out, pages }
-}
+const allPages = (principal: Principal, query: string) =>
+  walkFhirSearch((url) => get(principal, url), `/fhir/R4/AuditEvent?${query}`)
 
 describe('GET /fhir/R4/AuditEvent/{id}', () => {
   it('maps a domain event: lifecycle type, our action, agent, observer, entity', async () => {

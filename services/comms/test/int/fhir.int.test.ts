@@ -1,5 +1,5 @@
 import { uuidv7, type Principal } from '@clinic/platform'
-import { fhirProblems, testPrincipal } from '@clinic/platform/testing'
+import { fhirProblems, testPrincipal, walkFhirSearch } from '@clinic/platform/testing'
 import { makeContact } from '../fixtures'
 import { clientFor, startComms, type Harness } from '../helpers'
 
@@ -151,21 +151,8 @@ const idsOf = (b: Bundle) => (b.entry ?? []).map((e) => e.resource.id)
 const sorted = (a: string[]) => [...a].sort()
 
 /** Every page of a search, following `next` links: the ids in the order served. */
-async function allPages(principal: Principal, query: string): Promise<{ ids: string[]; pages: number }> {
-  let url: string | undefined = `/fhir/R4/Communication?${query}`
-  const out: string[] = []
-  let pages = 0
-  while (url) {
-    const res = await get(principal, url)
-    expect(res.statusCode).toBe(200)
-    const b = res.json() as Bundle
-    expect(fhirProblems(b)).toEqual([])
-    pages++
-    out.push(...idsOf(b))
-    url = b.link.find((l) => l.relation === 'next')?.url
-  }
-  return { ids: out, pages }
-}
+const allPages = (principal: Principal, query: string) =>
+  walkFhirSearch((url) => get(principal, url), `/fhir/R4/Communication?${query}`)
 
 describe('GET /fhir/R4/Communication/{id}', () => {
   it('maps a delivered reminder: status, medium, subject, recipient, about, sent, meta; no body, no address', async () => {

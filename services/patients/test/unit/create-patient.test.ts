@@ -28,6 +28,9 @@ class FakePatients extends FakeTenantStore<PatientTx, Patient> implements Patien
   list(): never {
     throw new Error('not used by createPatient')
   }
+  fhirSearch(): never {
+    throw new Error('not used by createPatient')
+  }
 }
 
 const input = (over: Partial<CreatePatient> = {}): CreatePatient => ({
