@@ -130,15 +130,21 @@ it('one API call that creates a patient: one trace from the gateway to the audit
   const inTrace = () => collector.spans.filter((s) => s.traceId === traceId)
   const find = (service: string, kind: number, name?: string) =>
     inTrace().filter((s) => s.service === service && s.kind === kind && (!name || s.name === name))
-  await waitFor(() => find('webhooks', KIND.CLIENT, 'webhook POST').length > 0, {
+  // Every span of the chain, each process exporting on its own schedule (a batch every 200 ms):
+  // the patients service's server span may reach the collector after the consumers' spans do.
+  const chain: Array<[string, number, string?]> = [
+    ['gateway', KIND.SERVER],
+    ['patients', KIND.SERVER],
+    ['patients', KIND.PRODUCER],
+    ['audit', KIND.CONSUMER, 'process audit.events'],
+    ['webhooks', KIND.CONSUMER, 'process webhooks.events'],
+    ['webhooks', KIND.INTERNAL, 'run deliveries'],
+    ['webhooks', KIND.CLIENT, 'webhook POST'],
+  ]
+  await waitFor(() => chain.every(([service, kind, name]) => find(service, kind, name).length > 0), {
     timeoutMs: SETTLE_MS,
     intervalMs: 200,
-    what: "the webhook delivery's span",
-  })
-  await waitFor(() => find('audit', KIND.CONSUMER).length > 0, {
-    timeoutMs: SETTLE_MS,
-    intervalMs: 200,
-    what: "the audit consumer's span",
+    what: 'every span of the chain',
   })
   expect(receiver.received).toHaveLength(1)
 
