@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { decodeCursor } from '../cursor'
 import { ValidationFailed } from '../errors'
+import type { FhirRows } from '../fhir/bundle'
 import type { DateBound, FhirSearch } from '../fhir/search'
 import { companyPage } from './company'
 
@@ -49,7 +50,7 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
   columns: readonly string[],
   s: FhirSearch,
   t: FhirTable,
-): Promise<{ rows: Row[]; total: number; next: string | null }> {
+): Promise<FhirRows<Row>> {
   const id = t.id ?? 'id'
   const unfiltered = !s.ids && s.lastUpdated.length === 0
   if (s.ids) {

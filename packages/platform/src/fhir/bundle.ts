@@ -9,6 +9,20 @@ export interface FhirPage<R extends Resource = Resource> {
   next: string | null
 }
 
+/** One page of a search as a store reads it (fhirSearchPage): its rows, the exact total, the next cursor. */
+export interface FhirRows<T> {
+  rows: T[]
+  total: number
+  next: string | null
+}
+
+/** A store's page with each row mapped to its resource (by the row alone: never its index). */
+export const fhirPageOf = <T, R extends Resource>(page: FhirRows<T>, map: (row: T) => R): FhirPage<R> => ({
+  resources: page.rows.map((row) => map(row)),
+  total: page.total,
+  next: page.next,
+})
+
 /**
  * A `searchset` Bundle (DESIGN.md section 19): `total` exact, `link` `self` and, past a full page,
  * `next` (the same search with `_cursor`); each entry's `fullUrl` is the resource's own URL. `base`

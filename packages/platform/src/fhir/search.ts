@@ -127,6 +127,13 @@ function tokenValue(raw: string): TokenValue {
   return bar < 0 ? { system: null, code: raw } : { system: raw.slice(0, bar), code: raw.slice(bar + 1) }
 }
 
+/**
+ * The codes of a token parameter's alternatives that name `system` or no system (`<code>`): what a
+ * column holding our own codes of that system matches (`|<code>` and other systems match nothing).
+ */
+export const codesIn = (alternatives: readonly TokenValue[], system: string): string[] =>
+  alternatives.filter((t) => t.system === null || t.system === system).map((t) => t.code)
+
 type Parsed = TokenValue | string | DateBound[] | ReferenceValue
 type ResultParams = Pick<FhirSearch, 'count' | 'order' | 'cursor'>
 

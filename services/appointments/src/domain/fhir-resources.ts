@@ -1,4 +1,6 @@
 import {
+  codesIn,
+  fhirPageOf,
   ValidationFailed,
   centerOfLocationId,
   centerVisible,
@@ -6,7 +8,6 @@ import {
   type Ctx,
   type FhirPage,
   type FhirSearch,
-  type TokenValue,
 } from '@clinic/platform/core'
 import type {
   Appointment as FhirAppointment,
@@ -38,16 +39,7 @@ export const SLOT_WINDOW_DAYS = 14
 export const MAX_SLOT_WINDOW_DAYS = 31
 const DAY = 86_400_000
 
-/** Tokens of `system` (or of no stated system) as plain codes. */
-const codesOf = (alts: TokenValue[], system: string) =>
-  alts.filter((t) => t.system === null || t.system === system).map((t) => t.code)
-
 const centersOf = (ctx: Ctx) => visibleCenters(ctx.auth, undefined)
-const page = <R, F>(rows: { rows: R[]; total: number; next: string | null }, map: (r: R) => F) => ({
-  resources: rows.rows.map(map),
-  total: rows.total,
-  next: rows.next,
-})
 
 export async function readFhirPractitioner(ctx: Ctx, store: FhirStore, id: string) {
   const p = await store.practitioner(ctx.auth.companyId, centersOf(ctx), id)
@@ -58,7 +50,7 @@ export async function searchFhirPractitioners(
   store: FhirStore,
   s: FhirSearch,
 ): Promise<FhirPage<FhirPractitioner>> {
-  return page(await store.practitioners(ctx.auth.companyId, centersOf(ctx), s), toFhirPractitioner)
+  return fhirPageOf(await store.practitioners(ctx.auth.companyId, centersOf(ctx), s), toFhirPractitioner)
 }
 
 export async function readFhirSchedule(ctx: Ctx, store: FhirStore, id: string) {
@@ -70,7 +62,7 @@ export async function searchFhirSchedules(
   store: FhirStore,
   s: FhirSearch,
 ): Promise<FhirPage<FhirSchedule>> {
-  return page(await store.schedules(ctx.auth.companyId, centersOf(ctx), s), toFhirSchedule)
+  return fhirPageOf(await store.schedules(ctx.auth.companyId, centersOf(ctx), s), toFhirSchedule)
 }
 
 const START_KEY = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(?:(\d{2})(\d{3})?)?Z$/
@@ -157,13 +149,13 @@ export async function searchFhirSlots(
     statuses: s
       .tokens('status')
       .map((alts) =>
-        codesOf(alts, SLOT_STATUS_SYSTEM).filter((c): c is SlotRow['status'] => c === 'free' || c === 'busy'),
+        codesIn(alts, SLOT_STATUS_SYSTEM).filter((c): c is SlotRow['status'] => c === 'free' || c === 'busy'),
       ),
     from: new Date(from).toISOString(),
     to: new Date(to).toISOString(),
     now: now.toISOString(),
   }
-  return page(await store.slots(ctx.auth.companyId, q, s), toFhirSlot)
+  return fhirPageOf(await store.slots(ctx.auth.companyId, q, s), toFhirSlot)
 }
 
 export async function readFhirAppointment(ctx: Ctx, store: FhirStore, id: string) {
@@ -193,10 +185,10 @@ export async function searchFhirAppointments(
       practitioners: ids('practitioner'),
       statuses: s
         .tokens('status')
-        .map((alts) => codesOf(alts, APPOINTMENT_STATUS_SYSTEM).flatMap(ourStatuses)),
+        .map((alts) => codesIn(alts, APPOINTMENT_STATUS_SYSTEM).flatMap(ourStatuses)),
       starts: s.dates('date'),
     },
     s,
   )
-  return page(rows, toFhirAppointment)
+  return fhirPageOf(rows, toFhirAppointment)
 }

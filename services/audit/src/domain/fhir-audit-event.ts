@@ -1,4 +1,6 @@
 import {
+  type FhirRows,
+  fhirPageOf,
   centerVisible,
   isFhirType,
   isUuid,
@@ -41,7 +43,7 @@ export interface AuditEventFhirStore {
     companyId: number,
     f: { centers: string[] | null; entities: EntityMatch[][]; agents: AgentMatch[][] },
     s: FhirSearch,
-  ): Promise<{ rows: AuditEvent[]; total: number; next: string | null }>
+  ): Promise<FhirRows<AuditEvent>>
 }
 
 const AUDIT_EVENT_TYPE = 'http://terminology.hl7.org/CodeSystem/audit-event-type'
@@ -254,5 +256,5 @@ export async function searchFhirAuditEvents(
     { centers: visibleCenters(ctx.auth, undefined), entities, agents },
     search,
   )
-  return { ...page, resources: page.rows.map(toFhirAuditEvent) }
+  return fhirPageOf(page, toFhirAuditEvent)
 }

@@ -1,4 +1,4 @@
-import type { FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { FhirRows, FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type {
   ExamFields,
   ExamRow,
@@ -125,13 +125,6 @@ export interface FhirFindingFilter {
 }
 /** A prescription with its exam's practitioner (the prescriber). */
 export type FhirPrescriptionRecord = Prescription & { practitioner: string }
-
-/** One page of a FHIR search (fhirSearchPage): the rows, the exact total, the next cursor. */
-export interface FhirRows<T> {
-  rows: T[]
-  total: number
-  next: string | null
-}
 
 /**
  * The FHIR R4 reads and searches (DESIGN.md section 19), by company under row-level security;

@@ -1,4 +1,5 @@
 import {
+  fhirPageOf,
   centerVisible,
   isUuid,
   visibleCenters,
@@ -21,7 +22,6 @@ import type {
   ExamFhirStore,
   FhirFindingRecord,
   FhirPrescriptionRecord,
-  FhirRows,
   ObservationSelector,
 } from './exam-store'
 import { encounterOf, findingResource, servedEncounter, visionPrescription } from './fhir'
@@ -93,11 +93,6 @@ export function observationSelectors(alternatives: TokenValue[]): ObservationSel
 const centersOf = (ctx: Ctx) => visibleCenters(ctx.auth, undefined)
 const visible = <T extends { codalmacen: string }>(ctx: Ctx, row: T | null): T | null =>
   row && centerVisible(centersOf(ctx), row.codalmacen) ? row : null
-const pageOf = <T, R extends Resource>(page: FhirRows<T>, map: (row: T) => R): FhirPage<R> => ({
-  resources: page.rows.map(map),
-  total: page.total,
-  next: page.next,
-})
 
 /** `GET /fhir/R4/Encounter/<exam id>`: an exam of the company within the token's centers, else null. */
 export async function readEncounter(ctx: Ctx, store: ExamFhirStore, id: string): Promise<Encounter | null> {
@@ -112,7 +107,7 @@ export async function searchEncounters(
   store: ExamFhirStore,
   search: FhirSearch,
 ): Promise<FhirPage<Encounter>> {
-  return pageOf(await store.fhirExams(ctx.auth.companyId, centersOf(ctx), search), encounterResource)
+  return fhirPageOf(await store.fhirExams(ctx.auth.companyId, centersOf(ctx), search), encounterResource)
 }
 
 async function readFinding(ctx: Ctx, store: ExamFhirStore, kinds: FindingKind[], id: string) {
@@ -145,7 +140,7 @@ export async function searchObservations(
     { kinds: OBSERVATION_KINDS, codes, date: 'effective' },
     search,
   )
-  return pageOf(page, (f) => findingResourceOf(f) as Observation)
+  return fhirPageOf(page, (f) => findingResourceOf(f) as Observation)
 }
 
 /** `GET /fhir/R4/Condition?...`: `patient`, `date` (recordedDate: when the diagnosis was recorded). */
@@ -160,7 +155,7 @@ export async function searchConditions(
     { kinds: CONDITION_KINDS, codes: [], date: 'recorded' },
     search,
   )
-  return pageOf(page, (f) => findingResourceOf(f) as Condition)
+  return fhirPageOf(page, (f) => findingResourceOf(f) as Condition)
 }
 
 /** `GET /fhir/R4/VisionPrescription/<id>`: a prescription under its exam's center rules. */
@@ -180,7 +175,7 @@ export async function searchVisionPrescriptions(
   store: ExamFhirStore,
   search: FhirSearch,
 ): Promise<FhirPage<VisionPrescription>> {
-  return pageOf(
+  return fhirPageOf(
     await store.fhirPrescriptions(ctx.auth.companyId, centersOf(ctx), search),
     prescriptionResource,
   )

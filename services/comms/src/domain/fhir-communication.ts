@@ -1,4 +1,6 @@
 import {
+  type FhirRows,
+  fhirPageOf,
   centerVisible,
   isUuid,
   visibleCenters,
@@ -17,11 +19,7 @@ export interface CommunicationStore {
   /** The company's message `id` (a UUID), whatever its center, or null. */
   findCommunication(companyId: number, id: string): Promise<CommunicationRow | null>
   /** `patient` and `sent` applied, within `centers` (null: every center); `_id`, `_lastUpdated`, order, paging. */
-  fhirSearch(
-    companyId: number,
-    centers: string[] | null,
-    s: FhirSearch,
-  ): Promise<{ rows: CommunicationRow[]; total: number; next: string | null }>
+  fhirSearch(companyId: number, centers: string[] | null, s: FhirSearch): Promise<FhirRows<CommunicationRow>>
 }
 
 /**
@@ -127,5 +125,5 @@ export async function searchFhirCommunications(
   search: FhirSearch,
 ): Promise<FhirPage<Communication>> {
   const page = await store.fhirSearch(ctx.auth.companyId, visibleCenters(ctx.auth, undefined), search)
-  return { ...page, resources: page.rows.map((m) => toFhirCommunication(ctx.auth.companyId, m)) }
+  return fhirPageOf(page, (m) => toFhirCommunication(ctx.auth.companyId, m))
 }

@@ -1,4 +1,4 @@
-import type { FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type { FhirRows, FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
 import type { Consent, ConsentStatus, ConsentTemplate, Evidence, SignerRole } from '../schemas/consent'
 import type { DocumentTx } from './document-store'
 
@@ -20,11 +20,7 @@ export interface ClinicNames {
 export interface ConsentStore extends TenantStore<ConsentTx, Consent> {
   list(companyId: number, filter: ConsentFilter): Promise<{ rows: Consent[]; total: number }>
   /** A FHIR search (DESIGN.md section 19): `filter`, then the search's `_id`, `_lastUpdated`, order and cursor. */
-  fhirSearch(
-    companyId: number,
-    filter: ConsentFhirFilter,
-    search: FhirSearch,
-  ): Promise<{ rows: Consent[]; total: number; next: string | null }>
+  fhirSearch(companyId: number, filter: ConsentFhirFilter, search: FhirSearch): Promise<FhirRows<Consent>>
   listTemplates(
     companyId: number,
     filter: TemplateFilter,

@@ -1,4 +1,11 @@
-import type { DateBound, FhirSearch, KeysetAfter, TenantStore, TenantTx } from '@clinic/platform/core'
+import type {
+  FhirRows,
+  DateBound,
+  FhirSearch,
+  KeysetAfter,
+  TenantStore,
+  TenantTx,
+} from '@clinic/platform/core'
 import type { Category, Document, DocumentStatus } from '../schemas/document'
 import type { ContentTx } from './content-store'
 
@@ -10,11 +17,7 @@ import type { ContentTx } from './content-store'
 export interface DocumentStore extends TenantStore<DocumentTx, Document> {
   list(companyId: number, filter: DocumentFilter): Promise<{ rows: Document[]; total: number }>
   /** A FHIR search (DESIGN.md section 19): `filter`, then the search's `_id`, `_lastUpdated`, order and cursor. */
-  fhirSearch(
-    companyId: number,
-    filter: DocumentFhirFilter,
-    search: FhirSearch,
-  ): Promise<{ rows: Document[]; total: number; next: string | null }>
+  fhirSearch(companyId: number, filter: DocumentFhirFilter, search: FhirSearch): Promise<FhirRows<Document>>
 }
 
 /** A new document's stored fields (the rest is set by the store: times, version, status). */

@@ -1,4 +1,12 @@
-import { isUuid, visibleCenters, type Ctx, type FhirPage, type FhirSearch } from '@clinic/platform/core'
+import {
+  codesIn,
+  fhirPageOf,
+  isUuid,
+  visibleCenters,
+  type Ctx,
+  type FhirPage,
+  type FhirSearch,
+} from '@clinic/platform/core'
 import type { Consent as FhirConsent } from '@medplum/fhirtypes'
 import type { Consent, ConsentStatus } from '../schemas/consent'
 import type { ConsentFhirFilter, ConsentStore } from './consent-store'
@@ -97,11 +105,7 @@ function consentFilter(ctx: Ctx, s: FhirSearch): ConsentFhirFilter {
     patientIds: s.references('patient').map((alts) => alts.map((r) => r.id.toLowerCase()).filter(isUuid)),
     statuses: s
       .tokens('status')
-      .map((alts) =>
-        alts
-          .filter((t) => t.system === null || t.system === CONSENT_STATE_SYSTEM)
-          .flatMap((t) => STATUSES_OF.get(t.code) ?? []),
-      ),
+      .map((alts) => codesIn(alts, CONSENT_STATE_SYSTEM).flatMap((code) => STATUSES_OF.get(code) ?? [])),
   }
 }
 
@@ -112,5 +116,5 @@ export async function searchFhirConsents(
   search: FhirSearch,
 ): Promise<FhirPage<FhirConsent>> {
   const page = await store.fhirSearch(ctx.auth.companyId, consentFilter(ctx, search), search)
-  return { ...page, resources: page.rows.map((c) => toFhirConsent(ctx.auth.companyId, c)) }
+  return fhirPageOf(page, (c) => toFhirConsent(ctx.auth.companyId, c))
 }

@@ -1,4 +1,6 @@
 import {
+  codesIn,
+  fhirPageOf,
   NotFound,
   isUuid,
   visibleCenters,
@@ -112,9 +114,7 @@ function documentFilter(ctx: Ctx, s: FhirSearch, availableOnly: boolean): Docume
     categories: s
       .tokens('category')
       .map((alts) =>
-        alts
-          .filter((t) => (t.system === null || t.system === DOCUMENT_CATEGORY_SYSTEM) && known.has(t.code))
-          .map((t) => t.code as Category),
+        codesIn(alts, DOCUMENT_CATEGORY_SYSTEM).filter((code): code is Category => known.has(code)),
       ),
     created: s.dates('date'),
     availableOnly,
@@ -128,7 +128,7 @@ export async function searchFhirDocumentReferences(
   search: FhirSearch,
 ): Promise<FhirPage<DocumentReference>> {
   const page = await store.fhirSearch(ctx.auth.companyId, documentFilter(ctx, search, false), search)
-  return { ...page, resources: page.rows.map((d) => toFhirDocumentReference(ctx.auth.companyId, d)) }
+  return fhirPageOf(page, (d) => toFhirDocumentReference(ctx.auth.companyId, d))
 }
 
 /** `GET /fhir/R4/Binary?...` (`_id`, `_lastUpdated`): the documents whose bytes are held, without the bytes. */
@@ -138,7 +138,7 @@ export async function searchFhirBinaries(
   search: FhirSearch,
 ): Promise<FhirPage<Binary>> {
   const page = await store.fhirSearch(ctx.auth.companyId, documentFilter(ctx, search, true), search)
-  return { ...page, resources: page.rows.map((d) => toFhirBinary(d)) }
+  return fhirPageOf(page, (d) => toFhirBinary(d))
 }
 
 /**

@@ -1,13 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { request } from 'undici'
-import type { Bundle, BundleEntry, Location, Organization, Resource } from '@medplum/fhirtypes'
+import type { Bundle, Location, Organization, Resource } from '@medplum/fhirtypes'
 import {
   ASSERTION_HEADER,
   FHIR_BASE_HEADER,
   FHIR_CONTENT_TYPE,
-  MAX_COUNT,
-  DEFAULT_COUNT,
   NotFound,
   PATIENT_COMPARTMENT,
   UpstreamUnavailable,
@@ -194,8 +192,7 @@ async function everything(
     throw new ValidationFailed(
       unknown.map((k) => ({ path: `/${k}`, message: 'is not a parameter of $everything (_count, _cursor)' })),
     )
-  const search = parseSearch('Patient', { ...(query._count ? { _count: query._count } : {}) })
-  const count = query._count === undefined ? DEFAULT_COUNT : Math.min(search.count, MAX_COUNT)
+  const { count } = parseSearch('Patient', query._count ? { _count: query._count } : {})
   let [typeIndex, inner] = everythingCursor(query._cursor)
   const held = req.scopes ?? []
   const types = PATIENT_COMPARTMENT.filter((t) => {
@@ -214,16 +211,10 @@ async function everything(
   const bad = totals.find((r) => r.status !== 200)
   if (bad) return failed(bad)
 
-  const entries: BundleEntry[] = []
-  if (typeIndex === 0 && inner === null && count > 0)
-    entries.push({
-      fullUrl: `${o.absolute}/Patient/${patient.body.id}`,
-      resource: patient.body,
-      search: { mode: 'match' },
-    })
+  const resources: Resource[] = typeIndex === 0 && inner === null && count > 0 ? [patient.body] : []
   let next: EverythingCursor | null = null
   while (typeIndex < types.length) {
-    const room = count - entries.length
+    const room = count - resources.length
     if (room <= 0) {
       next = [typeIndex, inner]
       break
@@ -231,29 +222,20 @@ async function everything(
     const path = `${FHIR_BASE}/${types[typeIndex]}?patient=${ref}&_count=${room}${inner ? `&_cursor=${encodeURIComponent(inner)}` : ''}`
     const page = await fetchFhir(req, o, path)
     if (page.status !== 200) return failed(page)
-    for (const e of page.body.entry ?? []) entries.push({ ...e, search: { mode: 'match' } })
+    for (const e of page.body.entry ?? []) resources.push(e.resource!)
     const more = page.body.link?.find((l) => l.relation === 'next')?.url
     inner = more ? new URL(more, 'http://x').searchParams.get('_cursor') : null
     if (!inner) typeIndex += 1
   }
-  const self = `${o.absolute}/Patient/${id}/$everything`
-  const withCount = (extra: string) =>
-    `${self}?${query._count !== undefined ? `_count=${count}&` : ''}${extra}`
-  const bundle: Bundle = {
-    resourceType: 'Bundle',
-    type: 'searchset',
-    total: 1 + totals.reduce((n, r) => n + (r.body.total ?? 0), 0),
-    link: [
-      {
-        relation: 'self',
-        url:
-          typeof query._cursor === 'string'
-            ? withCount(`_cursor=${query._cursor}`)
-            : withCount('').replace(/[?&]$/, ''),
-      },
-      ...(next ? [{ relation: 'next', url: withCount(`_cursor=${encodeCursor(next)}`) }] : []),
-    ],
-    entry: entries,
-  }
+  const total = 1 + totals.reduce((n, r) => n + (r.body.total ?? 0), 0)
+  const bundle = searchsetBundle(
+    o.absolute,
+    `Patient/${id}/$everything`,
+    {
+      query: query._count !== undefined ? `_count=${count}` : '',
+      cursor: typeof query._cursor === 'string' ? query._cursor : undefined,
+    },
+    { resources, total, next: next && encodeCursor(next) },
+  )
   return reply.type(FHIR_CONTENT_TYPE).send(bundle)
 }

@@ -1,4 +1,5 @@
 import {
+  fhirPageOf,
   centerVisible,
   isUuid,
   visibleCenters,
@@ -87,5 +88,5 @@ export async function searchFhirPatients(
   search: FhirSearch,
 ): Promise<FhirPage<FhirPatient>> {
   const page = await store.fhirSearch(ctx.auth.companyId, visibleCenters(ctx.auth, undefined), search)
-  return { ...page, resources: page.rows.map((p) => toFhirPatient(ctx.auth.companyId, p)) }
+  return fhirPageOf(page, (p) => toFhirPatient(ctx.auth.companyId, p))
 }

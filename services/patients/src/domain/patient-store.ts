@@ -1,4 +1,5 @@
 import type {
+  FhirRows,
   CloudEvent,
   FhirSearch,
   IdempotencyKey,
@@ -25,11 +26,7 @@ export interface PatientStore extends TenantStore<PatientTx, Patient> {
   ): Promise<StoredResponse<Patient>>
   list(companyId: number, filter: ListFilter): Promise<{ rows: Patient[]; total: number }>
   /** A FHIR search (DESIGN.md section 19) within `centers` (null: all): one page and its total. */
-  fhirSearch(
-    companyId: number,
-    centers: string[] | null,
-    search: FhirSearch,
-  ): Promise<{ rows: Patient[]; total: number; next: string | null }>
+  fhirSearch(companyId: number, centers: string[] | null, search: FhirSearch): Promise<FhirRows<Patient>>
 }
 
 export interface PatientTx extends TenantTx<Patient> {

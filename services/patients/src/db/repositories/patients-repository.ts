@@ -1,5 +1,6 @@
 import {
   NotFound,
+  codesIn,
   type CloudEvent,
   type FhirSearch,
   type IdempotencyKey,
@@ -161,10 +162,7 @@ export class PatientsRepository extends TenantRepository<PatientTx, Patient> imp
     const matching = db(TABLE).where('idempresa', companyId)
     if (centers) matching.whereIn('codalmacen', centers)
     for (const alts of s.tokens('identifier'))
-      matching.whereIn(
-        'national_id',
-        alts.filter((t) => t.system === null || t.system === NATIONAL_ID_SYSTEM).map((t) => t.code),
-      )
+      matching.whereIn('national_id', codesIn(alts, NATIONAL_ID_SYSTEM))
     const startsWith = (columns: string[], alts: string[]) =>
       matching.where((q) => {
         for (const v of alts)
