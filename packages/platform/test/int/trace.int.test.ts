@@ -163,9 +163,16 @@ it('one request: server span -> publish -> consumer -> job, one trace, each the 
   expect(res.statusCode).toBe(201)
 
   await waitFor(() => jobs.ran.length > 0, { what: 'the job the event left to run' })
-  await waitFor(() => exporter.getFinishedSpans().some((s) => s.name === 'run trace-test-jobs'), {
-    what: "the job's span to end",
-  })
+  // Each span ends on its own schedule: the publish span ends at the broker's confirm, which may
+  // come after the consumer has handled the message and the job has run. Wait for all four.
+  const ended = () => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === TRACE_ID)
+  await waitFor(
+    () =>
+      [SpanKind.SERVER, SpanKind.PRODUCER, SpanKind.CONSUMER].every((k) =>
+        ended().some((s) => s.kind === k),
+      ) && ended().some((s) => s.name === 'run trace-test-jobs'),
+    { what: 'every span of the chain to end' },
+  )
   const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === TRACE_ID)
   const one = (pred: (s: ReadableSpan) => boolean, what: string) => {
     const found = spans.filter(pred)
