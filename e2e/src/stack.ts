@@ -149,13 +149,13 @@ async function startStackOn(
     // gateway of its own with the default limit.
     AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '10000000',
     SMTP_URL: '',
-    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here, for the tests to read (a
-    // development mode: production refuses to start without its providers).
+    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here (a development mode).
     COMMS_DELIVERY: 'files',
     OUTBOX_DIR: path.join(os.tmpdir(), `clinic-e2e-outbox-${process.pid}-${Date.now().toString(36)}`),
     DELIVERY_RETRY_BASE_MS: '100',
-    // The suites move comms' clock (reminders, links) by writing an offset here: moveClock().
+    // Clocks the suites move (moveClock, moveGatewayClock): comms' reminders and links, exports.
     COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
+    GATEWAY_CLOCK_FILE: path.join(logDir, 'gateway-clock'),
     // The stack's own audit checkpoints, never the developer's var/ (its companies are others).
     AUDIT_CHECKPOINT_FILE: path.join(logDir, 'audit-checkpoints.jsonl'),
     PUBLIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,
@@ -199,6 +199,11 @@ export function gatewaySignerOf(info: StackInfo): AssertionSigner {
 /** Moves comms' clock (COMMS_CLOCK_FILE) to `offsetMs` from real time: reminders due by then go out. */
 export function moveClock(info: StackInfo, offsetMs: number) {
   writeFileSync(info.env.COMMS_CLOCK_FILE!, String(Math.round(offsetMs)))
+}
+
+/** Moves the gateway's clock (GATEWAY_CLOCK_FILE: retention of exports) to `offsetMs` from real time. */
+export function moveGatewayClock(info: StackInfo, offsetMs: number) {
+  writeFileSync(info.env.GATEWAY_CLOCK_FILE!, String(Math.round(offsetMs)))
 }
 
 export async function stopStack(info: StackInfo) {

@@ -13,11 +13,18 @@ import { FHIR_TYPES, RESOURCE_TYPES } from './families'
 
 /**
  * `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' }; under the FHIR base
- * the FHIR type's (`/api/fhir/R4/VisionPrescription/<id>` -> `vision_prescription`).
+ * the FHIR type's (`/api/fhir/R4/VisionPrescription/<id>` -> `vision_prescription`); a Bulk Data
+ * export's kick-off, status and files are `fhir_export` (with the export's id past the kick-off).
  */
 export function resourceOf(path: string): { resource_type: string | null; resource_id: string | null } {
   const parts = path.replace(/^\/api(\/3|\/v\d+)?\//, '').split('/')
   if (parts[0] === 'fhir' && parts[1] === 'R4') {
+    // Bulk Data: a kick-off at any level, an export's status and its files.
+    if (parts[2] === '$export' || parts.at(-1) === '$export')
+      return {
+        resource_type: 'fhir_export',
+        resource_id: parts[2] === '$export' && isUuid(parts[3] ?? '') ? parts[3]! : null,
+      }
     const fhir = FHIR_TYPES.get(parts[2] ?? '')
     return { resource_type: fhir?.resourceType ?? null, resource_id: parts.slice(3).find(isUuid) ?? null }
   }

@@ -23,6 +23,8 @@ import { responseHeaders } from './plugins/response-headers'
 import { scopes } from './plugins/scopes'
 import { docsRoutes } from './routes/docs'
 import { fhirRoutes } from './routes/fhir'
+import { fhirExportRoutes } from './routes/fhir-export'
+import { ExportRepository } from './db/export-repository'
 import { healthRoutes } from './routes/health'
 import { proxyRoutes } from './routes/proxy'
 
@@ -65,6 +67,11 @@ export interface Deps extends Omit<ServiceDeps, 'assertionKeys' | 'serviceSigner
   redis?: Redis
   /** The access log's clock (monotonic ms): tests move their own. */
   clock?: () => number
+  /**
+   * FHIR Bulk Data export (server.ts runs its worker): the retention clock and hours, and how to wake
+   * the worker. Default: the system clock, 24 hours, no wake (the worker polls).
+   */
+  exports?: { clock: () => Date; retentionHours: number; wake: () => void }
 }
 
 /**
@@ -144,6 +151,8 @@ export async function buildApp(deps: Deps) {
   await app.register(docsRoutes, deps)
   const { knex, upstreams, signer, version, publicBaseUrl = 'http://localhost:8080' } = deps
   await app.register(fhirRoutes, { knex, upstreams, signer, publicBaseUrl, version })
+  const exports = deps.exports ?? { clock: () => new Date(), retentionHours: 24, wake: () => undefined }
+  await app.register(fhirExportRoutes, { knex, store: new ExportRepository(knex), publicBaseUrl, ...exports })
   await app.register(proxyRoutes, { upstreams, signer, publicBaseUrl })
   return app
 }

@@ -46,6 +46,13 @@ export const configSpec = {
    * wider than /8 (IPv4) or /32 (IPv6) are refused (trust-proxy.ts).
    */
   TRUST_PROXY: v.string({ default: 'false' }),
+  /** How long a completed Bulk Data export's files are kept (then 404 and removed; DESIGN.md section 19). */
+  EXPORT_RETENTION_HOURS: v.int({ default: '24', min: 1, max: 720 }),
+  /**
+   * Demos and tests only: a file holding an offset (e.g. `+25h`) added to the system clock for the
+   * retention of exports. Refused with NODE_ENV=production.
+   */
+  GATEWAY_CLOCK_FILE: v.string({ optional: true }),
 }
 
 /** `<NAME>_URL` for every routed service (PATIENTS_URL ...), default http://127.0.0.1:<port>. */
@@ -75,6 +82,8 @@ export function loadGatewayConfig(env = process.env): GatewayConfig {
     ROUTED_SERVICES.map((f) => [f.service, all[upstreamEnv(f.service)] as string]),
   )
   const trustProxy = trustProxyOf(all.TRUST_PROXY as string)
+  if (all.GATEWAY_CLOCK_FILE && env.NODE_ENV === 'production')
+    throw new ConfigError('Invalid configuration: GATEWAY_CLOCK_FILE is for demos and tests, not production')
   return Object.freeze({
     ...(all as Config<typeof configSpec>),
     trustProxy,

@@ -211,6 +211,14 @@ for (const bucket of ROUTES_BY_SHAPE.values()) bucket.sort(moreStatic)
 export function scopesNeeded(method: string, url: string): readonly Scope[] {
   const path = segmentsOf(url)
   if (!path) return []
+  // Bulk Data export (kick-off at any level, status, files): `fhir:export`, which only a token naming
+  // it has; the kick-off then checks each type's read scope (export/kickoff.ts).
+  if (
+    path.sent[0] === 'fhir' &&
+    path.sent[1] === 'R4' &&
+    (path.decoded[2] === '$export' || (path.decoded.length <= 5 && path.decoded.at(-1) === '$export'))
+  )
+    return ['fhir:export']
   // A FHIR resource type (services.json `fhir`): the scope that reads it, whatever is below it.
   if (path.sent[0] === 'fhir' && path.sent[1] === 'R4' && path.sent[2] !== undefined) {
     const type = FHIR_TYPES.get(path.decoded[2] ?? '')

@@ -1,10 +1,12 @@
 import { Redis } from 'ioredis'
-import { runService } from '@clinic/platform'
+import { fileClock, runService } from '@clinic/platform'
 import { AccessLog } from './access-log'
 import { buildApp } from './app'
 import { Authenticator } from './auth/authenticator'
 import { loadGatewayConfig } from './config'
 import { identityRepository } from './db/identity-repository'
+import { ExportRepository } from './db/export-repository'
+import { ExportWorker } from './export/export-worker'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 
 runService(
@@ -30,6 +32,15 @@ runService(
       logger.warn({ err: err.message }, 'redis error; rate limits are skipped while it is down'),
     )
     const accessLog = new AccessLog(knex, logger)
+    const clock = fileClock(config.GATEWAY_CLOCK_FILE)
+    const exports = new ExportWorker({
+      knex,
+      store: new ExportRepository(knex),
+      upstream: { upstreams: config.upstreams, signer: config.signer },
+      log: logger,
+      clock,
+      retentionHours: config.EXPORT_RETENTION_HOURS,
+    })
     const app = await buildApp({
       ...deps,
       authenticator: new Authenticator(identityRepository(knex), {
@@ -46,7 +57,12 @@ runService(
       publicBaseUrl: config.PUBLIC_BASE_URL,
       trustProxy: config.trustProxy,
       redis,
+      exports: { clock, retentionHours: config.EXPORT_RETENTION_HOURS, wake: () => exports.wake() },
     })
-    return { app, stops: [() => accessLog.close(), async () => redis?.disconnect()] }
+    exports.start()
+    return {
+      app,
+      stops: [() => exports.stop(), () => accessLog.close(), async () => redis?.disconnect()],
+    }
   },
 )

@@ -72,7 +72,10 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
     { column: id, order: dir },
   ])
   page.limit(s.count + 1)
-  const total = (unfiltered && t.unfilteredTotal) || matching.clone().count({ n: '*' })
+  const total =
+    s.total === 'none'
+      ? knex.select(knex.raw('NULL::bigint AS n'))
+      : (unfiltered && t.unfilteredTotal) || matching.clone().count({ n: '*' })
   const { rows, total: n } = await companyPage<Row & { id: unknown; _fhir_at: string }>(knex, companyId, {
     page: s.count === 0 ? page.whereRaw('false') : page,
     total,
@@ -83,7 +86,7 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
   const last = shown.at(-1)
   return {
     rows: shown,
-    total: n,
+    total: s.total === 'none' ? undefined : n,
     next:
       more && last
         ? Buffer.from(JSON.stringify([dir, last._fhir_at, String(last[id.split('.').at(-1)!])])).toString(

@@ -5,14 +5,15 @@ import type { FhirSearch } from './search'
 /** A page of a search as the store answers it: the resources, the exact total, the next cursor. */
 export interface FhirPage<R extends Resource = Resource> {
   resources: R[]
-  total: number
+  /** Undefined when the search asked for none (`_total=none`). */
+  total: number | undefined
   next: string | null
 }
 
 /** One page of a search as a store reads it (fhirSearchPage): its rows, the exact total, the next cursor. */
 export interface FhirRows<T> {
   rows: T[]
-  total: number
+  total: number | undefined
   next: string | null
 }
 
@@ -44,7 +45,7 @@ export function searchsetBundle<R extends Resource>(
   return {
     resourceType: 'Bundle' as const,
     type: 'searchset' as const,
-    total: page.total,
+    ...(page.total === undefined ? {} : { total: page.total }),
     link: [
       { relation: 'self', url: url(search.cursor) },
       ...(page.next ? [{ relation: 'next', url: url(page.next) }] : []),

@@ -35,6 +35,8 @@ export interface FhirSearch {
   lastUpdated: DateBound[]
   /** 0: the total only. */
   count: number
+  /** `_total`: `accurate` (the default) counts the matches; `none` skips the count (bulk paging). */
+  total: 'accurate' | 'none'
   order: 'asc' | 'desc'
   /** `_cursor` of a `next` link, as sent (the store reads it: fhirKeyset). */
   cursor: string | undefined
@@ -47,7 +49,7 @@ export interface FhirSearch {
   query: string
 }
 
-const RESULT_PARAMS = new Set(['_count', '_sort', '_cursor', '_format'])
+const RESULT_PARAMS = new Set(['_count', '_sort', '_cursor', '_format', '_total'])
 /** `_format` values naming FHIR JSON, the one format served. */
 export const JSON_FORMATS: ReadonlySet<string> = new Set([
   'json',
@@ -135,9 +137,9 @@ export const codesIn = (alternatives: readonly TokenValue[], system: string): st
   alternatives.filter((t) => t.system === null || t.system === system).map((t) => t.code)
 
 type Parsed = TokenValue | string | DateBound[] | ReferenceValue
-type ResultParams = Pick<FhirSearch, 'count' | 'order' | 'cursor'>
+type ResultParams = Pick<FhirSearch, 'count' | 'order' | 'cursor' | 'total'>
 
-/** `_count`, `_sort`, `_format` or `_cursor` into `result`; a problem with the value, or null. */
+/** `_count`, `_sort`, `_format`, `_total` or `_cursor` into `result`; a problem with the value, or null. */
 function resultParam(result: ResultParams, name: string, raw: string): string | null {
   if (name === '_count') {
     if (!/^\d{1,4}$/.test(raw) || Number(raw) > MAX_COUNT) return `must be an integer from 0 to ${MAX_COUNT}`
@@ -147,6 +149,9 @@ function resultParam(result: ResultParams, name: string, raw: string): string | 
     result.order = raw === '_lastUpdated' ? 'asc' : 'desc'
   } else if (name === '_format') {
     if (!JSON_FORMATS.has(raw)) return 'must be json (application/fhir+json)'
+  } else if (name === '_total') {
+    if (raw !== 'accurate' && raw !== 'none') return 'must be accurate or none (estimate is not offered)'
+    result.total = raw
   } else result.cursor = raw
   return null
 }
@@ -154,7 +159,7 @@ function resultParam(result: ResultParams, name: string, raw: string): string | 
 /**
  * A type's search from its query string: every parameter declared for the type (definitions.ts)
  * or common (`_id`, `_lastUpdated`) or a result parameter (`_count`, `_sort`, `_cursor`,
- * `_format`); anything else, a modifier, an empty value or a value of the wrong form is a 400
+ * `_format`, `_total`); anything else, a modifier, an empty value or a value of the wrong form is a 400
  * naming the parameter. Never silently ignored: a client filtering on a parameter we did not read
  * would take every row for its answer.
  */
@@ -166,7 +171,7 @@ export function parseSearch(
   const errors: FieldError[] = []
   const fail = (name: string, message: string) => errors.push({ path: `/${name}`, message })
   const values = new Map<string, Parsed[][]>()
-  const result: ResultParams = { count: DEFAULT_COUNT, order: 'asc', cursor: undefined }
+  const result: ResultParams = { count: DEFAULT_COUNT, order: 'asc', cursor: undefined, total: 'accurate' }
   const kept: Array<[string, string]> = []
 
   for (const [name, value] of Object.entries(query)) {

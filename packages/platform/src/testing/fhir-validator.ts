@@ -84,7 +84,9 @@ export function fhirProblems(resource: {
   entry?: Array<{ resource?: unknown }>
 }): string[] {
   const out: string[] = []
-  for (const r of [resource, ...(resource.entry ?? []).map((e) => e.resource)] as Array<{
+  // A transaction's DELETE entries (a Bulk Data `deleted` line) have no resource.
+  const inside = (resource.entry ?? []).flatMap((e) => (e.resource === undefined ? [] : [e.resource]))
+  for (const r of [resource, ...inside] as Array<{
     resourceType?: string
     id?: string
   }>) {

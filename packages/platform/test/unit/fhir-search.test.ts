@@ -142,6 +142,17 @@ describe('parseSearch: every parameter read, none ignored', () => {
     expect(new URLSearchParams(s.query).get('family')).toBe('García')
     expect(s.query).not.toContain('_cursor')
   })
+
+  it('_total: accurate (the default) or none, which the Bundle then leaves out (bulk paging counts nothing)', () => {
+    expect(parseSearch('Patient', {}).total).toBe('accurate')
+    const none = parseSearch('Patient', { _total: 'none', _count: '1' })
+    expect(none.total).toBe('none')
+    expect(errorsOf(() => parseSearch('Patient', { _total: 'estimate' }))[0]!.path).toBe('/_total')
+    const bundle = searchsetBundle(undefined, 'Patient', none, { resources: [], total: undefined, next: null })
+    expect(bundle).not.toHaveProperty('total')
+    expect(bundle.link[0]!.url).toBe('/fhir/R4/Patient?_total=none&_count=1')
+    expect(fhirProblems(bundle)).toEqual([])
+  })
 })
 
 describe('searchset Bundles and OperationOutcomes', () => {

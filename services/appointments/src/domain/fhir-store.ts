@@ -1,4 +1,4 @@
-import type { DateBound, FhirSearch } from '@clinic/platform/core'
+import type { DateBound, FhirRows, FhirSearch } from '@clinic/platform/core'
 import type { Appointment, AppointmentStatus } from '../schemas/appointment'
 import type { Practitioner } from '../schemas/practitioner'
 
@@ -17,12 +17,6 @@ export interface FhirStore {
   slots(companyId: number, q: SlotQuery, s: FhirSearch): Promise<FhirRows<SlotRow>>
   appointment(companyId: number, centers: string[] | null, id: string): Promise<AppointmentRow | null>
   appointments(companyId: number, f: AppointmentFilter, s: FhirSearch): Promise<FhirRows<AppointmentRow>>
-}
-
-export interface FhirRows<T> {
-  rows: T[]
-  total: number
-  next: string | null
 }
 
 /** One practitioner at one center where they have working hours (its id: fhir-mapping.ts). */

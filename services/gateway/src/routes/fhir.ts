@@ -1,23 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import { request } from 'undici'
-import type { Bundle, Location, Organization, Resource } from '@medplum/fhirtypes'
+import type { Location, Organization, Resource } from '@medplum/fhirtypes'
 import {
-  ASSERTION_HEADER,
-  FHIR_BASE_HEADER,
   FHIR_CONTENT_TYPE,
   NotFound,
   PATIENT_COMPARTMENT,
-  UpstreamUnavailable,
   ValidationFailed,
   decodeCursor,
   encodeCursor,
   locationIdOf,
   parseSearch,
-  requestClaims,
   searchsetBundle,
   sendFhir,
-  signAssertion,
   traceOf,
   type AssertionSigner,
   type FhirSearch,
@@ -27,7 +21,7 @@ import { BASES } from '../bases'
 import { centerRecords, companyRecord, type CenterRecord } from '../db/fhir-identity'
 import { FHIR_BASE, FHIR_TYPES, type Upstreams } from '../families'
 import { capabilityStatement } from './fhir-capability'
-import { UPSTREAM_TIMEOUT_MS } from './proxy'
+import { fetchFhir as fetchAs } from '../fhir-upstream'
 
 export interface FhirOptions {
   knex: Knex
@@ -38,14 +32,14 @@ export interface FhirOptions {
   version: string
 }
 
-const organizationOf = (c: { id: number; name: string; created_at: Date }): Organization => ({
+export const organizationOf = (c: { id: number; name: string; created_at: Date }): Organization => ({
   resourceType: 'Organization',
   id: String(c.id),
   meta: { versionId: '1', lastUpdated: c.created_at.toISOString() },
   active: true,
   name: c.name,
 })
-const locationOf = (companyId: number, c: CenterRecord): Location => ({
+export const locationOf = (companyId: number, c: CenterRecord): Location => ({
   resourceType: 'Location',
   id: locationIdOf(c.code),
   meta: { versionId: '1', lastUpdated: c.created_at.toISOString() },
@@ -142,34 +136,20 @@ function everythingCursor(cursor: string | string[] | undefined): EverythingCurs
 }
 
 /** A service's FHIR answer to a GET the gateway makes for the caller (signed as the caller's). */
-async function fetchFhir(
-  req: FastifyRequest,
-  o: FhirOptions & { absolute: string },
-  path: string,
-): Promise<{ status: number; body: Bundle & Resource }> {
-  const type = path.split(/[/?]/)[3]!
-  const service = FHIR_TYPES.get(type)!.service
-  const claims = requestClaims(
-    { auth: req.principal!, requestId: String(req.id) },
-    { method: 'GET', path, audience: service },
-  )
-  const trace = traceOf(req.span)
+async function fetchFhir(req: FastifyRequest, o: FhirOptions & { absolute: string }, path: string) {
   try {
-    const res = await request(`${o.upstreams[service]}${path}`, {
-      headers: {
-        [ASSERTION_HEADER]: await signAssertion(claims, o.signer),
-        'x-request-id': String(req.id),
-        traceparent: trace.traceparent,
-        [FHIR_BASE_HEADER]: o.absolute,
-        accept: 'application/fhir+json',
-      },
-      headersTimeout: UPSTREAM_TIMEOUT_MS,
-      bodyTimeout: UPSTREAM_TIMEOUT_MS,
-    })
-    return { status: res.statusCode, body: (await res.body.json()) as Bundle & Resource }
+    return await fetchAs(
+      o,
+      { auth: req.principal!, requestId: String(req.id), traceparent: traceOf(req.span).traceparent },
+      path,
+    )
   } catch (err) {
-    req.log.warn({ err: (err as Error).message, upstream: service }, 'upstream unavailable')
-    throw new UpstreamUnavailable(`The ${service} service is unavailable; retry shortly`)
+    const e = err as Error & { upstream?: string }
+    req.log.warn(
+      { err: (e.cause as Error | undefined)?.message, upstream: e.upstream },
+      'upstream unavailable',
+    )
+    throw err
   }
 }
 

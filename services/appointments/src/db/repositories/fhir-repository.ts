@@ -1,10 +1,9 @@
-import type { FhirSearch } from '@clinic/platform/core'
+import type { FhirRows, FhirSearch } from '@clinic/platform/core'
 import { companyRead, fhirSearchPage, isoInstant, whereDateBounds } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type {
   AppointmentFilter,
   AppointmentRow,
-  FhirRows,
   FhirStore,
   ScheduleRow,
   SlotQuery,

@@ -140,4 +140,65 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // FHIR Bulk Data export (DESIGN.md section 19, docs/fhir.md "Bulk Data export"): a job per
+    // export, leased like every job (one running per company), and its NDJSON files in PostgreSQL
+    // chunks, one per page the services answered, written in the same transaction as the job's
+    // position: a killed process neither loses nor repeats a line. pg_read_all_stats: the job
+    // waits until every transaction that began before its transactionTime has ended (it reads
+    // pg_stat_activity's xact_start of every role), so the export and the next one from that time
+    // see each change exactly once.
+    name: '0007_fhir_exports',
+    async up(knex, stack) {
+      const appRole = stack.role(APP_ROLE)
+      await knex.raw(`
+        CREATE TABLE fhir_exports (
+          id uuid PRIMARY KEY,
+          idempresa integer NOT NULL REFERENCES companies (id),
+          status text NOT NULL DEFAULT 'in-progress'
+            CHECK (status IN ('in-progress', 'completed', 'failed')),
+          level text NOT NULL CHECK (level IN ('system', 'patient', 'group')),
+          group_id text,
+          since timestamptz(3),
+          types text[] NOT NULL,
+          request text NOT NULL,
+          base text NOT NULL,
+          principal jsonb NOT NULL,
+          request_id text NOT NULL,
+          traceparent text,
+          transaction_time timestamptz(3) NOT NULL,
+          position jsonb NOT NULL,
+          checkpoint integer NOT NULL DEFAULT 0,
+          exported bigint NOT NULL DEFAULT 0,
+          leased_by text,
+          lease_until timestamptz,
+          not_before timestamptz,
+          error text,
+          created_at timestamptz(3) NOT NULL DEFAULT now(),
+          completed_at timestamptz(3)
+        );
+        CREATE UNIQUE INDEX fhir_exports_one_running ON fhir_exports (idempresa) WHERE status = 'in-progress';
+        CREATE INDEX fhir_exports_due ON fhir_exports (created_at) WHERE status = 'in-progress';
+        CREATE INDEX fhir_exports_done ON fhir_exports (completed_at) WHERE status <> 'in-progress';
+        CREATE TABLE fhir_export_files (
+          export_id uuid NOT NULL REFERENCES fhir_exports (id) ON DELETE CASCADE,
+          seq integer NOT NULL,
+          kind text NOT NULL CHECK (kind IN ('output', 'deleted', 'error')),
+          type text NOT NULL,
+          count integer NOT NULL DEFAULT 0,
+          PRIMARY KEY (export_id, seq)
+        );
+        CREATE TABLE fhir_export_chunks (
+          export_id uuid NOT NULL,
+          file_seq integer NOT NULL,
+          chunk integer NOT NULL,
+          data bytea NOT NULL,
+          PRIMARY KEY (export_id, file_seq, chunk),
+          FOREIGN KEY (export_id, file_seq) REFERENCES fhir_export_files (export_id, seq) ON DELETE CASCADE
+        );
+        GRANT SELECT, INSERT, UPDATE, DELETE ON fhir_exports, fhir_export_files, fhir_export_chunks TO ${appRole};
+        GRANT pg_read_all_stats TO ${appRole};
+      `)
+    },
+  },
 ]

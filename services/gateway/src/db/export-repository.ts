@@ -1,0 +1,240 @@
+import type { Knex } from 'knex'
+import { isUniqueViolation } from '@clinic/platform'
+import {
+  FILE_LINES,
+  START,
+  type ExportFile,
+  type ExportJob,
+  type ExportLines,
+  type ExportPosition,
+  type ExportStore,
+  type FileKind,
+  type NewExport,
+} from '../export/export-store'
+
+/** How long a claim holds a job without a checkpoint: a killed process's job is taken up after it. */
+export const LEASE_SECONDS = 15
+
+const JOB_COLUMNS = [
+  'id',
+  'idempresa',
+  'status',
+  'level',
+  'group_id',
+  'since',
+  'types',
+  'request',
+  'base',
+  'principal',
+  'request_id',
+  'traceparent',
+  'transaction_time',
+  'position',
+  'checkpoint',
+  'exported',
+  'error',
+  'created_at',
+  'completed_at',
+]
+
+/**
+ * The exports and their files (identity schema, migration 0007): jobs claimed with a lease as
+ * every job, each page's lines and the job's position in one transaction, guarded by the job's
+ * checkpoint number (a process that lost its lease writes nothing).
+ */
+export class ExportRepository implements ExportStore {
+  constructor(private readonly knex: Knex) {}
+
+  /**
+   * A new export, its transactionTime the database's clock to the millisecond; null when the
+   * company has one running (its id as `running`).
+   */
+  async create(job: NewExport): Promise<{ created: true } | { created: false; running: string | null }> {
+    try {
+      await this.knex('fhir_exports').insert({
+        id: job.id,
+        idempresa: job.companyId,
+        level: job.level,
+        group_id: job.groupId,
+        since: job.since,
+        types: job.types,
+        request: job.request,
+        base: job.base,
+        principal: JSON.stringify(job.principal),
+        request_id: job.requestId,
+        traceparent: job.traceparent,
+        transaction_time: this.knex.raw(`date_trunc('milliseconds', clock_timestamp())`),
+        position: JSON.stringify(START),
+      })
+      return { created: true }
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err
+      const running = await this.knex('fhir_exports')
+        .where({ idempresa: job.companyId, status: 'in-progress' })
+        .first('id')
+      return { created: false, running: (running?.id as string | undefined) ?? null }
+    }
+  }
+
+  async find(companyId: number, id: string): Promise<ExportJob | null> {
+    const row = await this.knex('fhir_exports').where({ idempresa: companyId, id }).first(JOB_COLUMNS)
+    return (row as ExportJob | undefined) ?? null
+  }
+
+  /** Removes an export and its files (a DELETE, or retention); whether there was one. */
+  async remove(companyId: number, id: string): Promise<boolean> {
+    return (await this.knex('fhir_exports').where({ idempresa: companyId, id }).delete()) > 0
+  }
+
+  /** Up to `limit` due exports not in `running`, leased to `me` (an expired lease is anyone's). */
+  async claim(me: string, limit: number, running: readonly string[]): Promise<ExportJob[]> {
+    const { rows } = await this.knex.raw(
+      `UPDATE fhir_exports SET leased_by = ?, lease_until = now() + make_interval(secs => ?)
+        WHERE id IN (
+          SELECT id FROM fhir_exports
+           WHERE status = 'in-progress'
+             AND (lease_until IS NULL OR lease_until < now() OR leased_by = ?)
+             AND (not_before IS NULL OR not_before <= now())
+             AND NOT (id = ANY(?::uuid[]))
+           ORDER BY created_at
+           LIMIT ?
+           FOR UPDATE SKIP LOCKED)
+        RETURNING ${JOB_COLUMNS.join(', ')}`,
+      [me, LEASE_SECONDS, me, [...running], limit],
+    )
+    return rows as ExportJob[]
+  }
+
+  /**
+   * Writes a page: its lines to their files (a new file past FILE_LINES) and the job's new position,
+   * in one transaction, if the job is still this process's at `checkpoint`. The position the lines
+   * were put at, or null (the job was deleted or taken over: nothing written).
+   */
+  async checkpoint(
+    job: ExportJob,
+    me: string,
+    next: Omit<ExportPosition, 'open' | 'nextSeq'>,
+    writes: ExportLines[],
+  ): Promise<ExportPosition | null> {
+    const position: ExportPosition = {
+      ...next,
+      open: { ...job.position.open },
+      nextSeq: job.position.nextSeq,
+    }
+    const files: Array<{ seq: number; kind: FileKind; type: string; count: number }> = []
+    const chunks: Array<{ file_seq: number; chunk: number; data: Buffer }> = []
+    const counts = new Map<number, number>()
+    let exported = 0
+    for (const w of writes) {
+      const key = `${w.kind}:${w.type}`
+      let at = 0
+      while (at < w.lines.length) {
+        let file = position.open[key]
+        if (!file || file.lines >= FILE_LINES) {
+          file = { seq: position.nextSeq, lines: 0, chunks: 0 }
+          position.nextSeq += 1
+          files.push({ seq: file.seq, kind: w.kind, type: w.type, count: 0 })
+        }
+        const take = w.lines.slice(at, at + FILE_LINES - file.lines)
+        at += take.length
+        chunks.push({ file_seq: file.seq, chunk: file.chunks, data: Buffer.from(`${take.join('\n')}\n`) })
+        position.open[key] = { seq: file.seq, lines: file.lines + take.length, chunks: file.chunks + 1 }
+        counts.set(file.seq, (counts.get(file.seq) ?? 0) + take.length)
+        if (w.kind === 'output') exported += take.length
+      }
+    }
+    return this.knex.transaction(async (trx) => {
+      const moved = await trx('fhir_exports')
+        .where({ id: job.id, checkpoint: job.checkpoint, leased_by: me, status: 'in-progress' })
+        .update({
+          position: JSON.stringify(position),
+          checkpoint: job.checkpoint + 1,
+          exported: trx.raw('exported + ?', [exported]),
+          lease_until: trx.raw('now() + make_interval(secs => ?)', [LEASE_SECONDS]),
+          not_before: null,
+        })
+      if (moved === 0) return null
+      if (files.length) await trx('fhir_export_files').insert(files.map((f) => ({ export_id: job.id, ...f })))
+      for (const c of chunks) await trx('fhir_export_chunks').insert({ export_id: job.id, ...c })
+      for (const [seq, lines] of counts)
+        await trx('fhir_export_files')
+          .where({ export_id: job.id, seq })
+          .update({ count: trx.raw('count + ?', [lines]) })
+      job.checkpoint += 1
+      job.position = position
+      return position
+    })
+  }
+
+  /** Ends the job (completed, or failed with its reason) if it is still this process's. */
+  async finish(job: ExportJob, me: string, error: string | null = null): Promise<boolean> {
+    const n = await this.knex('fhir_exports')
+      .where({ id: job.id, checkpoint: job.checkpoint, leased_by: me, status: 'in-progress' })
+      .update({
+        status: error ? 'failed' : 'completed',
+        error,
+        completed_at: this.knex.raw('now()'),
+        lease_until: null,
+        leased_by: null,
+      })
+    return n > 0
+  }
+
+  /** Gives the job back, to be claimed again no sooner than `afterMs` from now. */
+  async release(job: ExportJob, me: string, afterMs: number): Promise<void> {
+    await this.knex('fhir_exports')
+      .where({ id: job.id, leased_by: me, status: 'in-progress' })
+      .update({
+        lease_until: null,
+        leased_by: null,
+        not_before: this.knex.raw('now() + make_interval(secs => ?)', [afterMs / 1000]),
+      })
+  }
+
+  async files(id: string): Promise<ExportFile[]> {
+    return (await this.knex('fhir_export_files')
+      .where({ export_id: id })
+      .orderBy('seq')
+      .select('seq', 'kind', 'type', 'count')) as ExportFile[]
+  }
+
+  /** A file's bytes chunk by chunk (one chunk in memory at a time). */
+  async *chunks(id: string, seq: number): AsyncGenerator<Buffer> {
+    for (let chunk = 0; ; chunk++) {
+      const row = await this.knex('fhir_export_chunks')
+        .where({ export_id: id, file_seq: seq, chunk })
+        .first('data')
+      if (!row) return
+      yield row.data as Buffer
+    }
+  }
+
+  /** Removes exports that ended before `before` (retention); how many. */
+  async purge(before: Date): Promise<number> {
+    return this.knex('fhir_exports')
+      .whereNot('status', 'in-progress')
+      .where('completed_at', '<', before)
+      .delete()
+  }
+
+  /**
+   * Whether every transaction of this database that began before `until` has ended (this session's
+   * aside), and the database's clock is past `until`: a row last updated before `until` is then
+   * visible, or never will be. Needs pg_read_all_stats (migration 0007): without it another
+   * role's xact_start reads as null and the answer would be a guess, so that is an error.
+   */
+  async settled(until: Date): Promise<boolean> {
+    const { rows } = await this.knex.raw(
+      `SELECT pg_has_role('pg_read_all_stats', 'USAGE') AS may_see,
+              clock_timestamp() >= ?::timestamptz AS passed,
+              (SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND xact_start < ?::timestamptz)::int AS open`,
+      [until, until],
+    )
+    const r = rows[0] as { may_see: boolean; passed: boolean; open: number }
+    if (!r.may_see)
+      throw new Error('the gateway role cannot read pg_stat_activity (pg_read_all_stats): migrate')
+    return r.passed && r.open === 0
+  }
+}

@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { Knex } from 'knex'
+import type { Logger } from 'pino'
+import type { Bundle, Resource } from '@medplum/fhirtypes'
+import { FHIR_BASE, JobRunner, traceOf, type Principal, type Span } from '@clinic/platform'
+import { centerRecords, companyRecord } from '../db/fhir-identity'
+import type { ExportJob, ExportLines, ExportStore } from './export-store'
+import { fetchFhir, type FhirUpstream } from '../fhir-upstream'
+import { locationOf, organizationOf } from '../routes/fhir'
+
+/** Resources a page asks a service for (the most a FHIR search answers). */
+export const PAGE_SIZE = 1000
+/** How long a run waits for older transactions to end before giving its slot back. */
+const SETTLE_WAIT_MS = 2000
+
+export interface ExportWorkerOptions {
+  /** The identity schema (the company and its centers: Organization, Location). */
+  knex: Knex
+  store: ExportStore
+  upstream: Omit<FhirUpstream, 'absolute'>
+  log: Logger
+  /** The clock retention is measured by (GATEWAY_CLOCK_FILE moves it in tests). */
+  clock: () => Date
+  retentionHours: number
+  /** How often to look for exports without being woken (default 1000 ms). */
+  pollMs?: number
+  /** Exports run at once by this process (default 1). */
+  concurrency?: number
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const iso = (d: Date) => d.toISOString()
+
+/** An OperationOutcome line of the manifest's `error` files. */
+const outcomeLine = (type: string, status: number, body: unknown) =>
+  JSON.stringify({
+    resourceType: 'OperationOutcome',
+    issue: [
+      {
+        severity: 'error',
+        code: 'exception',
+        diagnostics: `${type}: the service answered ${status}: ${JSON.stringify(body).slice(0, 500)}`,
+      },
+    ],
+  })
+
+/**
+ * Runs the company's Bulk Data exports (DESIGN.md section 19), the one job design: an export is a
+ * row of fhir_exports claimed with a lease; each run first waits until every transaction that
+ * began before its transactionTime has ended, then asks each type's service for its resources
+ * changed in (`_since`, transactionTime] as the caller (their company and centers; a Group export:
+ * that center) a page at a time, and writes each page's lines with the job's position in one
+ * transaction. A killed process's export is taken up where its last page left it, by any replica.
+ */
+export class ExportWorker extends JobRunner<ExportJob> {
+  private readonly me = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+  private readonly running = new Set<string>()
+  private readonly repo: ExportStore
+  private lastPurge = 0
+
+  constructor(private readonly o: ExportWorkerOptions) {
+    super({ name: 'fhir-exports', concurrency: o.concurrency ?? 1, pollMs: o.pollMs ?? 1000, log: o.log })
+    this.repo = o.store
+  }
+
+  protected async claimJobs(limit: number): Promise<ExportJob[]> {
+    await this.purgeNow()
+    return this.repo.claim(this.me, limit, [...this.running])
+  }
+
+  protected override causeOf(job: ExportJob) {
+    return job.traceparent ? { traceparent: job.traceparent } : undefined
+  }
+
+  protected async runJob(job: ExportJob, span: Span): Promise<void> {
+    this.running.add(job.id)
+    try {
+      await this.run(job, span)
+    } finally {
+      this.running.delete(job.id)
+    }
+  }
+
+  /** Removes exports past retention, once a minute at most. */
+  private async purgeNow() {
+    const now = this.o.clock().getTime()
+    if (now - this.lastPurge < 60_000) return
+    this.lastPurge = now
+    const n = await this.repo.purge(new Date(now - this.o.retentionHours * 3_600_000))
+    if (n) this.o.log.info({ removed: n }, 'fhir exports past retention removed')
+  }
+
+  private async run(job: ExportJob, span: Span) {
+    const log = this.o.log.child({ export_id: job.id, trace_id: span.spanContext().traceId })
+    if (!job.position.settled) {
+      // A row last updated at or before transactionTime (to the millisecond) was written by a
+      // transaction that began before transactionTime + 1 ms: once none is left, each such row is
+      // visible or never will be.
+      const until = new Date(job.transaction_time.getTime() + 1)
+      const deadline = Date.now() + SETTLE_WAIT_MS
+      while (!(await this.repo.settled(until))) {
+        if (Date.now() > deadline) {
+          log.info('transactions older than the export are still open; will look again')
+          return this.repo.release(job, this.me, 250)
+        }
+        await sleep(20)
+      }
+      if (!(await this.repo.checkpoint(job, this.me, { ...job.position, settled: true }, []))) return
+    }
+    const who = { auth: job.principal, requestId: job.request_id, traceparent: traceOf(span).traceparent }
+    while (job.position.type < job.types.length) {
+      const type = job.types[job.position.type]!
+      const page = await this.page(job, who, type, job.position.cursor).catch((err: Error) => {
+        log.warn({ err: err.message, type }, 'a page of the export could not be read; will retry')
+        return null
+      })
+      if (!page) return this.repo.release(job, this.me, 1000)
+      const next = page.next
+        ? { settled: true, type: job.position.type, cursor: page.next }
+        : { settled: true, type: job.position.type + 1, cursor: null }
+      if (!(await this.repo.checkpoint(job, this.me, next, page.writes))) {
+        log.info('the export was deleted or taken over; this run stops')
+        return
+      }
+    }
+    if (await this.repo.finish(job, this.me)) log.info({ exported: job.exported }, 'fhir export completed')
+  }
+
+  /** One page of a type in the export's window, as lines of each kind. */
+  private async page(
+    job: ExportJob,
+    who: { auth: Principal; requestId: string; traceparent: string },
+    type: string,
+    cursor: string | null,
+  ): Promise<{ writes: ExportLines[]; next: string | null }> {
+    if (type === 'Organization' || type === 'Location')
+      return { writes: await this.own(job, type), next: null }
+    const q = new URLSearchParams()
+    if (job.since) q.append('_lastUpdated', `gt${iso(job.since)}`)
+    q.append('_lastUpdated', `le${iso(job.transaction_time)}`)
+    q.set('_sort', '_lastUpdated')
+    q.set('_count', String(PAGE_SIZE))
+    q.set('_total', 'none')
+    if (cursor) q.set('_cursor', cursor)
+    const res = await fetchFhir({ ...this.o.upstream, absolute: job.base }, who, `${FHIR_BASE}/${type}?${q}`)
+    if (res.status >= 500 || res.status === 429)
+      throw new Error(`${type}: the service answered ${res.status}`)
+    if (res.status !== 200)
+      return {
+        writes: [
+          { kind: 'error', type: 'OperationOutcome', lines: [outcomeLine(type, res.status, res.body)] },
+        ],
+        next: null,
+      }
+    const bundle = res.body as Bundle
+    const output: string[] = []
+    const deleted: string[] = []
+    for (const e of bundle.entry ?? []) {
+      const r = e.resource as Resource & { status?: string }
+      // A deleted document stays on the record as `entered-in-error`: an increment lists it as
+      // deleted, a full export leaves it out.
+      if (r.resourceType === 'DocumentReference' && r.status === 'entered-in-error') {
+        if (job.since) deleted.push(deletionLine(r))
+      } else output.push(JSON.stringify(r))
+    }
+    const more = bundle.link?.find((l) => l.relation === 'next')?.url
+    return {
+      writes: [
+        ...(output.length ? [{ kind: 'output' as const, type, lines: output }] : []),
+        ...(deleted.length ? [{ kind: 'deleted' as const, type: 'Bundle', lines: deleted }] : []),
+      ],
+      next: more ? new URL(more).searchParams.get('_cursor') : null,
+    }
+  }
+
+  /** The gateway's own types (the company, its centers) in the export's window. */
+  private async own(job: ExportJob, type: 'Organization' | 'Location'): Promise<ExportLines[]> {
+    const auth = job.principal
+    const all: Resource[] =
+      type === 'Organization'
+        ? [await companyRecord(this.o.knex, auth.companyId)].flatMap((c) => (c ? [organizationOf(c)] : []))
+        : (await centerRecords(this.o.knex, auth.companyId))
+            .filter((c) => !auth.allowedCenters || auth.allowedCenters.includes(c.code))
+            .map((c) => locationOf(auth.companyId, c))
+    const upTo = iso(job.transaction_time)
+    const lines = all
+      .filter((r) => {
+        const at = r.meta!.lastUpdated!
+        return at <= upTo && (!job.since || at > iso(job.since))
+      })
+      .map((r) => JSON.stringify(r))
+    return lines.length ? [{ kind: 'output', type, lines }] : []
+  }
+}
+
+/** A `deleted` line (Bulk Data IG 2.0.0): a transaction Bundle with the resource's DELETE. */
+const deletionLine = (r: Resource) =>
+  JSON.stringify({
+    resourceType: 'Bundle',
+    type: 'transaction',
+    entry: [{ request: { method: 'DELETE', url: `${r.resourceType}/${r.id}` } }],
+  })
