@@ -149,13 +149,13 @@ async function startStackOn(
     // gateway of its own with the default limit.
     AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '10000000',
     SMTP_URL: '',
-    // No SMTP/Twilio: comms writes .eml files and sms.jsonl here (a development mode).
-    COMMS_DELIVERY: 'files',
+    COMMS_DELIVERY: 'files', // no SMTP/Twilio: .eml files and sms.jsonl here
     OUTBOX_DIR: path.join(os.tmpdir(), `clinic-e2e-outbox-${process.pid}-${Date.now().toString(36)}`),
     DELIVERY_RETRY_BASE_MS: '100',
     // Clocks the suites move (moveClock, moveGatewayClock): comms' reminders and links, exports.
     COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
     GATEWAY_CLOCK_FILE: path.join(logDir, 'gateway-clock'),
+    EXPORT_PAGE_SIZE: '5', // exports of many pages, of small companies
     // The stack's own audit checkpoints, never the developer's var/ (its companies are others).
     AUDIT_CHECKPOINT_FILE: path.join(logDir, 'audit-checkpoints.jsonl'),
     PUBLIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,

@@ -309,7 +309,7 @@ async function openTransaction(sqlText: string, params: unknown[]) {
 /** Patients created and changed through the API by `loops` clients until stopped; each answer kept. */
 function writer(tokens: string[]) {
   let stopped = false
-  const acknowledged: Array<{ id: string; at: number }> = []
+  const acknowledged: Array<{ id: string; at: number; loop: number }> = []
   const loops = tokens.map(async (token, n) => {
     for (let i = 0; !stopped; i++) {
       const created = await call('POST', '/patients', {
@@ -317,10 +317,13 @@ function writer(tokens: string[]) {
         body: { first_name: `W${n}`, last_name: `Writer${i}`, birth_date: '1990-01-01', codalmacen: 'ALM1' },
       })
       if (created.status !== 201) throw new Error(`writer: ${created.status}`)
-      acknowledged.push({ id: created.body.id, at: Date.now() })
-      const patched = await call('PATCH', `/patients/${created.body.id}`, {
+      acknowledged.push({ id: created.body.id, at: Date.now(), loop: n })
+      // One of its patients made earlier, changed again: an export under way reads it as it was.
+      const mine = acknowledged.filter((x) => x.loop === n)
+      const older = mine[Math.floor(Math.random() * mine.length)]!
+      const patched = await call('PATCH', `/patients/${older.id}`, {
         token,
-        body: { first_name: `W${n}b` },
+        body: { first_name: `W${n}.${i}` },
       })
       if (patched.status !== 200) throw new Error(`writer: ${patched.status}`)
     }
@@ -362,10 +365,12 @@ describe('exact increments', () => {
   it('with a writer running through three exports: each in its window, every change in the chain once, none missed', async () => {
     // A company of its own: the writer's patients would be in the other tests' exports.
     const t = await makeTenant(['ALM1'])
-    const w = writer(await Promise.all([1, 2, 3].map(() => tokenFor(t))))
+    const w = writer(await Promise.all([1, 2, 3, 4].map(() => tokenFor(t))))
     const chain: Exported[] = []
+    let kicked = 0
     try {
-      await sleep(500)
+      await sleep(1000)
+      kicked = Date.now()
       chain.push(await exportAll(t.token, '/$export', '_type=Patient'))
       await sleep(500)
       chain.push(
@@ -404,6 +409,12 @@ describe('exact increments', () => {
       since = until
     }
     expect(chain[1]!.byType.get('Patient')?.length ?? 0).toBeGreaterThan(0)
+    // Every patient made before the first kick-off is in the first export, as it was then, even
+    // when the writer changed it again while the export ran (its pages are read in one snapshot).
+    const first = new Set(ids(chain[0]!, 'Patient'))
+    const before = w.acknowledged.filter((x) => x.at < kicked).map((x) => x.id)
+    expect(before.length).toBeGreaterThan(0)
+    expect(before.filter((id) => !first.has(id))).toEqual([])
     // Every patient the writer was answered for, at its version now: none missed.
     const now = await call('GET', `/fhir/R4/Patient?_count=1000`, { token: t.token })
     const current = new Map(

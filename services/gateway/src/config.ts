@@ -48,6 +48,8 @@ export const configSpec = {
   TRUST_PROXY: v.string({ default: 'false' }),
   /** How long a completed Bulk Data export's files are kept (then 404 and removed; DESIGN.md section 19). */
   EXPORT_RETENTION_HOURS: v.int({ default: '24', min: 1, max: 720 }),
+  /** Resources an export asks a service for at a time: one chunk of a file, one checkpoint. */
+  EXPORT_PAGE_SIZE: v.int({ default: '1000', min: 1, max: 1000 }),
   /**
    * Demos and tests only: a file holding an offset (e.g. `+25h`) added to the system clock for the
    * retention of exports. Refused with NODE_ENV=production.

@@ -3,6 +3,7 @@ import type { Bundle, Resource } from '@medplum/fhirtypes'
 import {
   ASSERTION_HEADER,
   FHIR_BASE_HEADER,
+  FHIR_SNAPSHOT_HEADER,
   UpstreamUnavailable,
   requestClaims,
   signAssertion,
@@ -36,6 +37,8 @@ export async function fetchFhir(
   o: FhirUpstream,
   who: FhirCaller,
   path: string,
+  /** A Bulk Data export's snapshot to read in (FHIR_SNAPSHOT_HEADER). */
+  snapshot?: string,
 ): Promise<{ status: number; body: Bundle & Resource }> {
   const type = path.split(/[/?]/)[3]!
   const service = FHIR_TYPES.get(type)!.service
@@ -47,6 +50,7 @@ export async function fetchFhir(
         'x-request-id': who.requestId,
         ...(who.traceparent ? { traceparent: who.traceparent } : {}),
         [FHIR_BASE_HEADER]: o.absolute,
+        ...(snapshot ? { [FHIR_SNAPSHOT_HEADER]: snapshot } : {}),
         accept: 'application/fhir+json',
       },
       headersTimeout: UPSTREAM_TIMEOUT_MS,

@@ -40,6 +40,7 @@ runService(
       log: logger,
       clock,
       retentionHours: config.EXPORT_RETENTION_HOURS,
+      pageSize: config.EXPORT_PAGE_SIZE,
     })
     const app = await buildApp({
       ...deps,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { decodeCursor } from '../cursor'
-import { ValidationFailed } from '../errors'
+import { AppError, ValidationFailed } from '../errors'
 import type { FhirRows } from '../fhir/bundle'
 import type { DateBound, FhirSearch } from '../fhir/search'
 import { companyPage } from './company'
@@ -26,6 +26,38 @@ export interface FhirTable {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The export's snapshot is gone (its job stopped): the export takes a new one. */
+export class SnapshotGone extends AppError {
+  constructor() {
+    super({
+      status: 409,
+      code: 'fhir_snapshot_gone',
+      title: 'The export snapshot is gone',
+      detail: 'The snapshot this search was to read in no longer exists',
+    })
+  }
+}
+
+/**
+ * `fn` in a read-only transaction that sees the data as of an exported snapshot
+ * (pg_export_snapshot, SET TRANSACTION SNAPSHOT): every page of a Bulk Data export reads one state.
+ */
+async function inSnapshot<T>(knex: Knex, snapshot: string, fn: (trx: Knex.Transaction) => Promise<T>) {
+  return knex
+    .transaction(
+      async (trx) => {
+        await trx.raw(`SET TRANSACTION SNAPSHOT '${snapshot.replace(/[^0-9A-F-]/g, '')}'`)
+        return fn(trx)
+      },
+      { isolationLevel: 'repeatable read', readOnly: true },
+    )
+    .catch((err: { code?: string }) => {
+      // 22023: no such snapshot (its transaction ended); 0A000: not importable any more.
+      if (err.code === '22023' || err.code === '0A000') throw new SnapshotGone()
+      throw err
+    })
+}
 
 /** Date bounds on a column (timestamptz, or date: the bound's day). */
 export function whereDateBounds(
@@ -76,11 +108,15 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
     s.total === 'none'
       ? knex.select(knex.raw('NULL::bigint AS n'))
       : (unfiltered && t.unfilteredTotal) || matching.clone().count({ n: '*' })
-  const { rows, total: n } = await companyPage<Row & { id: unknown; _fhir_at: string }>(knex, companyId, {
+  const statement = {
     page: s.count === 0 ? page.whereRaw('false') : page,
     total,
     orderBy: `p.${t.updatedAt.split('.').at(-1)} ${dir}, p.${id.split('.').at(-1)} ${dir}`,
-  })
+  }
+  type Paged = Row & { id: unknown; _fhir_at: string }
+  const { rows, total: n } = s.snapshot
+    ? await inSnapshot(knex, s.snapshot, (trx) => companyPage<Paged>(trx, companyId, statement))
+    : await companyPage<Paged>(knex, companyId, statement)
   const more = rows.length > s.count
   const shown = more ? rows.slice(0, s.count) : rows
   const last = shown.at(-1)

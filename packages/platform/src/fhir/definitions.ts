@@ -111,6 +111,12 @@ export const FHIR_CONTENT_TYPE = 'application/fhir+json; charset=utf-8'
  * cannot set it (the gateway drops `x-clinic-*` headers from clients).
  */
 export const FHIR_BASE_HEADER = 'x-clinic-fhir-base'
+/**
+ * A Bulk Data export's PostgreSQL snapshot (pg_export_snapshot), which the gateway's export job
+ * holds: a search sent with it reads the data as of that snapshot, so every page of the export sees
+ * one state. No client sets it (the gateway drops every x-clinic- header a client sends).
+ */
+export const FHIR_SNAPSHOT_HEADER = 'x-clinic-fhir-snapshot'
 
 /**
  * A center as FHIR `Location/<id>`: its code, with `_` (which a FHIR id may not hold) written `.`

@@ -47,6 +47,8 @@ export interface FhirSearch {
   references(name: string): ReferenceValue[][]
   /** The search's parameters as a query string, without `_cursor` (for `self` and `next`). */
   query: string
+  /** An export's snapshot to read in (FHIR_SNAPSHOT_HEADER); none: the present. */
+  snapshot?: string
 }
 
 const RESULT_PARAMS = new Set(['_count', '_sort', '_cursor', '_format', '_total'])

@@ -2,7 +2,13 @@ import type { Resource } from '@medplum/fhirtypes'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Ctx } from '../context'
 import { NotFound } from '../errors'
-import { FHIR_BASE, FHIR_BASE_HEADER, FHIR_CONTENT_TYPE, type FhirType } from '../fhir/definitions'
+import {
+  FHIR_BASE,
+  FHIR_BASE_HEADER,
+  FHIR_CONTENT_TYPE,
+  FHIR_SNAPSHOT_HEADER,
+  type FhirType,
+} from '../fhir/definitions'
 import { searchsetBundle, type FhirPage } from '../fhir/bundle'
 import { parseSearch, type FhirSearch } from '../fhir/search'
 
@@ -32,6 +38,8 @@ export function sendFhir(reply: FastifyReply, resource: Resource) {
 }
 
 const ID = /^[A-Za-z0-9\-.]{1,64}$/
+/** What pg_export_snapshot() answers: `00000003-0000001B-1`. */
+const SNAPSHOT = /^[0-9A-F]{8}-[0-9A-F]{8}-\d{1,10}$/
 
 /**
  * `GET /fhir/R4/<Type>/<id>` and `GET /fhir/R4/<Type>?...` for each type (DESIGN.md section 19):
@@ -43,6 +51,8 @@ export async function fhirRoutes(app: FastifyInstance, handlers: FhirTypeHandler
     const path = `${FHIR_BASE}/${h.type}`
     app.get(path, { schema: { hide: true } }, async (req, reply) => {
       const search = parseSearch(h.type, req.query as Record<string, string | string[]>)
+      const snapshot = req.headers[FHIR_SNAPSHOT_HEADER]
+      if (typeof snapshot === 'string' && SNAPSHOT.test(snapshot)) search.snapshot = snapshot
       const page = await h.search(req.ctx, search)
       return reply.type(FHIR_CONTENT_TYPE).send(searchsetBundle(fhirBaseOf(req), h.type, search, page))
     })

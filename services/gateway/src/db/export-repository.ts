@@ -9,8 +9,11 @@ import {
   type ExportPosition,
   type ExportStore,
   type FileKind,
+  type HeldSnapshot,
   type NewExport,
 } from '../export/export-store'
+
+import { SNAPSHOT_APPLICATION, holdSnapshot } from './export-snapshot'
 
 /** How long a claim holds a job without a checkpoint: a killed process's job is taken up after it. */
 export const LEASE_SECONDS = 15
@@ -229,12 +232,35 @@ export class ExportRepository implements ExportStore {
               clock_timestamp() >= ?::timestamptz AS passed,
               (SELECT count(*) FROM pg_stat_activity
                 WHERE datname = current_database() AND pid <> pg_backend_pid()
-                  AND xact_start < ?::timestamptz)::int AS open`,
-      [until, until],
+                  AND application_name <> ? AND xact_start < ?::timestamptz)::int AS open`,
+      [until, SNAPSHOT_APPLICATION, until],
     )
     const r = rows[0] as { may_see: boolean; passed: boolean; open: number }
     if (!r.may_see)
       throw new Error('the gateway role cannot read pg_stat_activity (pg_read_all_stats): migrate')
     return r.passed && r.open === 0
+  }
+
+  async restart(job: ExportJob, me: string): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const [row] = await trx('fhir_exports')
+        .where({ id: job.id, checkpoint: job.checkpoint, leased_by: me, status: 'in-progress' })
+        .update({
+          position: JSON.stringify(START),
+          checkpoint: job.checkpoint + 1,
+          exported: 0,
+          transaction_time: trx.raw(`date_trunc('milliseconds', clock_timestamp())`),
+          lease_until: trx.raw('now() + make_interval(secs => ?)', [LEASE_SECONDS]),
+        })
+        .returning(['transaction_time', 'checkpoint'])
+      if (!row) return false
+      await trx('fhir_export_files').where({ export_id: job.id }).delete()
+      Object.assign(job, { position: START, exported: '0', ...row })
+      return true
+    })
+  }
+
+  holdSnapshot(): Promise<HeldSnapshot> {
+    return holdSnapshot(this.knex)
   }
 }

@@ -103,6 +103,21 @@ export interface ExportStore {
   files(id: string): Promise<ExportFile[]>
   chunks(id: string, seq: number): AsyncGenerator<Buffer>
   purge(before: Date): Promise<number>
-  /** Whether every transaction begun before `until` has ended (and the clock is past it). */
+  /** Whether every transaction begun before `until` has ended (and the clock is past it), snapshots aside. */
   settled(until: Date): Promise<boolean>
+  /**
+   * Starts the export again from nothing (its files removed, a new transactionTime), if it is still
+   * `me`'s: a run that has lost the snapshot its pages were read in.
+   */
+  restart(job: ExportJob, me: string): Promise<boolean>
+  /** A snapshot of the whole database held open (on a connection of its own) until released. */
+  holdSnapshot(): Promise<HeldSnapshot>
+}
+
+/** An exported PostgreSQL snapshot (pg_export_snapshot) and the transaction that keeps it alive. */
+export interface HeldSnapshot {
+  id: string
+  /** False once its connection has failed (the database restarted): the snapshot is gone. */
+  alive(): boolean
+  release(): Promise<void>
 }

@@ -5,12 +5,10 @@ import type { Logger } from 'pino'
 import type { Bundle, Resource } from '@medplum/fhirtypes'
 import { FHIR_BASE, JobRunner, traceOf, type Principal, type Span } from '@clinic/platform'
 import { centerRecords, companyRecord } from '../db/fhir-identity'
-import type { ExportJob, ExportLines, ExportStore } from './export-store'
+import type { ExportJob, ExportLines, ExportStore, HeldSnapshot } from './export-store'
 import { fetchFhir, type FhirUpstream } from '../fhir-upstream'
 import { locationOf, organizationOf } from '../routes/fhir'
 
-/** Resources a page asks a service for (the most a FHIR search answers). */
-export const PAGE_SIZE = 1000
 /** How long a run waits for older transactions to end before giving its slot back. */
 const SETTLE_WAIT_MS = 2000
 
@@ -23,6 +21,8 @@ export interface ExportWorkerOptions {
   /** The clock retention is measured by (GATEWAY_CLOCK_FILE moves it in tests). */
   clock: () => Date
   retentionHours: number
+  /** Resources a page asks a service for (EXPORT_PAGE_SIZE; at most 1000, a FHIR search's most). */
+  pageSize: number
   /** How often to look for exports without being woken (default 1000 ms). */
   pollMs?: number
   /** Exports run at once by this process (default 1). */
@@ -56,6 +56,8 @@ const outcomeLine = (type: string, status: number, body: unknown) =>
 export class ExportWorker extends JobRunner<ExportJob> {
   private readonly me = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   private readonly running = new Set<string>()
+  /** The snapshot each export this process runs reads in, held across its runs. */
+  private readonly snapshots = new Map<string, HeldSnapshot>()
   private readonly repo: ExportStore
   private lastPurge = 0
 
@@ -91,12 +93,33 @@ export class ExportWorker extends JobRunner<ExportJob> {
     if (n) this.o.log.info({ removed: n }, 'fhir exports past retention removed')
   }
 
+  /**
+   * Releases what this process holds for exports no longer its own: on stop, and (in run) for an
+   * export that ended, was deleted or was taken over.
+   */
+  override async stop(): Promise<void> {
+    await super.stop()
+    for (const id of [...this.snapshots.keys()]) await this.letGo(id)
+  }
+
+  private async letGo(id: string) {
+    const held = this.snapshots.get(id)
+    this.snapshots.delete(id)
+    await held?.release()
+  }
+
   private async run(job: ExportJob, span: Span) {
     const log = this.o.log.child({ export_id: job.id, trace_id: span.spanContext().traceId })
-    if (!job.position.settled) {
+    let held = this.snapshots.get(job.id)
+    if (!held?.alive()) {
+      // Pages already written were read in a snapshot that is gone (this process or another was
+      // killed, or the database restarted): they go, and the export starts again at a new time.
+      if (held) await this.letGo(job.id)
+      if (job.checkpoint > 0 && !(await this.repo.restart(job, this.me))) return
+      if (job.checkpoint > 0) log.info('the export starts again: the snapshot of its pages is gone')
       // A row last updated at or before transactionTime (to the millisecond) was written by a
       // transaction that began before transactionTime + 1 ms: once none is left, each such row is
-      // visible or never will be.
+      // in the snapshot taken next, and the pages read in it see no later state of any row.
       const until = new Date(job.transaction_time.getTime() + 1)
       const deadline = Date.now() + SETTLE_WAIT_MS
       while (!(await this.repo.settled(until))) {
@@ -106,12 +129,15 @@ export class ExportWorker extends JobRunner<ExportJob> {
         }
         await sleep(20)
       }
-      if (!(await this.repo.checkpoint(job, this.me, { ...job.position, settled: true }, []))) return
+      held = await this.repo.holdSnapshot()
+      this.snapshots.set(job.id, held)
+      if (!(await this.repo.checkpoint(job, this.me, { ...job.position, settled: true }, [])))
+        return this.letGo(job.id)
     }
     const who = { auth: job.principal, requestId: job.request_id, traceparent: traceOf(span).traceparent }
     while (job.position.type < job.types.length) {
       const type = job.types[job.position.type]!
-      const page = await this.page(job, who, type, job.position.cursor).catch((err: Error) => {
+      const page = await this.page(job, who, type, job.position.cursor, held.id).catch((err: Error) => {
         log.warn({ err: err.message, type }, 'a page of the export could not be read; will retry')
         return null
       })
@@ -121,10 +147,11 @@ export class ExportWorker extends JobRunner<ExportJob> {
         : { settled: true, type: job.position.type + 1, cursor: null }
       if (!(await this.repo.checkpoint(job, this.me, next, page.writes))) {
         log.info('the export was deleted or taken over; this run stops')
-        return
+        return this.letGo(job.id)
       }
     }
     if (await this.repo.finish(job, this.me)) log.info({ exported: job.exported }, 'fhir export completed')
+    await this.letGo(job.id)
   }
 
   /** One page of a type in the export's window, as lines of each kind. */
@@ -133,6 +160,7 @@ export class ExportWorker extends JobRunner<ExportJob> {
     who: { auth: Principal; requestId: string; traceparent: string },
     type: string,
     cursor: string | null,
+    snapshot: string,
   ): Promise<{ writes: ExportLines[]; next: string | null }> {
     if (type === 'Organization' || type === 'Location')
       return { writes: await this.own(job, type), next: null }
@@ -140,10 +168,15 @@ export class ExportWorker extends JobRunner<ExportJob> {
     if (job.since) q.append('_lastUpdated', `gt${iso(job.since)}`)
     q.append('_lastUpdated', `le${iso(job.transaction_time)}`)
     q.set('_sort', '_lastUpdated')
-    q.set('_count', String(PAGE_SIZE))
+    q.set('_count', String(this.o.pageSize))
     q.set('_total', 'none')
     if (cursor) q.set('_cursor', cursor)
-    const res = await fetchFhir({ ...this.o.upstream, absolute: job.base }, who, `${FHIR_BASE}/${type}?${q}`)
+    const res = await fetchFhir(
+      { ...this.o.upstream, absolute: job.base },
+      who,
+      `${FHIR_BASE}/${type}?${q}`,
+      snapshot,
+    )
     if (res.status >= 500 || res.status === 429)
       throw new Error(`${type}: the service answered ${res.status}`)
     if (res.status !== 200)
