@@ -30,6 +30,7 @@ import {
   type WebhookVerdict,
 } from './webhooks'
 import { bookReminders, checkReminders, clockPastDue, killWhileSending, scheduled } from './reminders'
+import { exportThrough, seedPatients } from './exports'
 import { gatewaySignerOf, moveClock } from '../src/stack'
 
 /**
@@ -562,4 +563,28 @@ test('comms SIGKILLed with reminders due: each sent once after restart', async (
   } finally {
     moveClock(fs.info, 0)
   }
+})
+
+test('a Bulk Data export through a gateway SIGKILLed mid-file, the database cut and the broker cut: it completes, every patient once', async () => {
+  const t = await makeTenant(['ALM1'], fs.info)
+  const patients = await seedPatients(fs, t.companyId, 400)
+  const verdicts = [
+    await exportThrough(fs, t, patients, 'gateway SIGKILLed', async () => {
+      await fs.kill('gateway', 'SIGKILL')
+      await fs.start('gateway')
+    }),
+    await exportThrough(fs, t, patients, `database cut ${CUT_MS / 1000} s`, async () => {
+      fs.db.cut()
+      await pause(CUT_MS)
+      fs.db.restore()
+    }),
+    await exportThrough(fs, t, patients, `broker cut ${CUT_MS / 1000} s`, async () => {
+      fs.mq.cut()
+      await pause(CUT_MS)
+      fs.mq.restore()
+    }),
+  ]
+  for (const { fault, ...counts } of verdicts) report({ fault }, counts)
+  for (const v of verdicts)
+    expect(v).toEqual({ fault: v.fault, exported: patients.length, missing: 0, twice: 0 })
 })

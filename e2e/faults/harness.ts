@@ -60,6 +60,8 @@ export async function startFaultStack(): Promise<FaultStack> {
       // Reminders a SIGKILLed comms had claimed go out when its lease runs out: 10 s here instead
       // of a minute, so the scenario waits that (reminders.ts).
       REMINDER_LEASE_MS: '10000',
+      // An export a SIGKILLed gateway ran is taken up by the next one after 3 s (exports.ts).
+      EXPORT_LEASE_SECONDS: '3',
     },
   })
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })

@@ -50,6 +50,8 @@ export const configSpec = {
   EXPORT_RETENTION_HOURS: v.int({ default: '24', min: 1, max: 720 }),
   /** Resources an export asks a service for at a time: one chunk of a file, one checkpoint. */
   EXPORT_PAGE_SIZE: v.int({ default: '1000', min: 1, max: 1000 }),
+  /** How long an export stays with a gateway that writes nothing: a killed one's is taken up after it. */
+  EXPORT_LEASE_SECONDS: v.int({ default: '15', min: 2, max: 600 }),
   /**
    * Demos and tests only: a file holding an offset (e.g. `+25h`) added to the system clock for the
    * retention of exports. Refused with NODE_ENV=production.

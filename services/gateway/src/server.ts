@@ -35,7 +35,7 @@ runService(
     const clock = fileClock(config.GATEWAY_CLOCK_FILE)
     const exports = new ExportWorker({
       knex,
-      store: new ExportRepository(knex),
+      store: new ExportRepository(knex, config.EXPORT_LEASE_SECONDS),
       upstream: { upstreams: config.upstreams, signer: config.signer },
       log: logger,
       clock,

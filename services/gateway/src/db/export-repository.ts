@@ -15,8 +15,6 @@ import {
 
 import { SNAPSHOT_APPLICATION, holdSnapshot } from './export-snapshot'
 
-/** How long a claim holds a job without a checkpoint: a killed process's job is taken up after it. */
-export const LEASE_SECONDS = 15
 
 const JOB_COLUMNS = [
   'id',
@@ -46,7 +44,11 @@ const JOB_COLUMNS = [
  * checkpoint number (a process that lost its lease writes nothing).
  */
 export class ExportRepository implements ExportStore {
-  constructor(private readonly knex: Knex) {}
+  /** leaseSeconds: how long a claim holds a job without a checkpoint (a killed process's job is taken up after it). */
+  constructor(
+    private readonly knex: Knex,
+    private readonly leaseSeconds = 15,
+  ) {}
 
   /**
    * A new export, its transactionTime the database's clock to the millisecond; null when the
@@ -103,7 +105,7 @@ export class ExportRepository implements ExportStore {
            LIMIT ?
            FOR UPDATE SKIP LOCKED)
         RETURNING ${JOB_COLUMNS.join(', ')}`,
-      [me, LEASE_SECONDS, me, [...running], limit],
+      [me, this.leaseSeconds, me, [...running], limit],
     )
     return rows as ExportJob[]
   }
@@ -153,7 +155,7 @@ export class ExportRepository implements ExportStore {
           position: JSON.stringify(position),
           checkpoint: job.checkpoint + 1,
           exported: trx.raw('exported + ?', [exported]),
-          lease_until: trx.raw('now() + make_interval(secs => ?)', [LEASE_SECONDS]),
+          lease_until: trx.raw('now() + make_interval(secs => ?)', [this.leaseSeconds]),
           not_before: null,
         })
       if (moved === 0) return null
@@ -250,7 +252,7 @@ export class ExportRepository implements ExportStore {
           checkpoint: job.checkpoint + 1,
           exported: 0,
           transaction_time: trx.raw(`date_trunc('milliseconds', clock_timestamp())`),
-          lease_until: trx.raw('now() + make_interval(secs => ?)', [LEASE_SECONDS]),
+          lease_until: trx.raw('now() + make_interval(secs => ?)', [this.leaseSeconds]),
         })
         .returning(['transaction_time', 'checkpoint'])
       if (!row) return false
