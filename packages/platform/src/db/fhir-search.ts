@@ -98,6 +98,9 @@ export async function fhirSearchPage<Row extends Record<string, unknown>>(
     const okId = typeof last === 'string' && (t.idKind === 'text' || UUID.test(last))
     if (tag !== dir || typeof instant !== 'string' || !MICROS.test(instant) || !okId) throw badCursor()
     page.whereRaw(`(${t.updatedAt}, ${id}) ${dir === 'asc' ? '>' : '<'} (?::timestamptz, ?)`, [instant, last])
+    // The same bound on the instant alone, which an index of the last-updated column can start at
+    // (the row comparison cannot when the two columns are of two tables, e.g. an exam's findings).
+    page.whereRaw(`${t.updatedAt} ${dir === 'asc' ? '>=' : '<='} ?::timestamptz`, [instant])
   }
   page.orderBy([
     { column: t.updatedAt, order: dir },

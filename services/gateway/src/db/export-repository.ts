@@ -15,7 +15,6 @@ import {
 
 import { SNAPSHOT_APPLICATION, holdSnapshot } from './export-snapshot'
 
-
 const JOB_COLUMNS = [
   'id',
   'idempresa',
@@ -260,6 +259,21 @@ export class ExportRepository implements ExportStore {
       Object.assign(job, { position: START, exported: '0', ...row })
       return true
     })
+  }
+
+  async begin(job: ExportJob, me: string, transactionTime: Date): Promise<boolean> {
+    const position = { ...job.position, settled: true }
+    const n = await this.knex('fhir_exports')
+      .where({ id: job.id, checkpoint: job.checkpoint, leased_by: me, status: 'in-progress' })
+      .update({
+        position: JSON.stringify(position),
+        transaction_time: transactionTime,
+        checkpoint: job.checkpoint + 1,
+        lease_until: this.knex.raw('now() + make_interval(secs => ?)', [this.leaseSeconds]),
+      })
+    if (n === 0) return false
+    Object.assign(job, { position, transaction_time: transactionTime, checkpoint: job.checkpoint + 1 })
+    return true
   }
 
   holdSnapshot(): Promise<HeldSnapshot> {

@@ -23,10 +23,22 @@ export async function holdSnapshot(knex: Knex): Promise<HeldSnapshot> {
   conn.on('end', onError)
   try {
     await conn.query(`SET application_name = '${SNAPSHOT_APPLICATION}'`)
+    // Just before the snapshot: the time, and the start of the oldest transaction still open
+    // (snapshots aside). Every transaction begun before the earlier of the two has ended before the
+    // snapshot, so every row updated before then is in it: that instant, to the millisecond below,
+    // is the export's transactionTime.
+    const before = await conn.query(
+      `SELECT least(clock_timestamp(), (SELECT min(xact_start) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND application_name <> '${SNAPSHOT_APPLICATION}')) AS upto`,
+    )
     await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
     const { rows } = await conn.query('SELECT pg_export_snapshot() AS id')
+    const upto = (before.rows[0]!.upto as Date).getTime()
     return {
       id: rows[0]!.id as string,
+      // `le` a millisecond instant is before the next millisecond: that must be at most `upto`.
+      at: new Date(Math.floor(upto) - 1),
       alive: () => alive,
       release: async () => {
         if (alive) await conn.query('COMMIT; RESET application_name').catch(onError)

@@ -112,11 +112,15 @@ export interface ExportStore {
   restart(job: ExportJob, me: string): Promise<boolean>
   /** A snapshot of the whole database held open (on a connection of its own) until released. */
   holdSnapshot(): Promise<HeldSnapshot>
+  /** The export's pages are read in a snapshot as of `transactionTime`, if the job is still `me`'s. */
+  begin(job: ExportJob, me: string, transactionTime: Date): Promise<boolean>
 }
 
 /** An exported PostgreSQL snapshot (pg_export_snapshot) and the transaction that keeps it alive. */
 export interface HeldSnapshot {
   id: string
+  /** The export's transactionTime: every row updated at or before it (to the millisecond) is in the snapshot. */
+  at: Date
   /** False once its connection has failed (the database restarted): the snapshot is gone. */
   alive(): boolean
   release(): Promise<void>

@@ -117,9 +117,8 @@ export class ExportWorker extends JobRunner<ExportJob> {
       if (held) await this.letGo(job.id)
       if (job.checkpoint > 0 && !(await this.repo.restart(job, this.me))) return
       if (job.checkpoint > 0) log.info('the export starts again: the snapshot of its pages is gone')
-      // A row last updated at or before transactionTime (to the millisecond) was written by a
-      // transaction that began before transactionTime + 1 ms: once none is left, each such row is
-      // in the snapshot taken next, and the pages read in it see no later state of any row.
+      // Every transaction begun before the kick-off has ended first: the snapshot's transactionTime
+      // (holdSnapshot) is then the kick-off or later, however long another transaction stays open.
       const until = new Date(job.transaction_time.getTime() + 1)
       const deadline = Date.now() + SETTLE_WAIT_MS
       while (!(await this.repo.settled(until))) {
@@ -131,8 +130,7 @@ export class ExportWorker extends JobRunner<ExportJob> {
       }
       held = await this.repo.holdSnapshot()
       this.snapshots.set(job.id, held)
-      if (!(await this.repo.checkpoint(job, this.me, { ...job.position, settled: true }, [])))
-        return this.letGo(job.id)
+      if (!(await this.repo.begin(job, this.me, held.at))) return this.letGo(job.id)
     }
     const who = { auth: job.principal, requestId: job.request_id, traceparent: traceOf(span).traceparent }
     while (job.position.type < job.types.length) {

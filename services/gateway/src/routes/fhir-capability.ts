@@ -2,6 +2,9 @@ import type { CapabilityStatement, CapabilityStatementRestResource } from '@medp
 import { COMMON_PARAMS, FHIR_SEARCH_PARAMS, FHIR_TYPES as SERVED } from '@clinic/platform'
 import { FHIR_TYPES } from '../families'
 
+/** HL7 FHIR Bulk Data Access IG 2.0.0's canonical base (its CapabilityStatement and operations). */
+const BULK = 'http://hl7.org/fhir/uv/bulkdata'
+
 /** The gateway's own types (identity schema): every token reads them. */
 const OWN = new Set(['Organization', 'Location'])
 
@@ -9,7 +12,8 @@ const OWN = new Set(['Organization', 'Location'])
  * `GET /fhir/R4/metadata` (DESIGN.md section 19): what runs, from the same declarations the
  * services parse their searches with (FHIR_SEARCH_PARAMS) and the routing table (services.json
  * `fhir`): each type routed to a service or served by the gateway, read and search-type, its
- * search parameters; `$everything` on Patient. Read-only: no write interaction is listed.
+ * search parameters; `$everything` and `$export` on Patient, `$export` of the system and of a Group
+ * (a center). Read-only: no write interaction is listed.
  */
 export function capabilityStatement(version: string): CapabilityStatement {
   const resource: CapabilityStatementRestResource[] = SERVED.filter(
@@ -29,6 +33,7 @@ export function capabilityStatement(version: string): CapabilityStatement {
       ? {
           operation: [
             { name: 'everything', definition: 'http://hl7.org/fhir/OperationDefinition/Patient-everything' },
+            { name: 'export', definition: `${BULK}/OperationDefinition/patient-export` },
           ],
         }
       : {}),
@@ -42,6 +47,7 @@ export function capabilityStatement(version: string): CapabilityStatement {
     software: { name: 'clinic-api', version },
     implementation: { description: 'Clinic API FHIR R4 (read-only)' },
     fhirVersion: '4.0.1',
+    instantiates: [`${BULK}/CapabilityStatement/bulk-data`],
     format: ['application/fhir+json', 'json'],
     rest: [
       {
@@ -52,6 +58,11 @@ export function capabilityStatement(version: string): CapabilityStatement {
             'Bearer API tokens (Authorization: Bearer ...); each type needs the read scope of its family',
         },
         resource,
+        // Bulk Data export (DESIGN.md section 19): the company's; a center's is Group/<codalmacen>/$export.
+        operation: [
+          { name: 'export', definition: `${BULK}/OperationDefinition/export` },
+          { name: 'group-export', definition: `${BULK}/OperationDefinition/group-export` },
+        ],
       },
     ],
   }
