@@ -264,6 +264,17 @@ describe('a Bulk Data client', () => {
     // Without _type: the types it may read (and the gateway's own).
     const own = await exportAll(patientsOnly)
     expect([...own.byType.keys()].sort()).toEqual(['Location', 'Organization', 'Patient'])
+    // Another token of the company downloads only the files of types it may read.
+    const clinical = await exportAll(a.token, '/$export', '_type=Patient,Observation')
+    const [patients, observations] = ['Patient', 'Observation'].map(
+      (t) => clinical.manifest.output.find((f) => f.type === t)!.url,
+    )
+    const as = (url: string) =>
+      fetch(url, { headers: { 'x-service-token': patientsOnly } }).then((r) => r.status)
+    expect({ patients: await as(patients!), observations: await as(observations!) }).toEqual({
+      patients: 200,
+      observations: 403,
+    })
   })
 
   it('takes a POST with a Parameters resource', async () => {

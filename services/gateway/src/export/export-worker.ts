@@ -79,6 +79,11 @@ export class ExportWorker extends JobRunner<ExportJob> {
     this.running.add(job.id)
     try {
       await this.run(job, span)
+    } catch (err) {
+      // The database away, or a privilege missing (settled()): given back for a second later, not
+      // claimed again at once.
+      this.o.log.error({ err, export_id: job.id }, 'a run of a fhir export failed; will retry')
+      await this.repo.release(job, this.me, 1000).catch(() => undefined)
     } finally {
       this.running.delete(job.id)
     }

@@ -15,7 +15,9 @@ import { BASES } from '../bases'
 import { centerRecords } from '../db/fhir-identity'
 import type { ExportJob, ExportStore } from '../export/export-store'
 import { exportRequest, type ExportLevel, type KickoffParams } from '../export/kickoff'
-import { FHIR_BASE } from '../families'
+import { FHIR_BASE, FHIR_TYPES } from '../families'
+import { InsufficientScope } from '../plugins/scopes'
+import type { Scope } from '../scopes'
 
 export interface ExportRoutesOptions {
   /** The identity schema (the company's centers: a Group). */
@@ -130,9 +132,15 @@ export async function fhirExportRoutes(app: FastifyInstance, o: ExportRoutesOpti
       const { file } = req.params as { file: string }
       const seq = /^[1-9]\d{0,8}\.ndjson$/.test(file) ? Number(file.slice(0, -'.ndjson'.length)) : null
       const found =
-        job.status === 'completed' && seq !== null && (await o.store.files(job.id)).some((f) => f.seq === seq)
+        job.status === 'completed' && seq !== null
+          ? (await o.store.files(job.id)).find((f) => f.seq === seq)
+          : undefined
       if (!found) throw new NotFound(`No file ${file} of export ${job.id}`)
-      return reply.type(NDJSON).send(Readable.from(o.store.chunks(job.id, seq)))
+      // Another token of the company downloads only what it may read (a deleted file: documents').
+      const scope = FHIR_TYPES.get(found.kind === 'deleted' ? 'DocumentReference' : found.type)?.scope
+      if (scope && scope !== 'any' && !(req.scopes ?? []).includes(scope))
+        throw new InsufficientScope(scope as Scope)
+      return reply.type(NDJSON).send(Readable.from(o.store.chunks(job.id, found.seq)))
     })
   }
 }
