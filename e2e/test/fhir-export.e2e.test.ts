@@ -1,7 +1,7 @@
 import { Client as Pg } from 'pg'
 import type { Resource } from '@medplum/fhirtypes'
 import { fhirProblems } from '@clinic/platform/testing'
-import { SAMPLE_PNG, call, makeTenant, stack, tokenFor, type Tenant } from '../src/client'
+import { SAMPLE_PNG, call, makeTenant, sql, stack, tokenFor, type Tenant } from '../src/client'
 import { moveGatewayClock } from '../src/stack'
 
 /**
@@ -375,6 +375,46 @@ describe('exact increments', () => {
     }
     expect(patient.name[0]!.family).toBe('Held')
     expect(Date.parse(patient.meta.lastUpdated)).toBeLessThanOrEqual(Date.parse(done.body.transactionTime))
+  })
+
+  it('reads every page in one snapshot: a patient changed while the export runs is exported as it was', async () => {
+    const t = await makeTenant(['ALM1'])
+    // 200 patients, 40 pages of 5 (EXPORT_PAGE_SIZE in the e2e stack): pages after the first are
+    // read after the change below; the changed patient is on the last (the same instant, greatest id).
+    const rows = await sql<{ id: string }>(
+      `INSERT INTO patients.patients (idempresa, id, codalmacen, first_name, last_name, birth_date)
+       SELECT $1, gen_random_uuid(), 'ALM1', 'Snap', 'Shot' || i, date '1970-01-01' + i
+         FROM generate_series(1, 200) i RETURNING id`,
+      [t.companyId],
+    )
+    const last = rows
+      .map((r) => r.id)
+      .sort()
+      .at(-1)!
+    const k = await kickoff(t.token, '/$export', { query: '_type=Patient' })
+    const url = k.headers.get('content-location')!
+    for (let i = 0; i < 500; i++) {
+      const s = await fetch(url, { headers: { 'x-service-token': t.token } })
+      if (s.status !== 202 || /^[1-9]\d* resources/.test(s.headers.get('x-progress') ?? '')) break
+      await sleep(10)
+    }
+    const patched = await call('PATCH', `/patients/${last}`, {
+      token: t.token,
+      body: { last_name: 'Changed' },
+    })
+    expect(patched.status).toBe(200)
+    const e = await download((await poll(url, t.token)).body as Manifest, t.token)
+    expect(ids(e, 'Patient').length).toBe(200)
+    const exported = e.byType.get('Patient')!.find((r) => r.id === last) as Resource & {
+      name: Array<{ family: string }>
+    }
+    expect({
+      family: exported.name[0]!.family.startsWith('Shot'),
+      version: exported.meta!.versionId,
+    }).toEqual({
+      family: true,
+      version: '1',
+    })
   })
 
   it('with a writer running through three exports: each in its window, every change in the chain once, none missed', async () => {

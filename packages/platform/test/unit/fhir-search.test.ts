@@ -148,7 +148,11 @@ describe('parseSearch: every parameter read, none ignored', () => {
     const none = parseSearch('Patient', { _total: 'none', _count: '1' })
     expect(none.total).toBe('none')
     expect(errorsOf(() => parseSearch('Patient', { _total: 'estimate' }))[0]!.path).toBe('/_total')
-    const bundle = searchsetBundle(undefined, 'Patient', none, { resources: [], total: undefined, next: null })
+    const bundle = searchsetBundle(undefined, 'Patient', none, {
+      resources: [],
+      total: undefined,
+      next: null,
+    })
     expect(bundle).not.toHaveProperty('total')
     expect(bundle.link[0]!.url).toBe('/fhir/R4/Patient?_total=none&_count=1')
     expect(fhirProblems(bundle)).toEqual([])
