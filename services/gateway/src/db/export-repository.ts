@@ -261,8 +261,9 @@ export class ExportRepository implements ExportStore {
     })
   }
 
-  async begin(job: ExportJob, me: string, transactionTime: Date): Promise<boolean> {
-    const position = { ...job.position, settled: true }
+  async begin(job: ExportJob, me: string, snapshot: HeldSnapshot): Promise<boolean> {
+    const transactionTime = snapshot.at
+    const position = { ...job.position, settled: true, snapshot: snapshot.id }
     const n = await this.knex('fhir_exports')
       .where({ id: job.id, checkpoint: job.checkpoint, leased_by: me, status: 'in-progress' })
       .update({

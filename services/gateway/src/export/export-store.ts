@@ -15,6 +15,8 @@ export interface OpenFile {
  */
 export interface ExportPosition {
   settled: boolean
+  /** The snapshot the pages so far were read in (pg_export_snapshot's id); null before it is taken. */
+  snapshot: string | null
   type: number
   cursor: string | null
   /** `${kind}:${type}` -> the file its next lines go to. */
@@ -61,7 +63,14 @@ export interface ExportLines {
   lines: string[]
 }
 
-export const START: ExportPosition = { settled: false, type: 0, cursor: null, open: {}, nextSeq: 1 }
+export const START: ExportPosition = {
+  settled: false,
+  snapshot: null,
+  type: 0,
+  cursor: null,
+  open: {},
+  nextSeq: 1,
+}
 /** At most this many lines a file (DESIGN.md section 19). */
 export const FILE_LINES = 100_000
 
@@ -112,8 +121,8 @@ export interface ExportStore {
   restart(job: ExportJob, me: string): Promise<boolean>
   /** A snapshot of the whole database held open (on a connection of its own) until released. */
   holdSnapshot(): Promise<HeldSnapshot>
-  /** The export's pages are read in a snapshot as of `transactionTime`, if the job is still `me`'s. */
-  begin(job: ExportJob, me: string, transactionTime: Date): Promise<boolean>
+  /** The export's pages are read in `snapshot`, as of `transactionTime`, if the job is still `me`'s. */
+  begin(job: ExportJob, me: string, snapshot: HeldSnapshot): Promise<boolean>
 }
 
 /** An exported PostgreSQL snapshot (pg_export_snapshot) and the transaction that keeps it alive. */

@@ -116,9 +116,10 @@ export class ExportWorker extends JobRunner<ExportJob> {
   private async run(job: ExportJob, span: Span) {
     const log = this.o.log.child({ export_id: job.id, trace_id: span.spanContext().traceId })
     let held = this.snapshots.get(job.id)
-    if (!held?.alive()) {
-      // Pages already written were read in a snapshot that is gone (this process or another was
-      // killed, or the database restarted): they go, and the export starts again at a new time.
+    if (!held?.alive() || held.id !== job.position.snapshot) {
+      // Pages already written were read in a snapshot this run does not hold (this process or
+      // another was killed, the database restarted, or another replica took the export over and
+      // started it again): they go, and the export starts again at a new time.
       if (held) await this.letGo(job.id)
       if (job.checkpoint > 0 && !(await this.repo.restart(job, this.me))) return
       if (job.checkpoint > 0) log.info('the export starts again: the snapshot of its pages is gone')
@@ -135,7 +136,7 @@ export class ExportWorker extends JobRunner<ExportJob> {
       }
       held = await this.repo.holdSnapshot()
       this.snapshots.set(job.id, held)
-      if (!(await this.repo.begin(job, this.me, held.at))) return this.letGo(job.id)
+      if (!(await this.repo.begin(job, this.me, held))) return this.letGo(job.id)
     }
     const who = { auth: job.principal, requestId: job.request_id, traceparent: traceOf(span).traceparent }
     while (job.position.type < job.types.length) {
@@ -145,9 +146,10 @@ export class ExportWorker extends JobRunner<ExportJob> {
         return null
       })
       if (!page) return this.repo.release(job, this.me, 1000)
+      const at = { settled: true, snapshot: held.id }
       const next = page.next
-        ? { settled: true, type: job.position.type, cursor: page.next }
-        : { settled: true, type: job.position.type + 1, cursor: null }
+        ? { ...at, type: job.position.type, cursor: page.next }
+        : { ...at, type: job.position.type + 1, cursor: null }
       if (!(await this.repo.checkpoint(job, this.me, next, page.writes))) {
         log.info('the export was deleted or taken over; this run stops')
         return this.letGo(job.id)
