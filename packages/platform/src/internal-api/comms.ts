@@ -36,4 +36,22 @@ export default internalEndpoints('comms', {
       429: 'over_limit',
     },
   }),
+  /**
+   * The first instant at or after `at` when the company's messages may go out (DESIGN.md section
+   * 20): `at` itself, or the end of the reminder policy's quiet hours in `time_zone`.
+   */
+  sendWindow: command({
+    path: '/internal/comms/send-window',
+    operationId: 'internalSendWindow',
+    summary: "When a message may go out, after the company's quiet hours (service to service)",
+    callers: ['appointments'],
+    params: Type.Object({}),
+    body: Type.Object(
+      { at: Type.String({ format: 'date-time' }), time_zone: Type.String({ minLength: 1, maxLength: 64 }) },
+      { additionalProperties: false },
+    ),
+    ok: 200,
+    answer: Type.Object({ at: Type.String({ description: 'RFC 3339 UTC' }) }),
+    refusals: { 400: 'invalid' },
+  }),
 })

@@ -10,7 +10,7 @@ export const internalApi = { patients, appointments, comms, clinical }
 
 /** Whom each service calls (services.json `calls`). */
 export const CALLS = {
-  appointments: ['patients'],
+  appointments: ['patients', 'comms'],
   comms: ['patients', 'appointments'],
   clinical: ['patients', 'appointments'],
   documents: ['patients', 'appointments', 'comms', 'clinical'],

@@ -103,6 +103,10 @@ export function fieldsFromCreate(body: CreateAppointmentInput, codalmacen: strin
     status: 'scheduled',
     cancellation_reason: null,
     checked_in_at: null,
+    series_id: null,
+    occurrence: null,
+    recurrence_id: null,
+    waitlist_entry_id: null,
   }
 }
 

@@ -148,6 +148,19 @@ export const Appointment = Type.Object(
     status: statusOf(STATUSES),
     cancellation_reason: nullable(Type.String()),
     checked_in_at: nullable(Instant),
+    series_id: nullable(
+      Type.String({ ...Uuid, description: 'the recurring series it is an occurrence of (DESIGN.md section 20)' }),
+    ),
+    occurrence: nullable(Type.Integer({ minimum: 1, description: "its number in the series' plan, from 1" })),
+    recurrence_id: nullable(
+      Type.String({
+        ...Instant,
+        description: 'the start the series planned for it (RFC 5545 RECURRENCE-ID): kept when it moves',
+      }),
+    ),
+    waitlist_entry_id: nullable(
+      Type.String({ ...Uuid, description: 'the waitlist entry whose offer booked it' }),
+    ),
     created_at: Instant,
     updated_at: Instant,
     version: Type.Integer({ minimum: 1, description: 'increments on every change; the ETag' }),
@@ -169,6 +182,10 @@ export const Appointment = Type.Object(
         status: 'scheduled',
         cancellation_reason: null,
         checked_in_at: null,
+        series_id: null,
+        occurrence: null,
+        recurrence_id: null,
+        waitlist_entry_id: null,
         created_at: '2026-11-22T17:05:12.345Z',
         updated_at: '2026-11-22T17:05:12.345Z',
         version: 1,

@@ -1,5 +1,6 @@
 import { baseMigration, commonTables, ensureRole, isUniqueViolation, type Migration } from '@clinic/platform'
 import { calendarMigration } from './calendar'
+import { seriesWaitlistMigration } from './series-waitlist'
 
 export const SCHEMA = 'appointments'
 /** The role the service runs as (SET ROLE after connect); row-level security applies to it. */
@@ -166,4 +167,5 @@ export const migrations: Migration[] = [
         CREATE INDEX practitioners_by_update ON practitioners (idempresa, updated_at, id)`)
     },
   },
+  seriesWaitlistMigration(SCHEMA, APP_ROLE, TENANT),
 ]

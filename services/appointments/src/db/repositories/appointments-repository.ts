@@ -33,7 +33,7 @@ import {
 } from './calendar-sql'
 
 const TABLE = 'appointments'
-const INSTANTS = ['starts_at', 'ends_at', 'checked_in_at', 'created_at', 'updated_at'] as const
+const INSTANTS = ['starts_at', 'ends_at', 'checked_in_at', 'recurrence_id', 'created_at', 'updated_at'] as const
 /** Every column the API shows, in the order of the response schema (never idempresa). */
 const COLUMNS = Object.keys(Appointment.properties) as Array<keyof Appointment>
 const SELECT: string[] = [...COLUMNS]
