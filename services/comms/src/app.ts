@@ -1,6 +1,6 @@
 import { serviceApp, type ServiceDeps, type ServicesOf } from '@clinic/platform'
 import { MessagesRepository } from './db/repositories/messages-repository'
-import type { AppointmentDirectory } from './domain/directories'
+import type { AppointmentDirectory, OfferDirectory } from './domain/directories'
 import type { AppointmentResponder } from './domain/patient-links'
 import type { Clock } from './clock'
 import { LinkUsesRepository } from './db/repositories/link-uses-repository'
@@ -18,14 +18,18 @@ import type { InboundMessageTimes } from './domain/sms-keywords'
 import { unsubscribeRoutes } from './routes/unsubscribe'
 import { reminderRoutes } from './routes/reminders'
 import { twilioWebhookRoutes, type TwilioWebhookOptions } from './routes/twilio-webhook'
+import { sendWindowRoutes } from './routes/send-window'
+import { waitlistLinkRoutes } from './routes/waitlist-links'
 
 /**
  * The patients and appointments services as comms' domain sees them, over the platform's typed
- * clients (`services`): a patient's contact, an appointment, a patient's answer to one.
+ * clients (`services`): a patient's contact, an appointment, a patient's answer to one, a
+ * waitlist offer and the patient's answer to it.
  */
 export function directoriesOf(services: ServicesOf<'comms'>): {
   patients: PatientDirectory
   appointments: AppointmentDirectory & AppointmentResponder
+  offers: OfferDirectory
 } {
   const { patients, appointments } = services
   const outcomes = { not_found: 'not_found', invalid_transition: 'not_possible' } as const
@@ -38,6 +42,13 @@ export function directoriesOf(services: ServicesOf<'comms'>): {
         return answer.outcome === 'done'
           ? { outcome: 'done', appointment: answer.answer }
           : { outcome: outcomes[answer.outcome] }
+      },
+    },
+    offers: {
+      find: appointments.waitlistOffer,
+      answer: async (ctx, id, action) => {
+        const answer = await appointments.answerOffer(ctx, id, { action })
+        return answer.outcome === 'done' ? answer.answer : null
       },
     },
   }
@@ -65,7 +76,7 @@ export interface Deps extends ServiceDeps {
 /** The comms service: queue messages to patients or guardians, follow their delivery. */
 export async function buildApp(deps: Deps) {
   const store = new MessagesRepository(deps.knex)
-  const { patients, appointments } = directoriesOf(deps.services)
+  const { patients, appointments, offers } = directoriesOf(deps.services)
   const app = await serviceApp(deps, {
     service: 'comms',
     description:
@@ -85,12 +96,11 @@ export async function buildApp(deps: Deps) {
   const clock = deps.clock ?? (() => new Date())
   await app.register(twilioInboundRoutes, { store: preferences, ...deps.twilio, clock })
   await app.register(unsubscribeRoutes, { store: preferences, secret: deps.links?.secret })
-  await app.register(reminderRoutes, { store: new RemindersRepository(deps.knex) })
-  await app.register(patientLinkRoutes, {
-    secret: deps.links?.secret,
-    clock,
-    appointments,
-    uses: new LinkUsesRepository(deps.knex),
-  })
+  const reminders = new RemindersRepository(deps.knex)
+  await app.register(reminderRoutes, { store: reminders })
+  await app.register(sendWindowRoutes, { store: reminders })
+  const uses = new LinkUsesRepository(deps.knex)
+  await app.register(patientLinkRoutes, { secret: deps.links?.secret, clock, appointments, uses })
+  await app.register(waitlistLinkRoutes, { secret: deps.links?.secret, clock, offers, views: uses })
   return app
 }

@@ -15,6 +15,8 @@ import { startReminderConsumer } from './reminders/consumer'
 import { reminderQueue } from './reminders/queue'
 import { admissionMetrics } from './metrics'
 import { ReminderWorker } from './reminders/worker'
+import { startWaitlistConsumer } from './waitlist/consumer'
+import { offerQueue } from './waitlist/queue'
 
 runService(
   {
@@ -74,25 +76,37 @@ runService(
       appointments,
       metrics: app.metrics,
     })
+    // Reminders and waitlist offers queue their messages as any message is (queueMessage).
+    const admission = { messageTx, limits: messagingLimits(config), metrics: admissionMetrics(app.metrics) }
+    const links = { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET }
+    const waitlist = await startWaitlistConsumer({
+      amqp: deps.amqp,
+      knex: deps.knex,
+      log: deps.logger,
+      origins: config.origins,
+      metrics: app.metrics,
+      patients,
+      send: offerQueue(admission),
+      links,
+      // An offer expires in the appointments service's time, never comms' (COMMS_CLOCK_FILE moves
+      // reminders in demos and tests, and must not drop a live offer).
+      clock: () => new Date(),
+    })
     const reminderWorker = new ReminderWorker({
       knex: deps.knex,
       log: deps.logger,
       store: reminders,
       patients,
       appointments,
-      queue: reminderQueue({
-        messageTx,
-        limits: messagingLimits(config),
-        metrics: admissionMetrics(app.metrics),
-      }),
+      queue: reminderQueue(admission),
       clock,
       concurrency: config.REMINDER_CONCURRENCY,
       leaseMs: config.REMINDER_LEASE_MS,
-      links: { baseUrl: config.PUBLIC_BASE_URL, secret: config.COMMS_LINK_SECRET },
+      links,
     }).start()
     return {
       app,
-      stops: [() => reminderWorker.stop(), () => consumer.stop(), () => worker.stop()],
+      stops: [() => reminderWorker.stop(), () => waitlist.stop(), () => consumer.stop(), () => worker.stop()],
     }
   },
 )

@@ -27,7 +27,7 @@ import { buildApp } from '../src/app'
 import { loadCommsConfig, messagingLimits } from '../src/config'
 import type { Clock } from '../src/clock'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
-import type { AppointmentInfo } from '../src/domain/directories'
+import type { AppointmentInfo, OfferInfo } from '../src/domain/directories'
 import type { Provider } from '../src/domain/deliver-message'
 import type { MessagingLimits } from '../src/domain/queue-message'
 import type { InboundMessageTimes } from '../src/domain/sms-keywords'
@@ -74,6 +74,9 @@ export async function startDirectory() {
   /** Patients' answers (POST /internal/appointments/:id/respond): who asked, and how long they take. */
   const responses: Array<{ companyId: number; username: string; id: string; action: string }> = []
   let respondDelayMs = 0
+  const offers = new Map<string, OfferInfo>()
+  /** Patients' answers to waitlist offers (POST /internal/appointments/waitlist-offers/:id/answer). */
+  const offerAnswers: Array<{ companyId: number; username: string; id: string; action: string }> = []
   // As the real services: comms' own key only (their internal routes name comms as a caller).
   const farEndKeys = testAssertionKeys(['comms'])
   const server = http.createServer(async (req, res) => {
@@ -103,6 +106,26 @@ export async function startDirectory() {
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body))
       return
     }
+    const offer = /^\/internal\/appointments\/waitlist-offers\/([^/]+)(\/answer)?$/.exec(url.pathname)
+    if (offer) {
+      const { companyId, username } = claims.claims
+      const key = `${companyId}:${offer[1]}`
+      if (offer[2] && req.method === 'POST') {
+        let body = ''
+        for await (const chunk of req) body += chunk
+        const { action } = JSON.parse(body) as { action: string }
+        offerAnswers.push({ companyId, username, id: offer[1]!, action })
+        const current = offers.get(key)
+        if (current) offers.set(key, answerOffer(current, action))
+      }
+      const found = offers.get(key)
+      if (!found) {
+        res.writeHead(404, { 'content-type': 'application/problem+json' }).end('{"code":"not_found"}')
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(found))
+      return
+    }
     const m = /^\/internal\/(patients|appointments)\/([^/]+)$/.exec(url.pathname)
     const key = m ? `${claims.claims.companyId}:${m[2]}` : ''
     const found = m?.[1] === 'patients' ? patients.get(key) : appointments.get(key)
@@ -125,6 +148,9 @@ export async function startDirectory() {
     setRespondDelay: (ms: number) => (respondDelayMs = ms),
     addPatient: (companyId: number, p: PatientContact) => patients.set(`${companyId}:${p.id}`, p),
     addAppointment: (companyId: number, a: AppointmentInfo) => appointments.set(`${companyId}:${a.id}`, a),
+    offerAnswers,
+    /** A waitlist offer of `companyId` (set again to change its state, as the staff would). */
+    addOffer: (companyId: number, o: OfferInfo) => offers.set(`${companyId}:${o.id}`, o),
     close: () => new Promise<void>((r) => server.close(() => r())),
   }
 }
@@ -141,6 +167,13 @@ function answerOf(appointments: Map<string, AppointmentInfo>, key: string, actio
   const changed = { ...a, status: to, version: a.version + 1 }
   appointments.set(key, changed)
   return { status: 200, body: changed }
+}
+
+/** The appointments service's answer to an offer, in short: only an open offer changes. */
+function answerOffer(o: OfferInfo, action: string): OfferInfo {
+  if (o.state !== 'open') return o
+  if (action === 'decline') return { ...o, state: 'declined' }
+  return { ...o, state: 'accepted', appointment_id: '0190c5a0-0000-7000-8000-00000000a000' }
 }
 
 export interface Harness {
@@ -177,6 +210,8 @@ export async function startComms(
     limits?: Partial<MessagingLimits>
     /** What time it is for patient links (a movable clock); default the system clock. */
     clock?: Clock
+    /** Services whose signed calls it takes besides the gateway's (its internal routes' callers). */
+    callers?: string[]
   } = {},
 ): Promise<Harness> {
   // A relay publishes and deletes every company's outbox rows: with one (`providers`), a database
@@ -201,7 +236,7 @@ export async function startComms(
     knex,
     amqp,
     version: '261122.01',
-    assertionKeys: testAssertionKeys(),
+    assertionKeys: testAssertionKeys(o.callers),
     serviceSigner: testSigner('comms'),
     services: testServices('comms', directory.url),
     limits: { ...messagingLimits(testConfig()), ...o.limits },
@@ -260,7 +295,7 @@ export async function startComms(
 /** Calls the app as the gateway would on behalf of `principal`. */
 export function clientFor(app: App, principal: Principal = testPrincipal()) {
   const call = async (
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PUT',
     url: string,
     body?: unknown,
     headers: Record<string, string> = {},
@@ -275,6 +310,7 @@ export function clientFor(app: App, principal: Principal = testPrincipal()) {
     principal,
     get: (url: string) => call('GET', url),
     post: (url: string, body: unknown, headers?: Record<string, string>) => call('POST', url, body, headers),
+    put: (url: string, body: unknown, headers?: Record<string, string>) => call('PUT', url, body, headers),
   }
 }
 export type Client = ReturnType<typeof clientFor>

@@ -73,4 +73,17 @@ export default {
     resource: 'appointment',
     data: Type.Object({ appointment_id: Type.String(), link_id: Type.String(), page: Type.String() }),
   },
+  /**
+   * A view of a waitlist offer's page (`/p/w/<token>`, actor `patient-link`), on the entry's trail:
+   * the entry (null when the offer is unknown), the offer and what the page showed (`open`,
+   * `accepted`, `declined`, `taken`, `expired`, `not_found`); never the token.
+   */
+  'comms.waitlist_link.viewed': {
+    resource: 'waitlist_entry',
+    data: Type.Object({
+      entry_id: Type.Union([Type.String(), Type.Null()]),
+      offer_id: Type.String(),
+      page: Type.String(),
+    }),
+  },
 } satisfies ServiceContracts

@@ -1,4 +1,4 @@
-import type { Ctx, PatientContact } from '@clinic/platform/core'
+import type { Ctx, OfferAction, PatientContact, WaitlistOffer } from '@clinic/platform/core'
 
 /**
  * The other services as the comms domain sees them (app.ts implements each over the platform's
@@ -31,4 +31,21 @@ export interface AppointmentInfo {
 export interface AppointmentDirectory {
   /** The appointment of the caller's company, or null when there is none. */
   find(ctx: Ctx, appointmentId: string): Promise<AppointmentInfo | null>
+}
+
+/**
+ * A waitlist offer as the appointments service tells it (internal-api/appointments.ts): the slot
+ * held for an entry and where the offer stands (open, accepted, declined, taken, expired,
+ * withdrawn).
+ */
+export type OfferInfo = WaitlistOffer
+
+export interface OfferDirectory {
+  /** The offer of the caller's company, or null when there is none. */
+  find(ctx: Ctx, offerId: string): Promise<OfferInfo | null>
+  /**
+   * The patient's answer: the offer as it then stands (an offer no longer open is answered
+   * unchanged), or null when there is none.
+   */
+  answer(ctx: Ctx, offerId: string, action: OfferAction): Promise<OfferInfo | null>
 }

@@ -19,3 +19,19 @@ export const UNSUBSCRIBE_LINK = linkKind({
   claims: Type.Object({ companyId: LinkClaim.companyId, messageId: Type.String(), lang: LinkClaim.lang }),
 })
 export type UnsubscribeLink = LinkClaims<typeof UNSUBSCRIBE_LINK>
+
+/**
+ * `PUBLIC_BASE_URL/p/w/<token>`: one waitlist offer (DESIGN.md section 20), to accept or decline
+ * until it expires (`exp`: the offer's `expires_at`). The appointments service keeps the offer's
+ * state, so the link is not spent on use: a second answer finds the offer as the first left it.
+ */
+export const WAITLIST_LINK = linkKind({
+  purpose: 'waitlist-offer',
+  claims: Type.Object({
+    companyId: LinkClaim.companyId,
+    offerId: LinkClaim.id,
+    lang: LinkClaim.lang,
+    exp: LinkClaim.exp,
+  }),
+})
+export type WaitlistLink = LinkClaims<typeof WAITLIST_LINK>

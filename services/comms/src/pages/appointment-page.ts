@@ -1,6 +1,6 @@
-import { FAILURE_STATUS, esc, renderPage, type FailurePage, type PageLanguage } from '@clinic/platform/http'
-import type { AppointmentInfo } from '../domain/directories'
-import type { LinkAction, LinkPage } from '../domain/patient-links'
+import { FAILURE_STATUS, type FailurePage, type PageLanguage } from '@clinic/platform/http'
+import type { LinkPage } from '../domain/patient-links'
+import { actionForm, linkPageHtml, para, slotDetails } from './page-kit'
 
 /**
  * The patient link page (platform link kit: shell, headers, escaping, language), in Spanish or
@@ -100,103 +100,44 @@ const TEXTS = {
 } as const
 type Texts = (typeof TEXTS)[Lang]
 
-/** Date and time in the appointment's own time zone (a zone the runtime lacks: UTC, said so). */
-function when(a: AppointmentInfo, t: Texts): { date: string; time: string; zone: string } {
-  const at = new Date(a.starts_at)
-  const format = (zone: string) => ({
-    date: new Intl.DateTimeFormat(t.locale, { timeZone: zone, dateStyle: 'full' }).format(at),
-    time: new Intl.DateTimeFormat(t.locale, {
-      timeZone: zone,
-      hour: '2-digit',
-      minute: '2-digit',
-      hourCycle: 'h23',
-    }).format(at),
-    zone: zone.replace(/_/g, ' '),
-  })
-  try {
-    return format(a.time_zone)
-  } catch {
-    return format('UTC')
-  }
-}
-
-function details(a: AppointmentInfo, t: Texts): string {
-  const w = when(a, t)
-  const row = (label: string, value: string) => `<dt>${esc(label)}</dt><dd>${value}</dd>`
-  return `<dl>${[
-    row(t.date, esc(w.date)),
-    row(t.time, `${esc(w.time)} <small>(${esc(w.zone)})</small>`),
-    row(t.center, esc(a.codalmacen)),
-    row(t.practitioner, esc(a.practitioner)),
-  ].join('')}</dl>`
-}
-
-const form = (action: LinkAction, label: string) =>
-  `<form method="post"><input type="hidden" name="action" value="${esc(action)}">` +
-  `<button type="submit" class="${action}">${esc(label)}</button></form>`
-
-const p = (text: string) => `<p>${esc(text)}</p>`
-
 /** The heading and the body of each page. */
 function content(view: PageView, t: Texts): { heading: string; body: string } {
   switch (view.kind) {
     case 'open': {
       const lead = view.actions.includes('confirm') ? t.question : t.alreadyConfirmed
-      const forms = view.actions.map((a) => form(a, a === 'confirm' ? t.confirm : t.cancel)).join('')
-      return { heading: t.title, body: p(lead) + details(view.appointment, t) + forms }
+      const forms = view.actions.map((a) => actionForm(a, a === 'confirm' ? t.confirm : t.cancel)).join('')
+      return { heading: t.title, body: para(lead) + slotDetails(view.appointment, t) + forms }
     }
     case 'done': {
       const confirmed = view.action === 'confirm'
       return {
         heading: confirmed ? t.confirmed : t.cancelled,
-        body: p(confirmed ? t.confirmedLead : t.cancelledLead) + details(view.appointment, t),
+        body: para(confirmed ? t.confirmedLead : t.cancelledLead) + slotDetails(view.appointment, t),
       }
     }
     case 'used':
-      return { heading: t.used, body: p(t.usedFor[view.action]) + p(t.contact) }
+      return { heading: t.used, body: para(t.usedFor[view.action]) + para(t.contact) }
     case 'expired':
-      return { heading: t.expired, body: p(t.expiredLead) + p(t.contact) }
+      return { heading: t.expired, body: para(t.expiredLead) + para(t.contact) }
     case 'invalid':
-      return { heading: t.invalid, body: p(t.invalidLead) + p(t.contact) }
+      return { heading: t.invalid, body: para(t.invalidLead) + para(t.contact) }
     case 'not_found':
-      return { heading: t.notFound, body: p(t.contact) }
+      return { heading: t.notFound, body: para(t.contact) }
     case 'closed': {
       const a = view.appointment
-      const status = a ? p(`${t.status}: ${t.statuses[a.status] ?? a.status}`) + details(a, t) : ''
-      return { heading: t.closed, body: status + p(t.contact) }
+      const status = a ? para(`${t.status}: ${t.statuses[a.status] ?? a.status}`) + slotDetails(a, t) : ''
+      return { heading: t.closed, body: status + para(t.contact) }
     }
     case 'unavailable':
     case 'error':
-      return { heading: t.unavailable, body: p(t.unavailableLead) }
+      return { heading: t.unavailable, body: para(t.unavailableLead) }
   }
 }
-
-const STYLE = [
-  '*{box-sizing:border-box}',
-  'html{-webkit-text-size-adjust:100%}',
-  'body{margin:0;background:#f4f6f8;color:#1b1f24;font:1.0625rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}',
-  'main{max-width:32rem;margin:0 auto;padding:1.5rem 1rem 2rem}',
-  'h1{font-size:1.5rem;line-height:1.25;margin:0 0 .75rem;overflow-wrap:anywhere}',
-  'p{margin:0 0 1rem;overflow-wrap:anywhere}',
-  'dl{margin:0 0 1.25rem;padding:1rem;background:#fff;border:1px solid #d0d7de;border-radius:.5rem}',
-  'dt{font-size:.875rem;color:#57606a}',
-  'dd{margin:0 0 .75rem;font-weight:600;overflow-wrap:anywhere}',
-  'dd:last-child{margin-bottom:0}',
-  'small{font-weight:400;color:#57606a}',
-  'form{margin:0 0 .75rem}',
-  'button{display:block;width:100%;min-height:3rem;padding:.5rem 1rem;font:inherit;font-weight:600;border-radius:.5rem;border:2px solid #0b5cad;background:#0b5cad;color:#fff;cursor:pointer}',
-  'button.cancel{background:#fff;color:#a40e26;border-color:#a40e26}',
-].join('')
 
 /** The whole page and its status code. */
 export function renderLinkPage(view: PageView, lang: Lang): { status: number; html: string } {
   const t = TEXTS[lang]
   const { heading, body } = content(view, t)
-  const html = renderPage({
-    lang,
-    title: heading,
-    style: STYLE,
-    body: `<main><h1>${esc(heading)}</h1>${body}</main>`,
-  })
+  const html = linkPageHtml(lang, heading, body)
   return { status: PAGE_STATUS[view.kind], html }
 }

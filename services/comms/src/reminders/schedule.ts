@@ -99,31 +99,57 @@ export function dueAt(startsAt: Date, offset: { days: number; ms: number }, time
   return new Date(local + (startsAt.getTime() % 60_000) - offset.ms)
 }
 
+/** The local day `days` after the wall date of `w`, at `minutes` past midnight, as an instant. */
+function localAt(w: Wall, days: number, minutes: number, timeZone: string): number {
+  const day = new Date(Date.UTC(w.year, w.month - 1, w.day + days))
+  return zonedInstant(
+    {
+      year: day.getUTCFullYear(),
+      month: day.getUTCMonth() + 1,
+      day: day.getUTCDate(),
+      hour: Math.floor(minutes / 60),
+      minute: minutes % 60,
+    },
+    timeZone,
+  )
+}
+
+/**
+ * The quiet hours `t` falls in (local time): when they began and when they end; null outside them.
+ * Quiet hours that wrap midnight (22:00-08:00) began the evening before a time after midnight, and
+ * end the next morning for a time before it.
+ */
+function quietSpanAt(t: Date, quiet: QuietHours, timeZone: string): { began: number; ends: number } | null {
+  const start = minutesOf(quiet.start)
+  const end = minutesOf(quiet.end)
+  const w = wallTime(t.getTime(), timeZone)
+  const m = w.hour * 60 + w.minute
+  const wraps = start > end
+  const inside = wraps ? m >= start || m < end : m >= start && m < end
+  if (!inside) return null
+  const began = localAt(w, wraps && m < end ? -1 : 0, start, timeZone)
+  let ends = localAt(w, wraps && m >= start ? 1 : 0, end, timeZone)
+  // In the hour a DST change repeats, the end's wall time read as its first occurrence can be past:
+  // the minutes left to it on the wall clock are then elapsed time (the change is behind us).
+  if (ends <= t.getTime()) ends = t.getTime() - (t.getTime() % 60_000) + ((end - m + 1440) % 1440) * 60_000
+  return { began, ends }
+}
+
 /**
  * `due` moved out of quiet hours: unchanged outside them; inside, the last minute before the
  * quiet hours it falls in began (local time).
  */
 export function outOfQuietHours(due: Date, quiet: QuietHours | null, timeZone: string): Date {
-  if (!quiet) return due
-  const start = minutesOf(quiet.start)
-  const end = minutesOf(quiet.end)
-  const w = wallTime(due.getTime(), timeZone)
-  const m = w.hour * 60 + w.minute
-  const wraps = start > end
-  const inside = wraps ? m >= start || m < end : m >= start && m < end
-  if (!inside) return due
-  // Quiet hours that began the evening before (22:00-08:00, due at 06:00).
-  const back = wraps && m < end ? 1 : 0
-  const day = new Date(Date.UTC(w.year, w.month - 1, w.day - back))
-  const began = zonedInstant(
-    {
-      year: day.getUTCFullYear(),
-      month: day.getUTCMonth() + 1,
-      day: day.getUTCDate(),
-      hour: Math.floor(start / 60),
-      minute: start % 60,
-    },
-    timeZone,
-  )
-  return new Date(began - 60_000)
+  const span = quiet ? quietSpanAt(due, quiet, timeZone) : null
+  return span ? new Date(span.began - 60_000) : due
+}
+
+/**
+ * The first instant at or after `at` outside quiet hours: `at` itself outside them; inside, the
+ * moment they end (local time). What a message that must not wait for a reminder's slot does (a
+ * waitlist offer): it goes out as soon as it may.
+ */
+export function afterQuietHours(at: Date, quiet: QuietHours | null, timeZone: string): Date {
+  const span = quiet ? quietSpanAt(at, quiet, timeZone) : null
+  return span ? new Date(span.ends) : at
 }
