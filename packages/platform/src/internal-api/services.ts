@@ -3,7 +3,15 @@ import { CALLS, internalApi } from './index'
 
 export * from './define'
 export { CALLS, internalApi }
-export { AppointmentSummary, PATIENT_ACTIONS, type PatientAction } from './appointments'
+export {
+  AppointmentSummary,
+  OFFER_ACTIONS,
+  OFFER_STATES,
+  PATIENT_ACTIONS,
+  WaitlistOffer,
+  type OfferAction,
+  type PatientAction,
+} from './appointments'
 export { ExamSummary } from './clinical'
 export { InternalMessage } from './comms'
 
