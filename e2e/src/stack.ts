@@ -152,9 +152,9 @@ async function startStackOn(
     COMMS_DELIVERY: 'files', // no SMTP/Twilio: .eml files and sms.jsonl here
     OUTBOX_DIR: path.join(os.tmpdir(), `clinic-e2e-outbox-${process.pid}-${Date.now().toString(36)}`),
     DELIVERY_RETRY_BASE_MS: '100',
-    // Clocks the suites move (moveClock, moveGatewayClock): comms' reminders and links, exports.
-    COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
-    GATEWAY_CLOCK_FILE: path.join(logDir, 'gateway-clock'),
+    // Clocks the suites move (moveClock, moveGatewayClock, moveAppointmentsClock): comms' reminders
+    // and links, exports, holds and waitlist offers.
+    ...clockFiles(logDir),
     EXPORT_PAGE_SIZE: '5', // exports of many pages, of small companies
     // The stack's own audit checkpoints, never the developer's var/ (its companies are others).
     AUDIT_CHECKPOINT_FILE: path.join(logDir, 'audit-checkpoints.jsonl'),
@@ -196,6 +196,12 @@ export function gatewaySignerOf(info: StackInfo): AssertionSigner {
   return { issuer: GATEWAY_ISSUER, key: parsePrivateKey(privateKey) }
 }
 
+const clockFiles = (logDir: string) => ({
+  COMMS_CLOCK_FILE: path.join(logDir, 'comms-clock'),
+  GATEWAY_CLOCK_FILE: path.join(logDir, 'gateway-clock'),
+  APPOINTMENTS_CLOCK_FILE: path.join(logDir, 'appointments-clock'),
+})
+
 /** Moves comms' clock (COMMS_CLOCK_FILE) to `offsetMs` from real time: reminders due by then go out. */
 export function moveClock(info: StackInfo, offsetMs: number) {
   writeFileSync(info.env.COMMS_CLOCK_FILE!, String(Math.round(offsetMs)))
@@ -204,6 +210,11 @@ export function moveClock(info: StackInfo, offsetMs: number) {
 /** Moves the gateway's clock (GATEWAY_CLOCK_FILE: retention of exports) to `offsetMs` from real time. */
 export function moveGatewayClock(info: StackInfo, offsetMs: number) {
   writeFileSync(info.env.GATEWAY_CLOCK_FILE!, String(Math.round(offsetMs)))
+}
+
+/** Moves the appointments clock (APPOINTMENTS_CLOCK_FILE: holds, waitlist offers) to `offsetMs` from real time. */
+export function moveAppointmentsClock(info: StackInfo, offsetMs: number) {
+  writeFileSync(info.env.APPOINTMENTS_CLOCK_FILE!, String(Math.round(offsetMs)))
 }
 
 export async function stopStack(info: StackInfo) {

@@ -138,6 +138,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/appointments/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Book a recurring series
+         * @description Each occurrence of `rrule` from `start` (local wall time in the series' zone: a registered practitioner's, else `time_zone`, else Europe/Madrid; the wall time holds across daylight-saving changes) is booked as an ordinary appointment (`series_id`, `occurrence`, `recurrence_id`). At most 104 occurrences within 2 years. All or nothing: any occurrence taken or outside a registered practitioner's hours is 409 series_conflict listing every one with `alternatives`; with `allow_partial: true` the free ones are booked and the others listed in `skipped`. `patient_id` must be a patient of the company (422 unknown_patient). Send `Idempotency-Key` to make retries safe.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
+        post: operations["createSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/series/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a recurring series with its occurrences
+         * @description Its occurrences are appointments (any status), by occurrence; `skipped` lists those never booked. `ETag` is the version. A series outside `codalmacen` or the token's centers is 404.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
+         */
+        get: operations["getSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change one, the following or all occurrences of a series
+         * @description `this` changes `occurrence` alone (it then stays as changed); `following` ends the series before `occurrence` and starts a new one (`previous_series_id`) with it and the rest, changed: the answer is the new series; `all` re-plans every occurrence yet to start that follows the plan. Only scheduled or confirmed occurrences change. `start_time` is local HH:MM in the series' zone. A move onto taken time or outside a registered practitioner's hours is 409 series_conflict (each one listed) and nothing changes. `If-Match` with a stale version is 412.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
+        patch: operations["updateSeries"];
+        trace?: never;
+    };
+    "/appointments/series/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel one, the following or all occurrences of a series
+         * @description `this` cancels `occurrence` (scheduled or confirmed, else 409 invalid_transition); `following` every occurrence yet to start from `occurrence` on (the series ends); `all` every one yet to start (the series is cancelled). `reason` becomes their `cancellation_reason`. Send `Idempotency-Key` to make retries safe.
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
+        post: operations["cancelSeries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/appointments/availability": {
         parameters: {
             query?: never;
@@ -303,6 +375,62 @@ export interface paths {
          * @description Needs the token scope `appointments:write` (else 403 insufficient_scope).
          */
         delete: operations["deleteTimeOff"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/waitlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List waitlist entries (oldest first)
+         * @description Filters: `status`, `practitioner`, `patient_id`, `codalmacen`. A token limited to centers sees only its centers.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
+         */
+        get: operations["listWaitlistEntries"];
+        put?: never;
+        /**
+         * Put a patient on the waitlist
+         * @description The entry is `waiting`. When a slot frees at its center (a cancellation, a move, a hold that expires or is released, new working hours) that fits it (its practitioner or any, `duration_minutes`, `earliest`..`latest`, `days`, `times` in `time_zone`), the first matching entry (highest `priority`, then oldest) gets it: the slot is held for WAITLIST_OFFER_MINUTES and the patient (or their guardian) receives a link to accept or decline (`offered`, with `offer`). Accepting books it (`booked`, `appointment_id`); declining offers it to the next entry and the entry waits again; an offer left unanswered expires the entry (`expired`). In the company's quiet hours the offer waits for their end. Staff may still book the held slot with `hold_id` = `offer.id`: the entry then waits again. `patient_id` must be a patient of the company (422 unknown_patient).
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
+        post: operations["createWaitlistEntry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/appointments/waitlist/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a waitlist entry
+         * @description With its open `offer` while offered. Another company's, or one outside the token's centers, is 404.
+         *
+         *     Needs the token scope `appointments:read` (else 403 insufficient_scope).
+         */
+        get: operations["getWaitlistEntry"];
+        put?: never;
+        post?: never;
+        /**
+         * Take an entry off the waitlist
+         * @description The entry is `cancelled`; an open offer is withdrawn and its slot offered to the next entry. Again: 204. A booked or expired entry: 409 invalid_transition (cancel the appointment instead).
+         *
+         *     Needs the token scope `appointments:write` (else 403 insufficient_scope).
+         */
+        delete: operations["cancelWaitlistEntry"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1338,6 +1466,10 @@ export interface components {
          *       "status": "scheduled",
          *       "cancellation_reason": null,
          *       "checked_in_at": null,
+         *       "series_id": null,
+         *       "occurrence": null,
+         *       "recurrence_id": null,
+         *       "waitlist_entry_id": null,
          *       "created_at": "2026-11-22T17:05:12.345Z",
          *       "updated_at": "2026-11-22T17:05:12.345Z",
          *       "version": 1
@@ -1371,6 +1503,17 @@ export interface components {
              * @description RFC 3339, UTC
              */
             checked_in_at: string | null;
+            /** @description the recurring series it is an occurrence of (DESIGN.md section 20) */
+            series_id: string | null;
+            /** @description its number in the series' plan, from 1 */
+            occurrence: number | null;
+            /**
+             * Format: date-time
+             * @description the start the series planned for it (RFC 5545 RECURRENCE-ID): kept when it moves
+             */
+            recurrence_id: string | null;
+            /** @description the waitlist entry whose offer booked it */
+            waitlist_entry_id: string | null;
             /**
              * Format: date-time
              * @description RFC 3339, UTC
@@ -2676,6 +2819,170 @@ export interface components {
             /** @default true */
             confirm_links: boolean;
         };
+        /** Series */
+        Series: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            practitioner: string;
+            codalmacen: string;
+            /** @description the zone its wall times are in */
+            time_zone: string;
+            /** @description the first occurrence's local wall time, YYYY-MM-DDTHH:MM */
+            start: string;
+            /** @description the rule as kept: UNTIL as the end of the last local day */
+            rrule: string;
+            exdates: string[];
+            duration_minutes: number;
+            reason: string | null;
+            notes: string | null;
+            /**
+             * @description active; ended (split, cancelled from an occurrence on, or past its last occurrence); cancelled
+             * @enum {string}
+             */
+            status: "active" | "ended" | "cancelled";
+            /** @description the series a split ended */
+            previous_series_id: string | null;
+            /** @description the series a split continued this one with */
+            next_series_id: string | null;
+            /** @description its appointments, any status, by occurrence */
+            occurrences: components["schemas"]["Appointment"][];
+            /** @description occurrences not booked (allow_partial) */
+            skipped: components["schemas"]["SkippedOccurrence"][];
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            /** @description increments on every change made through the series; the ETag */
+            version: number;
+        };
+        /** SeriesCancel */
+        SeriesCancel: {
+            /**
+             * @description this: one occurrence; following: it and the rest; all: every future one
+             * @enum {string}
+             */
+            scope: "this" | "following" | "all";
+            /** @description the occurrence's number in the series (its appointments' `occurrence`) */
+            occurrence?: number;
+            /** @description the cancelled appointments' cancellation_reason */
+            reason: string;
+        };
+        /** SeriesConflictItem */
+        SeriesConflictItem: {
+            occurrence: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * @description who holds the time, or why the practitioner does not work then
+             * @enum {string}
+             */
+            reason: "practitioner_busy" | "patient_busy" | "outside_hours" | "time_off" | "inactive" | "unavailable";
+            /** @description the next free slots of that (registered) practitioner at that center, same duration */
+            alternatives: components["schemas"]["Slot"][];
+        };
+        /**
+         * SeriesConflictProblem
+         * @description series_conflict (every occurrence that cannot be booked or moved), idempotency_conflict or invalid_transition
+         */
+        SeriesConflictProblem: {
+            type: string;
+            title: string;
+            status: number;
+            code: string;
+            detail?: string;
+            request_id: string;
+            errors?: {
+                path: string;
+                message: string;
+            }[];
+            conflicts?: components["schemas"]["SeriesConflictItem"][];
+        };
+        /** SeriesCreate */
+        SeriesCreate: {
+            /** @description UUIDv7 */
+            patient_id: string;
+            /**
+             * @description who sees the patient (a stable id or name, compared exactly); one appointment at a time
+             * @example dra-lopez
+             */
+            practitioner: string;
+            /** @description the center of every occurrence */
+            codalmacen: string;
+            /**
+             * @description the first occurrence's local date and time in the series' zone, YYYY-MM-DDTHH:MM; an offset may follow only if it is the zone's own then
+             * @example 2027-03-22T09:30
+             */
+            start: string;
+            /**
+             * @description minutes each occurrence lasts (5 to 720)
+             * @example 30
+             */
+            duration_minutes: number;
+            /**
+             * @description RFC 5545 RRULE: FREQ=DAILY|WEEKLY|MONTHLY, INTERVAL, COUNT or UNTIL (one), BYDAY, BYMONTHDAY; at most 104 occurrences within 2 years
+             * @example FREQ=WEEKLY;BYDAY=MO;COUNT=10
+             */
+            rrule: string;
+            /** @description local dates (YYYY-MM-DD) the rule skips */
+            exdates?: string[];
+            /** @description why the patient comes */
+            reason?: string | null;
+            /** @description free text; never sent in events */
+            notes?: string | null;
+            /** @description IANA zone of start, for a practitioner with no record (a registered one's own zone is used); default Europe/Madrid */
+            time_zone?: string;
+            /** @description book the free occurrences and list the others in `skipped` (else 409 series_conflict, nothing booked) */
+            allow_partial?: boolean;
+        };
+        /** SeriesPatch */
+        SeriesPatch: {
+            /**
+             * @description this: one occurrence; following: it and the rest (a new series); all: every future one
+             * @enum {string}
+             */
+            scope: "this" | "following" | "all";
+            /** @description the occurrence's number in the series (its appointments' `occurrence`) */
+            occurrence?: number;
+            /** @description new local start time (HH:MM) in the series' zone */
+            start_time?: string;
+            /**
+             * @description minutes each occurrence lasts (5 to 720)
+             * @example 30
+             */
+            duration_minutes?: number;
+            /**
+             * @description who sees the patient (a stable id or name, compared exactly); one appointment at a time
+             * @example dra-lopez
+             */
+            practitioner?: string;
+            /** @description free text; never sent in events */
+            notes?: string | null;
+        };
+        /** SkippedOccurrence */
+        SkippedOccurrence: {
+            occurrence: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            starts_at: string;
+            /**
+             * @description why it was not booked
+             * @enum {string}
+             */
+            reason: "practitioner_busy" | "patient_busy" | "outside_hours" | "time_off" | "inactive" | "unavailable";
+        };
         /**
          * Slot
          * @example {
@@ -2880,6 +3187,149 @@ export interface components {
             /** @description the chart used, e.g. ETDRS */
             chart?: string | null;
         };
+        /** WaitlistEntry */
+        WaitlistEntry: {
+            /** @description UUIDv7 */
+            id: string;
+            /** @description UUIDv7 */
+            patient_id: string;
+            codalmacen: string;
+            /** @description null: any practitioner */
+            practitioner: string | null;
+            duration_minutes: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            earliest: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            latest: string | null;
+            /** @description weekdays the patient can come (local); default any */
+            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[] | null;
+            /** @description the slot must start in [from, to), local time */
+            times: {
+                /**
+                 * @description local HH:MM
+                 * @example 09:00
+                 */
+                from: string;
+                /**
+                 * @description local HH:MM, after from
+                 * @example 13:00
+                 */
+                to: string;
+            } | null;
+            time_zone: string;
+            priority: number;
+            /**
+             * @description how the offer is sent; default the patient's (or guardian's) usual channel
+             * @enum {string|null}
+             */
+            channel: "email" | "sms" | null;
+            notes: string | null;
+            /** @enum {string} */
+            status: "waiting" | "offered" | "booked" | "expired" | "cancelled";
+            /** @description while offered */
+            offer: {
+                /** @description the offer; also the id of the hold that keeps the slot */
+                id: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339, UTC
+                 */
+                starts_at: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339, UTC
+                 */
+                ends_at: string;
+                practitioner: string;
+                /**
+                 * Format: date-time
+                 * @description when the patient is told (after quiet hours)
+                 */
+                sends_at: string;
+                /**
+                 * Format: date-time
+                 * @description the hold ends then; unanswered, the entry expires
+                 */
+                expires_at: string;
+            } | null;
+            /** @description once booked */
+            appointment_id: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+            version: number;
+        };
+        /** WaitlistEntryCreate */
+        WaitlistEntryCreate: {
+            /** @description UUIDv7 */
+            patient_id: string;
+            /** @description the center */
+            codalmacen: string;
+            /**
+             * @description who sees the patient (a stable id or name, compared exactly); one appointment at a time
+             * @example dra-lopez
+             */
+            practitioner?: string | null;
+            duration_minutes: number;
+            /**
+             * Format: date-time
+             * @description no slot starting before this instant
+             * @example 2027-01-11T00:00:00+01:00
+             */
+            earliest?: string;
+            /**
+             * Format: date-time
+             * @description no slot starting after this instant
+             * @example 2027-02-28T00:00:00+01:00
+             */
+            latest?: string;
+            /** @description weekdays the patient can come (local); default any */
+            days?: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+            /** @description the slot must start in [from, to), local time */
+            times?: {
+                /**
+                 * @description local HH:MM
+                 * @example 09:00
+                 */
+                from: string;
+                /**
+                 * @description local HH:MM, after from
+                 * @example 13:00
+                 */
+                to: string;
+            };
+            /** @description the zone of days and times (default Europe/Madrid) */
+            time_zone?: string;
+            /**
+             * @description higher is offered first; then age
+             * @default 0
+             */
+            priority: number;
+            /**
+             * @description how the offer is sent; default the patient's (or guardian's) usual channel
+             * @enum {string}
+             */
+            channel?: "email" | "sms";
+            notes?: string | null;
+        };
+        /** WaitlistEntryList */
+        WaitlistEntryList: {
+            data: components["schemas"]["WaitlistEntry"][];
+            meta: components["schemas"]["ListMeta"];
+        };
         /**
          * WebhookAccepted
          * @description Queued: the delivery log shows each attempt
@@ -2963,7 +3413,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
+            event_types: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "appointment.series.created" | "appointment.series.updated" | "appointment.series.cancelled" | "waitlist.entry.created" | "waitlist.entry.offered" | "waitlist.entry.declined" | "waitlist.entry.booked" | "waitlist.entry.expired" | "waitlist.entry.cancelled" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -2987,7 +3437,7 @@ export interface components {
              *       "appointment.updated"
              *     ]
              */
-            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
+            event_types?: ("patient.created" | "patient.updated" | "appointment.created" | "appointment.updated" | "appointment.checked_in" | "practitioner.created" | "practitioner.updated" | "appointment.series.created" | "appointment.series.updated" | "appointment.series.cancelled" | "waitlist.entry.created" | "waitlist.entry.offered" | "waitlist.entry.declined" | "waitlist.entry.booked" | "waitlist.entry.expired" | "waitlist.entry.cancelled" | "comms.message.queued" | "comms.message.sent" | "comms.message.failed" | "comms.message.delivered" | "clinical.exam.created" | "clinical.exam.updated" | "clinical.exam.signed" | "clinical.exam.amended" | "clinical.prescription.issued" | "document.created" | "document.updated" | "document.deleted" | "consent.requested" | "consent.granted" | "consent.refused" | "consent.withdrawn" | "consent.expired" | "*")[];
             /** @description only events of this center (a token limited to centers must name one of its own) */
             codalmacen?: string | null;
             description?: string | null;
@@ -3497,6 +3947,8 @@ export interface operations {
                 codalmacen?: string;
                 /** @description UUIDv7 */
                 patient_id?: string;
+                /** @description the occurrences of a recurring series (DESIGN.md section 20) */
+                series_id?: string;
                 /**
                  * @description who sees the patient (a stable id or name, compared exactly); one appointment at a time
                  * @example dra-lopez
@@ -3603,6 +4055,10 @@ export interface operations {
                      *       "status": "scheduled",
                      *       "cancellation_reason": null,
                      *       "checked_in_at": null,
+                     *       "series_id": null,
+                     *       "occurrence": null,
+                     *       "recurrence_id": null,
+                     *       "waitlist_entry_id": null,
                      *       "created_at": "2026-11-22T17:05:12.345Z",
                      *       "updated_at": "2026-11-22T17:05:12.345Z",
                      *       "version": 1
@@ -3705,6 +4161,10 @@ export interface operations {
                      *       "status": "scheduled",
                      *       "cancellation_reason": null,
                      *       "checked_in_at": null,
+                     *       "series_id": null,
+                     *       "occurrence": null,
+                     *       "recurrence_id": null,
+                     *       "waitlist_entry_id": null,
                      *       "created_at": "2026-11-22T17:05:12.345Z",
                      *       "updated_at": "2026-11-22T17:05:12.345Z",
                      *       "version": 1
@@ -3771,6 +4231,10 @@ export interface operations {
                      *       "status": "scheduled",
                      *       "cancellation_reason": null,
                      *       "checked_in_at": null,
+                     *       "series_id": null,
+                     *       "occurrence": null,
+                     *       "recurrence_id": null,
+                     *       "waitlist_entry_id": null,
                      *       "created_at": "2026-11-22T17:05:12.345Z",
                      *       "updated_at": "2026-11-22T17:05:12.345Z",
                      *       "version": 1
@@ -3878,6 +4342,10 @@ export interface operations {
                      *       "status": "scheduled",
                      *       "cancellation_reason": null,
                      *       "checked_in_at": null,
+                     *       "series_id": null,
+                     *       "occurrence": null,
+                     *       "recurrence_id": null,
+                     *       "waitlist_entry_id": null,
                      *       "created_at": "2026-11-22T17:05:12.345Z",
                      *       "updated_at": "2026-11-22T17:05:12.345Z",
                      *       "version": 1
@@ -3904,6 +4372,300 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createSeries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                 *       "practitioner": "dra-lopez",
+                 *       "codalmacen": "ALM1",
+                 *       "start": "2027-03-22T09:30",
+                 *       "duration_minutes": 30,
+                 *       "rrule": "FREQ=WEEKLY;BYDAY=MO;COUNT=10",
+                 *       "exdates": [
+                 *         "2027-04-05"
+                 *       ],
+                 *       "reason": "rehabilitacion"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SeriesCreate"];
+            };
+        };
+        responses: {
+            /** @description The series */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description series_conflict (every occurrence that cannot be booked or moved), idempotency_conflict or invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["SeriesConflictProblem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_patient */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSeries: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    updateSeries: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description ETag of the version you read ("3", W/"3" or *); stale is 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scope": "following",
+                 *       "occurrence": 4,
+                 *       "start_time": "10:00"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SeriesPatch"];
+            };
+        };
+        responses: {
+            /** @description The series */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description series_conflict (every occurrence that cannot be booked or moved), idempotency_conflict or invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["SeriesConflictProblem"];
+                };
+            };
+            /** @description version_mismatch */
+            412: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    cancelSeries: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scope": "all",
+                 *       "reason": "alta medica"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SeriesCancel"];
+            };
+        };
+        responses: {
+            /** @description The series */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition or idempotency_conflict */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4589,6 +5351,235 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    listWaitlistEntries: {
+        parameters: {
+            query?: {
+                /** @description rows to skip (not with after) */
+                offset?: number;
+                /** @description page size */
+                limit?: number;
+                /** @description cursor from meta.next, for deep paging */
+                after?: string;
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+                status?: "waiting" | "offered" | "booked" | "expired" | "cancelled";
+                /**
+                 * @description who sees the patient (a stable id or name, compared exactly); one appointment at a time
+                 * @example dra-lopez
+                 */
+                practitioner?: string;
+                /** @description UUIDv7 */
+                patient_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The waitlist entry list */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntryList"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    createWaitlistEntry: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: {
+                /** @description the same key and body within 24 h replay the first answer */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "patient_id": "019ab2c4-1f00-7000-8000-000000000001",
+                 *       "codalmacen": "ALM1",
+                 *       "practitioner": "dra-lopez",
+                 *       "duration_minutes": 20,
+                 *       "days": [
+                 *         "mon",
+                 *         "wed"
+                 *       ],
+                 *       "times": {
+                 *         "from": "09:00",
+                 *         "to": "13:00"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WaitlistEntryCreate"];
+            };
+        };
+        responses: {
+            /** @description The waitlist entry */
+            201: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description unknown_patient */
+            422: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description upstream_unavailable (Retry-After) */
+            503: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWaitlistEntry: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The waitlist entry */
+            200: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    /** @description the version, quoted: "3" */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntry"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["UpstreamUnavailable"];
+        };
+    };
+    cancelWaitlistEntry: {
+        parameters: {
+            query?: {
+                /** @description Code of a clinic center of the company (codalmacen) */
+                codalmacen?: string;
+            };
+            header?: never;
+            path: {
+                /** @description UUIDv7 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled */
+            204: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description invalid_transition */
+            409: {
+                headers: {
+                    "X-service-Version": components["headers"]["ServiceVersion"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["UpstreamUnavailable"];

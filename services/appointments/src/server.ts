@@ -1,5 +1,6 @@
-import { runService } from '@clinic/platform'
-import { buildApp } from './app'
+import { fileClock, runService } from '@clinic/platform'
+import { buildApp, waitlistDeps } from './app'
+import { WaitlistWorker } from './waitlist-worker'
 import { loadAppointmentsConfig } from './config'
 import { APP_ROLE, SCHEMA } from './db/migrations'
 
@@ -12,10 +13,14 @@ runService(
     config: loadAppointmentsConfig,
     port: (c) => c.APPOINTMENTS_PORT,
   },
-  async (deps, config) => ({
-    app: await buildApp({
+  async (deps, config) => {
+    const full = {
       ...deps,
+      clock: fileClock(config.APPOINTMENTS_CLOCK_FILE),
       holdTtlSeconds: config.HOLD_TTL_SECONDS,
-    }),
-  }),
+      offerMinutes: config.WAITLIST_OFFER_MINUTES,
+    }
+    const worker = new WaitlistWorker({ ...waitlistDeps(full), log: deps.logger }).start()
+    return { app: await buildApp(full), stops: [() => worker.stop()] }
+  },
 )

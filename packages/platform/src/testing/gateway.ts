@@ -79,7 +79,7 @@ interface Injectable {
  */
 export function injectAs(app: Injectable, principal: Principal, signer: AssertionSigner = testSigner()) {
   return (
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
     body?: unknown,
     headers: Record<string, string> = {},

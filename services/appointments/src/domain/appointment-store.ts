@@ -55,6 +55,11 @@ export interface AppointmentTx extends TenantTx<Appointment> {
   /** Throws SlotConflict when the practitioner or the patient already holds an overlapping slot. */
   insert(id: string, fields: AppointmentFields): Promise<Appointment>
   /**
+   * Inserts appointments of one practitioner and one patient in one statement (a series' plan);
+   * throws SlotConflict when any overlaps anything, and inserts none then.
+   */
+  insertMany(rows: Array<{ id: string; fields: AppointmentFields }>): Promise<Appointment[]>
+  /**
    * Writes the given fields of `current` (read FOR UPDATE in this transaction), bumps version and
    * updated_at. Throws SlotConflict too.
    */
@@ -82,6 +87,8 @@ export interface ListFilter {
   /** null: every center; else only these. */
   centers: string[] | null
   patientId?: string
+  /** The occurrences of this series (DESIGN.md section 20). */
+  seriesId?: string
   practitioner?: string
   statuses?: AppointmentStatus[]
   /** starts_at >= from */

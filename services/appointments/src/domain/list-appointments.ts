@@ -57,6 +57,7 @@ export function listAppointments(
       ...rangeOf(input),
       centers: visibleCenters(ctx.auth, input.codalmacen),
       patientId: input.patient_id?.toLowerCase(),
+      seriesId: input.series_id?.toLowerCase(),
       practitioner: input.practitioner,
       statuses: input.status && [...new Set(input.status)],
     }),

@@ -149,7 +149,10 @@ export const Appointment = Type.Object(
     cancellation_reason: nullable(Type.String()),
     checked_in_at: nullable(Instant),
     series_id: nullable(
-      Type.String({ ...Uuid, description: 'the recurring series it is an occurrence of (DESIGN.md section 20)' }),
+      Type.String({
+        ...Uuid,
+        description: 'the recurring series it is an occurrence of (DESIGN.md section 20)',
+      }),
     ),
     occurrence: nullable(Type.Integer({ minimum: 1, description: "its number in the series' plan, from 1" })),
     recurrence_id: nullable(
@@ -201,6 +204,9 @@ export const ListAppointmentsQuery = Type.Object(
   {
     ...ListQuery,
     patient_id: Type.Optional(Uuid),
+    series_id: Type.Optional(
+      Type.String({ ...Uuid, description: 'the occurrences of a recurring series (DESIGN.md section 20)' }),
+    ),
     practitioner: Type.Optional(Practitioner),
     status: Type.Optional(
       Type.Array(statusOf(STATUSES), {

@@ -27,6 +27,10 @@ function fields(o: Partial<AppointmentFields> = {}): AppointmentFields {
     status: 'scheduled',
     cancellation_reason: null,
     checked_in_at: null,
+    series_id: null,
+    occurrence: null,
+    recurrence_id: null,
+    waitlist_entry_id: null,
     ...o,
   }
 }

@@ -23,6 +23,9 @@ class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> imple
         const now = new Date().toISOString()
         return scope.put({ id, ...fields, created_at: now, updated_at: now, version: 1 })
       },
+      insertMany: async () => {
+        throw new Error('not used by bookAppointment')
+      },
       update: async () => {
         throw new Error('not used by bookAppointment')
       },

@@ -1,4 +1,4 @@
-import { makeEvent, type CloudEvent, type Ctx, type EventData } from '@clinic/platform/core'
+import { makeEvent, type CloudEvent, type Ctx } from '@clinic/platform/core'
 
 /**
  * `comms.patient_link.viewed`: a patient link's page was shown (actor `patient-link`, from the

@@ -35,6 +35,8 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
           notes text,
           status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'ended', 'cancelled')),
           previous_series_id uuid,
+          -- The series a split (scope following) continued this one with.
+          next_series_id uuid,
           -- Occurrences not booked when the series was made, with why: [{occurrence, starts_at, reason}].
           skipped jsonb NOT NULL DEFAULT '[]',
           created_at timestamptz(3) NOT NULL DEFAULT now(),
@@ -49,6 +51,8 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
           ADD COLUMN occurrence smallint,
           ADD COLUMN recurrence_id timestamptz(3),
           ADD COLUMN waitlist_entry_id uuid,
+          -- An occurrence changed on its own (scope this): a re-plan of its series (scope all) leaves it.
+          ADD COLUMN series_exception boolean NOT NULL DEFAULT false,
           ADD CONSTRAINT appointments_series CHECK ((series_id IS NULL) = (occurrence IS NULL)
             AND (series_id IS NULL) = (recurrence_id IS NULL));
         -- One appointment per occurrence of a series: a split or a retry never books one twice.
@@ -92,6 +96,7 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
         CREATE INDEX waitlist_waiting ON waitlist_entries (idempresa, codalmacen, priority DESC, created_at, id)
           WHERE status = 'waiting';
         CREATE INDEX waitlist_by_created ON waitlist_entries (idempresa, created_at, id);
+        CREATE INDEX waitlist_latest ON waitlist_entries (latest) WHERE status = 'waiting';
 
         CREATE TABLE waitlist_offers (
           idempresa integer NOT NULL,
@@ -138,12 +143,21 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
           CHECK ((kind = 'announce') = (offer_id IS NOT NULL))
         );
         CREATE INDEX waitlist_jobs_due ON waitlist_jobs (due_at);
-        -- Expired holds of every company, for the sweep that frees them.
-        CREATE INDEX calendar_hold_expiry_any ON calendar (expires_at) WHERE kind = 'hold';
 
         -- Time that leaves the calendar while an entry waits at its center is a freed span to offer.
+        -- A hold that leaves before its offer is answered or expires was taken by the staff (released,
+        -- or turned into their booking with hold_id): the offer says so and its entry waits again.
         CREATE FUNCTION waitlist_freed() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
+          IF OLD.kind = 'hold' AND OLD.expires_at > now() THEN
+            WITH taken AS (
+              UPDATE ${schema}.waitlist_offers SET state = 'taken', answered_at = now()
+              WHERE idempresa = OLD.idempresa AND id = OLD.id AND state = 'open'
+              RETURNING entry_id
+            )
+            UPDATE ${schema}.waitlist_entries w SET status = 'waiting', version = w.version + 1, updated_at = now()
+            FROM taken WHERE w.idempresa = OLD.idempresa AND w.id = taken.entry_id AND w.status = 'offered';
+          END IF;
           IF upper(OLD.during) > now() AND EXISTS (
             SELECT 1 FROM ${schema}.waitlist_entries w
             WHERE w.idempresa = OLD.idempresa AND w.codalmacen = OLD.codalmacen AND w.status = 'waiting'
@@ -155,6 +169,21 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
         END $$;
         CREATE TRIGGER calendar_freed AFTER DELETE ON calendar
           FOR EACH ROW EXECUTE FUNCTION waitlist_freed();
+
+        -- New working hours free time too: the next 8 weeks of the practitioner at each of its centers.
+        CREATE FUNCTION waitlist_new_hours() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO ${schema}.waitlist_jobs (idempresa, kind, practitioner, codalmacen, during)
+          SELECT DISTINCT NEW.idempresa, 'freed', NEW.id, h.codalmacen,
+                 tstzrange(now(), now() + interval '56 days')
+          FROM jsonb_to_recordset(NEW.working_hours) AS h (codalmacen text)
+          WHERE EXISTS (SELECT 1 FROM ${schema}.waitlist_entries w
+                        WHERE w.idempresa = NEW.idempresa AND w.codalmacen = h.codalmacen AND w.status = 'waiting');
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER practitioner_new_hours AFTER UPDATE OF working_hours, active ON practitioners
+          FOR EACH ROW WHEN (NEW.active AND (OLD.working_hours IS DISTINCT FROM NEW.working_hours OR NOT OLD.active))
+          EXECUTE FUNCTION waitlist_new_hours();
 
         -- Cross-company on purpose (as comms' claim_reminders): the worker claims every company's
         -- due jobs with a lease; a worker that dies holding them loses none.
@@ -179,10 +208,15 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
         AS $$
           SELECT idempresa FROM ${schema}.waitlist_offers WHERE state = 'open' AND expires_at <= p_now
           UNION
-          SELECT c.idempresa FROM ${schema}.calendar c
-          WHERE c.kind = 'hold' AND c.expires_at <= p_now
-            AND EXISTS (SELECT 1 FROM ${schema}.waitlist_entries w
-                        WHERE w.idempresa = c.idempresa AND w.status = 'waiting')
+          SELECT idempresa FROM ${schema}.waitlist_entries WHERE status = 'waiting' AND latest <= p_now
+          UNION
+          -- Of the companies with an entry waiting, those with a hold past its expiry (each through
+          -- calendar_hold_expiry, the company's own range).
+          SELECT w.idempresa FROM (
+            SELECT DISTINCT idempresa FROM ${schema}.waitlist_entries WHERE status = 'waiting'
+          ) w
+          WHERE EXISTS (SELECT 1 FROM ${schema}.calendar c
+                        WHERE c.idempresa = w.idempresa AND c.kind = 'hold' AND c.expires_at <= p_now)
         $$;
         REVOKE ALL ON FUNCTION claim_waitlist_jobs(timestamptz, integer, interval),
           waitlist_lapsed_companies(timestamptz) FROM PUBLIC;

@@ -17,15 +17,14 @@ import type {
   ConflictQuery,
   ListFilter,
 } from '../../domain/appointment-store'
-import { SlotConflict } from '../../domain/errors'
 import { APPOINTMENT_KEYSETS } from '../../domain/list-appointments'
 import { Appointment, type AppointmentFields } from '../../schemas/appointment'
 import type { Hold, Slot } from '../../schemas/availability'
+import { lockCalendars, prepareClaim, translate } from './claims'
 import {
   availabilityQuery,
   conflictQuery,
   holdColumns,
-  purgeExpiredHolds,
   stretches,
   sweepExpiredHolds,
   toHold,
@@ -33,7 +32,14 @@ import {
 } from './calendar-sql'
 
 const TABLE = 'appointments'
-const INSTANTS = ['starts_at', 'ends_at', 'checked_in_at', 'recurrence_id', 'created_at', 'updated_at'] as const
+const INSTANTS = [
+  'starts_at',
+  'ends_at',
+  'checked_in_at',
+  'recurrence_id',
+  'created_at',
+  'updated_at',
+] as const
 /** Every column the API shows, in the order of the response schema (never idempresa). */
 const COLUMNS = Object.keys(Appointment.properties) as Array<keyof Appointment>
 const SELECT: string[] = [...COLUMNS]
@@ -46,62 +52,6 @@ function toAppointment(row: Row): Appointment {
   for (const c of COLUMNS) out[c] = row[c]
   for (const c of INSTANTS) out[c] = isoInstant(row[c])
   return out as Appointment
-}
-
-/** The exclusion constraints (migrations 0002 and 0005), by the holder of the slot they protect. */
-const OVERLAP_CONSTRAINTS = {
-  calendar_overlap: 'practitioner',
-  appointments_patient_overlap: 'patient',
-} as const
-
-async function translate<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work
-  } catch (err) {
-    const { code, constraint } = err as { code?: string; constraint?: string }
-    // 23P01 exclusion_violation: another active appointment overlaps (maybe one committed an
-    // instant ago by a concurrent request; the constraint waited for it).
-    if (code === '23P01' && constraint && constraint in OVERLAP_CONSTRAINTS)
-      throw new SlotConflict(OVERLAP_CONSTRAINTS[constraint as keyof typeof OVERLAP_CONSTRAINTS])
-    throw err
-  }
-}
-
-/**
- * Takes the transaction's advisory locks on the practitioner's and the patient's calendars before a
- * write that may overlap, always in the same order. Without them, concurrent inserts that collide
- * on both exclusion constraints can each wait for the other inside the index check, and PostgreSQL
- * breaks the cycle with `deadlock detected` (seen with ten bookings of one patient with ten
- * practitioners) after a second, instead of an immediate 409. The constraints still decide.
- */
-async function lockCalendars(
-  trx: Knex.Transaction,
-  companyId: number,
-  practitioner: string,
-  patientId: string | null,
-) {
-  const keys = [`appointments:${companyId}:practitioner:${practitioner}`]
-  if (patientId) keys.push(`appointments:${companyId}:patient:${patientId}`)
-  keys.sort()
-  // One statement (prepared: two texts, with and without a patient); PostgreSQL evaluates the
-  // target list left to right, so in this order.
-  const locks = keys.map(() => 'pg_advisory_xact_lock(hashtextextended(?, 0))')
-  await runPrepared(trx, `SELECT ${locks.join(', ')}`, keys)
-}
-
-/**
- * Before a claim of [starts_at, ends_at) for the practitioner (and the patient, when one): the
- * calendar locks, then the expired holds of that time go.
- */
-async function prepareClaim(
-  trx: Knex.Transaction,
-  companyId: number,
-  clock: () => Date,
-  c: { practitioner: string; patientId: string | null; starts_at: string; ends_at: string },
-) {
-  await lockCalendars(trx, companyId, c.practitioner, c.patientId)
-  // The time after the lock: a claim that waited for it sees the holds that expired meanwhile.
-  await purgeExpiredHolds(trx, companyId, { ...c, now: clock() })
 }
 
 /**
@@ -169,6 +119,11 @@ export class AppointmentsRepository
     super(knex, { name: TABLE, columns: SELECT, toRow: (row) => toAppointment(row as Row) })
   }
 
+  /** What a use case may do with appointments and the calendar in `trx` (the waitlist's repository builds on it). */
+  txOf(companyId: number, trx: Knex.Transaction): AppointmentTx {
+    return this.tx(companyId, trx)
+  }
+
   protected tx(companyId: number, trx: Knex.Transaction): AppointmentTx {
     const clock = this.clock
     const rows = () => trx(TABLE).where('idempresa', companyId)
@@ -208,6 +163,26 @@ export class AppointmentsRepository
             ends_at: changes.ends_at ?? current.ends_at,
           })
         return write(current.id, changes)
+      },
+      async insertMany(rows) {
+        const first = rows[0]?.fields
+        if (!first) return []
+        // One claim for them all (one practitioner, one patient): the locks, the expired holds of
+        // the whole stretch, then one statement; the constraints still refuse any overlap.
+        const starts = rows.map((r) => r.fields.starts_at).sort()
+        const ends = rows.map((r) => r.fields.ends_at).sort()
+        await prepareClaim(trx, companyId, clock, {
+          practitioner: first.practitioner,
+          patientId: first.patient_id,
+          starts_at: starts[0]!,
+          ends_at: ends[ends.length - 1]!,
+        })
+        const inserted = await translate(
+          trx(TABLE)
+            .insert(rows.map((r) => ({ idempresa: companyId, id: r.id, ...r.fields })))
+            .returning(SELECT),
+        )
+        return (inserted as Row[]).map(toAppointment)
       },
       checkIn: (id) => write(id, { status: 'checked_in', checked_in_at: trx.raw('now()') }),
       publish: (events) => enqueueEvents(trx, events),
@@ -267,6 +242,7 @@ function listParts(db: Knex, companyId: number, f: ListFilter) {
   if (f.centers) matching.whereIn('codalmacen', f.centers)
   if (f.statuses) matching.whereIn('status', f.statuses)
   if (f.patientId) matching.where('patient_id', f.patientId)
+  if (f.seriesId) matching.where('series_id', f.seriesId)
   if (f.practitioner !== undefined) matching.where('practitioner', f.practitioner)
   if (f.from) matching.where('starts_at', '>=', f.from)
   if (f.to) matching.where('starts_at', '<', f.to)
@@ -276,7 +252,7 @@ function listParts(db: Knex, companyId: number, f: ListFilter) {
   page.offset(f.offset).limit(f.limit)
 
   let total: Knex.QueryBuilder
-  if (f.patientId || f.practitioner !== undefined || f.from || f.to)
+  if (f.patientId || f.seriesId || f.practitioner !== undefined || f.from || f.to)
     total = matching.clone().count({ n: '*' })
   else {
     total = db('appointment_counts').where('idempresa', companyId).select(db.raw('coalesce(sum(n), 0) as n'))

@@ -25,7 +25,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const PRACTITIONER_COLUMNS = Object.keys(Practitioner.properties) as Array<keyof Practitioner>
 const APPOINTMENT_COLUMNS = Object.keys(Appointment.properties) as Array<keyof Appointment>
-const INSTANTS = new Set(['starts_at', 'ends_at', 'checked_in_at', 'recurrence_id', 'created_at', 'updated_at'])
+const INSTANTS = new Set([
+  'starts_at',
+  'ends_at',
+  'checked_in_at',
+  'recurrence_id',
+  'created_at',
+  'updated_at',
+])
 
 function toPractitioner(row: Record<string, unknown>, id = row.id): Practitioner {
   const out: Record<string, unknown> = {}
