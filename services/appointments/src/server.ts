@@ -20,7 +20,11 @@ runService(
       holdTtlSeconds: config.HOLD_TTL_SECONDS,
       offerMinutes: config.WAITLIST_OFFER_MINUTES,
     }
-    const worker = new WaitlistWorker({ ...waitlistDeps(full), log: deps.logger }).start()
+    const worker = new WaitlistWorker({
+      ...waitlistDeps(full),
+      log: deps.logger,
+      listen: { databaseUrl: config.DATABASE_URL },
+    }).start()
     return { app: await buildApp(full), stops: [() => worker.stop()] }
   },
 )

@@ -1,4 +1,4 @@
-import { JobRunner, traceOf, type Span } from '@clinic/platform'
+import { JobRunner, Listener, traceOf, type Span } from '@clinic/platform'
 import { traceOfCause, type Ctx } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import {
@@ -9,6 +9,9 @@ import {
   type OfferDeps,
 } from './domain/waitlist-offers'
 import type { WaitlistJob } from './domain/waitlist-store'
+
+/** The channel the calendar's triggers notify when they queue freed time (migration 0009). */
+export const WAITLIST_CHANNEL = 'appointments_waitlist'
 
 /** Longer than a job's transaction: a lease that runs out means the worker died. */
 const LEASE_MS = 30_000
@@ -38,8 +41,37 @@ export function waitlistCtx(companyId: number, log: Logger, cause: { traceparent
  * its own transaction), then runs the due jobs, freed spans to offer and offers to announce.
  */
 export class WaitlistWorker extends JobRunner<WaitlistJob> {
-  constructor(private readonly o: OfferDeps & { log: Logger; concurrency?: number; pollMs?: number }) {
+  private listener: Listener | null = null
+
+  constructor(
+    private readonly o: OfferDeps & {
+      log: Logger
+      concurrency?: number
+      pollMs?: number
+      /** LISTEN for freed time (the jobs run at once, not at the next poll). */
+      listen?: { databaseUrl: string }
+    },
+  ) {
     super({ name: 'waitlist', concurrency: o.concurrency ?? 4, pollMs: o.pollMs ?? 1000, log: o.log })
+  }
+
+  override start(): this {
+    if (this.o.listen)
+      this.listener = new Listener({
+        databaseUrl: this.o.listen.databaseUrl,
+        channel: WAITLIST_CHANNEL,
+        name: 'appointments-waitlist',
+        log: this.o.log,
+        retryMs: this.o.pollMs ?? 1000,
+        onNotify: () => this.wake(),
+      })
+    void this.listener?.start()
+    return super.start()
+  }
+
+  override async stop(): Promise<void> {
+    await super.stop()
+    await this.listener?.stop()
   }
 
   protected async claimJobs(limit: number) {

@@ -164,6 +164,8 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
           ) THEN
             INSERT INTO ${schema}.waitlist_jobs (idempresa, kind, practitioner, codalmacen, during)
             VALUES (OLD.idempresa, 'freed', OLD.practitioner, OLD.codalmacen, OLD.during);
+            -- The workers LISTEN: the job runs at the commit, not at the next poll.
+            PERFORM pg_notify('appointments_waitlist', '');
           END IF;
           RETURN NULL;
         END $$;
@@ -179,6 +181,7 @@ export function seriesWaitlistMigration(schema: string, appRoleName: string, ten
           FROM jsonb_to_recordset(NEW.working_hours) AS h (codalmacen text)
           WHERE EXISTS (SELECT 1 FROM ${schema}.waitlist_entries w
                         WHERE w.idempresa = NEW.idempresa AND w.codalmacen = h.codalmacen AND w.status = 'waiting');
+          PERFORM pg_notify('appointments_waitlist', '');
           RETURN NULL;
         END $$;
         CREATE TRIGGER practitioner_new_hours AFTER UPDATE OF working_hours, active ON practitioners
