@@ -147,6 +147,13 @@ function fixture(name: string, w: World, o: { slot?: { starts_at: string; ends_a
     // Clinical findings: an acuity as entered in the first notation (Snellen, metres), a diagnosis
     // code of the first system (WHO ICD-10, which has H40.1 but not ICD-10-CM's H40.11), the
     // instants of an exam and a pressure reading, and a prescription valid until a date to come.
+    // A recurring series of one occurrence, at the slot (a wall time in the practitioners' UTC);
+    // a waitlist entry's window around DAY.
+    start: o.slot?.starts_at.slice(0, 16),
+    rrule: 'FREQ=DAILY;COUNT=1',
+    occurrence: 1,
+    earliest: `${DAY}T00:00:00Z`,
+    latest: '2031-12-31T00:00:00Z',
     value: '6/9',
     code: 'H40.1',
     performed_at: `${DAY}T09:00:00Z`,
@@ -305,8 +312,14 @@ function note(token: string, op: Operation, res: Answer) {
   }
   // A message is at its patient's center, a practitioner at the centers of its hours.
   const center = r.codalmacen ?? r.working_hours?.[0]?.codalmacen ?? null
-  if (!ledger.has(collection)) ledger.set(collection, new Map())
-  ledger.get(collection)!.set(r.id, center)
+  const add = (c: string, id: string, at: string | null) => {
+    if (!ledger.has(c)) ledger.set(c, new Map())
+    ledger.get(c)!.set(id, at)
+  }
+  add(collection, r.id, center)
+  // A series books its occurrences: each an appointment A made.
+  const occurrences = (res.body as { occurrences?: Array<{ id: string; codalmacen: string }> }).occurrences
+  for (const o of occurrences ?? []) add('/appointments', o.id, o.codalmacen)
 }
 
 /**
@@ -905,8 +918,11 @@ test('a token limited to one center reaches nothing of the company’s other cen
   const probes = ops.flatMap((op) => {
     // A reference to an ALM1 record from ALM2: booked (the patient lookup checks the company), or
     // refused as unknown, or outside the hours of ALM1's practitioner; RULES pin which is which.
+    // A series of ALM1's practitioner at ALM2 is outside its hours too: a series lists that among
+    // its conflicts (409 series_conflict) where a plain booking answers 422 outside_working_hours.
+    const refusals = op.path === '/appointments/series' ? [201, 409, 422] : [201, 422]
     const own = probesOf(op, alm2, alm1, {
-      refused: { status: [201, 422], every: true },
+      refused: { status: refusals, every: true },
       listCheck: onlyAt('ALM2'),
     })
     const plain = own[0]!
