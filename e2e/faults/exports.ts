@@ -32,9 +32,16 @@ async function get(url: string, token: string) {
   }
 }
 
+interface Manifest {
+  output: Array<{ url: string }>
+  error: Array<{ url: string }>
+}
+
 export interface ExportVerdict {
   fault: string
   exported: number
+  /** The manifest's `error` files: none, whatever the fault. */
+  errors: number
   missing: number
   twice: number
 }
@@ -63,10 +70,13 @@ export async function exportThrough(
     { timeoutMs: 30_000, intervalMs: 20, what: 'the export’s first page' },
   )
   await fault()
-  let manifest: { output: Array<{ url: string }> } | undefined
+  const [before] = await fs.sql('SELECT exported, status FROM identity.fhir_exports WHERE id = $1', [id])
+  if (before.status === 'completed')
+    throw new Error(`${name}: the export had completed before the fault; the scenario proves nothing`)
+  let manifest: Manifest | undefined
   for (const deadline = Date.now() + 90_000; !manifest && Date.now() < deadline;) {
     const res = await get(status, t.token)
-    if (res.status === 200) manifest = (await res.json()) as { output: Array<{ url: string }> }
+    if (res.status === 200) manifest = (await res.json()) as Manifest
     else if (res.status === 202 || res.status === 429 || res.status >= 500)
       await pause(1000 * Math.min(5, Number(res.headers.get('retry-after') ?? 1) || 1))
     else throw new Error(`status: ${res.status} ${await res.text()}`)
@@ -84,6 +94,7 @@ export async function exportThrough(
   return {
     fault: name,
     exported: Number(row.exported),
+    errors: manifest.error.length,
     missing: expected.filter((p) => !seen.has(p)).length,
     twice: [...seen.values()].filter((n) => n > 1).length,
   }

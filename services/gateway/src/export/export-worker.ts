@@ -29,6 +29,12 @@ export interface ExportWorkerOptions {
   concurrency?: number
 }
 
+/** Statuses a page is asked again for: nothing about the export's request is wrong. */
+const RETRIED = new Set([401, 408, 409, 429])
+
+/** The service could not import the export's snapshot (its transaction is gone). */
+class SnapshotLost extends Error {}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const iso = (d: Date) => d.toISOString()
 
@@ -143,9 +149,13 @@ export class ExportWorker extends JobRunner<ExportJob> {
       const type = job.types[job.position.type]!
       const page = await this.page(job, who, type, job.position.cursor, held.id).catch((err: Error) => {
         log.warn({ err: err.message, type }, 'a page of the export could not be read; will retry')
-        return null
+        return err
       })
-      if (!page) return this.repo.release(job, this.me, 1000)
+      if (page instanceof Error) {
+        // The service could not read in the snapshot: the next run takes a new one and starts again.
+        if (page instanceof SnapshotLost) await this.letGo(job.id)
+        return this.repo.release(job, this.me, 1000)
+      }
       const at = { settled: true, snapshot: held.id }
       const next = page.next
         ? { ...at, type: job.position.type, cursor: page.next }
@@ -182,7 +192,11 @@ export class ExportWorker extends JobRunner<ExportJob> {
       `${FHIR_BASE}/${type}?${q}`,
       snapshot,
     )
-    if (res.status >= 500 || res.status === 429)
+    if (res.status === 409 && (res.body as { code?: string }).code === 'fhir_snapshot_gone')
+      throw new SnapshotLost(`${type}: the service could not read in the export's snapshot`)
+    // Passing (the database away, the service busy, an assertion that expired on the way under
+    // load): tried again. Only an answer about the request itself is the manifest's error.
+    if (RETRIED.has(res.status) || res.status >= 500)
       throw new Error(`${type}: the service answered ${res.status}`)
     if (res.status !== 200)
       return {
