@@ -70,6 +70,8 @@ async function poll(url: string, token: string, progress: string[] = []) {
 
 /** Every file of a manifest downloaded with the token, each line parsed. */
 async function download(manifest: Manifest, token: string): Promise<Exported> {
+  // A page a service would not answer is an OperationOutcome in `error`: none here.
+  expect(manifest.error).toEqual([])
   const byType = new Map<string, Resource[]>()
   const deletions: string[] = []
   let text = ''
@@ -131,6 +133,9 @@ const post = async (t: Tenant | string, path: string, body: unknown) => {
 
 let a: Tenant
 let b: Tenant
+/** Companies of their own for the snapshot and writer tests (their patients stay out of a's exports). */
+let snap: Tenant
+let written: Tenant
 const patientOf: Record<string, string> = {}
 
 async function seed(t: Tenant, center: string, practitioner: string) {
@@ -161,7 +166,12 @@ async function seed(t: Tenant, center: string, practitioner: string) {
 }
 
 beforeAll(async () => {
-  ;[a, b] = await Promise.all([makeTenant(['ALM1', 'ALM2']), makeTenant(['ALM1'])])
+  ;[a, b, snap, written] = await Promise.all([
+    makeTenant(['ALM1', 'ALM2']),
+    makeTenant(['ALM1']),
+    makeTenant(['ALM1']),
+    makeTenant(['ALM1']),
+  ])
   for (const [t, practitioner, centers] of [
     [a, 'dr-export', ['ALM1', 'ALM2']],
     [b, 'dr-export-b', ['ALM1']],
@@ -378,14 +388,15 @@ describe('exact increments', () => {
   })
 
   it('reads every page in one snapshot: a patient changed while the export runs is exported as it was', async () => {
-    const t = await makeTenant(['ALM1'])
-    // 200 patients, 40 pages of 5 (EXPORT_PAGE_SIZE in the e2e stack): pages after the first are
-    // read after the change below; the changed patient is on the last (the same instant, greatest id).
+    const t = snap
+    // 15 pages (EXPORT_PAGE_SIZE in the e2e stack): pages after the first are read after the change
+    // below; the changed patient is on the last (the same instant, greatest id).
+    const n = 15 * Number(stack().env.EXPORT_PAGE_SIZE)
     const rows = await sql<{ id: string }>(
       `INSERT INTO patients.patients (idempresa, id, codalmacen, first_name, last_name, birth_date)
        SELECT $1, gen_random_uuid(), 'ALM1', 'Snap', 'Shot' || i, date '1970-01-01' + i
-         FROM generate_series(1, 200) i RETURNING id`,
-      [t.companyId],
+         FROM generate_series(1, $2::integer) i RETURNING id`,
+      [t.companyId, n],
     )
     const last = rows
       .map((r) => r.id)
@@ -404,7 +415,7 @@ describe('exact increments', () => {
     })
     expect(patched.status).toBe(200)
     const e = await download((await poll(url, t.token)).body as Manifest, t.token)
-    expect(ids(e, 'Patient').length).toBe(200)
+    expect(ids(e, 'Patient').length).toBe(n)
     const exported = e.byType.get('Patient')!.find((r) => r.id === last) as Resource & {
       name: Array<{ family: string }>
     }
@@ -419,7 +430,7 @@ describe('exact increments', () => {
 
   it('with a writer running through three exports: each in its window, every change in the chain once, none missed', async () => {
     // A company of its own: the writer's patients would be in the other tests' exports.
-    const t = await makeTenant(['ALM1'])
+    const t = written
     const w = writer(await Promise.all([1, 2, 3, 4].map(() => tokenFor(t))))
     const chain: Exported[] = []
     let kicked = 0
