@@ -155,7 +155,7 @@ async function startStackOn(
     // Clocks the suites move (moveClock, moveGatewayClock, moveAppointmentsClock): comms' reminders
     // and links, exports, holds and waitlist offers.
     ...clockFiles(logDir),
-    EXPORT_PAGE_SIZE: '5', // exports of many pages, of small companies
+    EXPORT_PAGE_SIZE: '20', // exports of many pages, of small companies
     // The stack's own audit checkpoints, never the developer's var/ (its companies are others).
     AUDIT_CHECKPOINT_FILE: path.join(logDir, 'audit-checkpoints.jsonl'),
     PUBLIC_BASE_URL: `http://127.0.0.1:${ports.gateway}`,

@@ -244,6 +244,15 @@ describe(`new-service ${NAME} in a copy of the repository, as made and grown`, (
     const out = `${r.stdout}\n${r.stderr}${r.error ? `\n${r.error.message}` : ''}`
     return { status: r.status, out, stdout: r.stdout }
   }
+  /** `step` without blocking: independent checks run side by side (each bounded the same way). */
+  const stepAsync = (cmd: string, args: string[], timeoutMs: number) =>
+    new Promise<{ status: number | null; out: string }>((resolve) => {
+      const child = spawn(cmd, args, { cwd: copy, env, timeout: timeoutMs })
+      const out: string[] = []
+      for (const s of [child.stdout, child.stderr]) s.on('data', (d: Buffer) => out.push(d.toString()))
+      child.on('error', (err) => out.push(`\n${err.message}`))
+      child.on('close', (status) => resolve({ status, out: out.join('') }))
+    })
   const bin = (b: string) => path.join(copy, 'node_modules/.bin', b)
   const read = (f: string) => readFileSync(path.join(copy, f), 'utf8')
   /** The copy's own tests matching `patterns` (its jest config: a database and vhost of their own). */
@@ -263,7 +272,7 @@ describe(`new-service ${NAME} in a copy of the repository, as made and grown`, (
 
   it(
     'makes a service that builds, passes the deploy checks and its own tests, editing nothing by hand',
-    () => {
+    async () => {
       // --no-install: pnpm would write into the real node_modules, which the copy links to.
       const made = step('npm', ['run', '-s', 'new-service', '--', NAME, '--no-install'], 60_000)
       expect(made).toMatchObject({ status: 0 })
@@ -299,11 +308,15 @@ describe(`new-service ${NAME} in a copy of the repository, as made and grown`, (
         'rls.int.test.ts',
       ])
 
-      expect(step(bin('prettier'), ['--check', `services/${NAME}`], 60_000)).toMatchObject({ status: 0 })
-      const built = step(bin('tsc'), ['-b'], 240_000)
+      // Independent of each other: formatted, built, the deploy checks.
+      const [formatted, built, checked] = await Promise.all([
+        stepAsync(bin('prettier'), ['--check', `services/${NAME}`], 60_000),
+        stepAsync(bin('tsc'), ['-b'], 240_000),
+        stepAsync('bash', ['deploy/check.sh'], 180_000),
+      ])
+      expect(formatted).toMatchObject({ status: 0 })
       expect(built).toMatchObject({ status: 0 })
       expect(existsSync(path.join(dir, 'dist/server.js'))).toBe(true)
-      const checked = step('bash', ['deploy/check.sh'], 180_000)
       expect(checked).toMatchObject({ status: 0 })
       expect(checked.out).toContain(`ok   deploy/k8s/services/${NAME} (`)
       // The template's tests: the service contract and row-level security, on the service as made.
@@ -324,23 +337,22 @@ describe(`new-service ${NAME} in a copy of the repository, as made and grown`, (
       expect(step(bin('prettier'), ['--write', ...edited], 60_000)).toMatchObject({ status: 0 })
       // Then regenerate, build and document, as docs/adding-a-service.md says (not hand edits).
       expect(step(process.execPath, ['scripts/generate.mjs'], 60_000)).toMatchObject({ status: 0 })
-      const built = step(bin('tsc'), ['-b'], 300_000)
-      expect(built).toMatchObject({ status: 0 })
-      const documented = step(process.execPath, ['scripts/openapi.mjs'], 180_000)
-      expect(documented).toMatchObject({ status: 0 })
-      expect(documented.out).toContain(`wrote docs/openapi.json (`)
-
-      // Formatted and linted as the repository's checks want them (npm test: prettier, eslint).
+      // Formatted (npm test: prettier) and deploy-checked beside the build: the document's script
+      // builds first (tsc -b) as `npm run openapi` does. Linted after it: eslint's type-aware rules
+      // read the platform's declarations the build writes.
       const hand = ['packages/platform/src/contracts/demo-x.ts', 'services/gateway/src/scopes.ts']
-      expect(
-        step(bin('prettier'), ['--check', `services/${NAME}`, ...hand, ...edited], 60_000),
-      ).toMatchObject({
-        status: 0,
-      })
+      const [documented, formatted, checked] = await Promise.all([
+        stepAsync(process.execPath, ['scripts/openapi.mjs'], 360_000),
+        stepAsync(bin('prettier'), ['--check', `services/${NAME}`, ...hand, ...edited], 60_000),
+        stepAsync('bash', ['deploy/check.sh'], 180_000),
+      ])
+      expect(documented).toMatchObject({ status: 0 })
+      expect(documented.out).toContain('> building (tsc -b)')
+      expect(documented.out).toContain(`wrote docs/openapi.json (`)
+      expect(formatted).toMatchObject({ status: 0 })
+      expect(checked).toMatchObject({ status: 0 })
       const linted = step(bin('eslint'), [`services/${NAME}`, ...hand], 180_000)
       expect(linted).toMatchObject({ status: 0 })
-      const checked = step('bash', ['deploy/check.sh'], 180_000)
-      expect(checked).toMatchObject({ status: 0 })
 
       // Its own tests (the template's and the flags test: patients asked, the event on the broker),
       // and the gateway's route-table test on the regenerated document.
