@@ -69,10 +69,11 @@ export async function exportThrough(
       0,
     { timeoutMs: 30_000, intervalMs: 20, what: 'the export’s first page' },
   )
+  // Mid-file: a fault that came after the last page would prove nothing.
+  const [before] = await fs.sql('SELECT status FROM identity.fhir_exports WHERE id = $1', [id])
+  if (before.status !== 'in-progress')
+    throw new Error(`${name}: the export was ${before.status} before the fault; the scenario proves nothing`)
   await fault()
-  const [before] = await fs.sql('SELECT exported, status FROM identity.fhir_exports WHERE id = $1', [id])
-  if (before.status === 'completed')
-    throw new Error(`${name}: the export had completed before the fault; the scenario proves nothing`)
   let manifest: Manifest | undefined
   for (const deadline = Date.now() + 90_000; !manifest && Date.now() < deadline;) {
     const res = await get(status, t.token)

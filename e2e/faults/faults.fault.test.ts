@@ -565,7 +565,7 @@ test('comms SIGKILLed with reminders due: each sent once after restart', async (
   }
 })
 
-test('a Bulk Data export through a gateway SIGKILLed mid-file, the database cut and the broker cut: it completes, every patient once', async () => {
+test('a Bulk Data export through a gateway SIGKILLed mid-file, the database cut, the broker cut and its snapshot ended: it completes, every patient once, no error file', async () => {
   const t = await makeTenant(['ALM1'], fs.info)
   const patients = await seedPatients(fs, t.companyId, 400)
   const verdicts = [
