@@ -19,7 +19,8 @@ import {
   internalAnswers,
 } from '@clinic/platform/testing'
 import type { Knex } from 'knex'
-import { buildApp } from '../src/app'
+import { buildApp, waitlistDeps } from '../src/app'
+import { WaitlistWorker } from '../src/waitlist-worker'
 import { APP_ROLE, SCHEMA, migrations } from '../src/db/migrations'
 import type { Appointment } from '../src/schemas/appointment'
 
@@ -160,6 +161,50 @@ export function slot(overrides: Json = {}): Json {
     ends_at: new Date(start + 30 * 60_000).toISOString(),
     reason: 'revision de prueba',
     ...overrides,
+  }
+}
+
+/** comms calling the waitlist's internal offer endpoints for a patient link of company `c`. */
+export const asComms = (h: Harness, c: Company) =>
+  injectAs(
+    h.app,
+    {
+      companyId: c.principal.companyId,
+      userId: '',
+      username: 'patient-link',
+      tokenId: '',
+      companyCenters: [],
+      allowedCenters: null,
+    },
+    testSigner('comms'),
+  )
+
+/**
+ * The waitlist's worker on the harness's database (started; stop it after), with comms' send window
+ * given by `sendWindow`; `runJobs` runs every due job and lapse now, by `clock`.
+ */
+export function startWaitlistWorker(
+  h: Harness,
+  o: {
+    clock?: () => Date
+    sendWindow: (ctx: unknown, at: Date) => Promise<Date>
+    concurrency?: number
+  },
+) {
+  const deps = {
+    ...waitlistDeps({ knex: h.knex, clock: o.clock, services: {} } as never),
+    sendWindow: o.sendWindow,
+  }
+  const log = createLogger({ service: 'appointments', level: process.env.LOG_LEVEL ?? 'silent' })
+  const worker = new WaitlistWorker({ ...deps, log, pollMs: 60_000, concurrency: o.concurrency })
+  worker.start()
+  return {
+    worker,
+    async runJobs() {
+      await worker.idle()
+      worker.wake()
+      await worker.idle()
+    },
   }
 }
 

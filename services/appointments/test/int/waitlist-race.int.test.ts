@@ -1,8 +1,5 @@
-import { createLogger, uuidv7 } from '@clinic/platform'
-import { injectAs, testSigner } from '@clinic/platform/testing'
-import { waitlistDeps } from '../../src/app'
-import { WaitlistWorker } from '../../src/waitlist-worker'
-import { companyOf, slot, startApp, type Company, type Harness } from '../helpers'
+import { uuidv7 } from '@clinic/platform'
+import { asComms, companyOf, slot, startApp, startWaitlistWorker, type Harness } from '../helpers'
 
 /**
  * Race-safety of the waitlist (DESIGN.md section 20): 100 concurrent attempts on offered and free
@@ -10,42 +7,18 @@ import { companyOf, slot, startApp, type Company, type Harness } from '../helper
  * cancellations, jobs running meanwhile) end with no double booking and no entry booked twice.
  */
 let h: Harness
-let worker: WaitlistWorker
-const log = createLogger({ service: 'appointments', level: process.env.LOG_LEVEL ?? 'silent' })
+let jobs: ReturnType<typeof startWaitlistWorker>
 
 beforeAll(async () => {
   h = await startApp({ poolMax: 10 })
-  const deps = {
-    ...waitlistDeps({ knex: h.knex, services: {} } as never),
-    sendWindow: async (_c: unknown, at: Date) => at,
-  }
-  worker = new WaitlistWorker({ ...deps, log, pollMs: 60_000, concurrency: 4 })
-  worker.start()
+  jobs = startWaitlistWorker(h, { sendWindow: async (_c, at) => at, concurrency: 4 })
 })
 afterAll(async () => {
-  await worker.stop()
+  await jobs.worker.stop()
   await h.close()
 })
 
-const asComms = (c: Company) =>
-  injectAs(
-    h.app,
-    {
-      companyId: c.principal.companyId,
-      userId: '',
-      username: 'patient-link',
-      tokenId: '',
-      companyCenters: [],
-      allowedCenters: null,
-    },
-    testSigner('comms'),
-  )
-
-async function settle() {
-  await worker.idle()
-  worker.wake()
-  await worker.idle()
-}
+const settle = () => jobs.runJobs()
 
 test('100 concurrent attempts: no double booking, no entry booked twice, every offer consistent', async () => {
   const c = companyOf(h)
@@ -80,14 +53,14 @@ test('100 concurrent attempts: no double booking, no entry booked twice, every o
       case 0:
       case 1:
         attempts.push(() =>
-          asComms(c)('POST', `/internal/appointments/waitlist-offers/${offer.id}/answer`, {
+          asComms(h, c)('POST', `/internal/appointments/waitlist-offers/${offer.id}/answer`, {
             action: 'accept',
           }),
         )
         break
       case 2:
         attempts.push(() =>
-          asComms(c)('POST', `/internal/appointments/waitlist-offers/${offer.id}/answer`, {
+          asComms(h, c)('POST', `/internal/appointments/waitlist-offers/${offer.id}/answer`, {
             action: 'decline',
           }),
         )
@@ -106,7 +79,7 @@ test('100 concurrent attempts: no double booking, no entry booked twice, every o
       default:
         attempts.push(async () => {
           await c.send('PATCH', `/appointments/${a.id}`, { status: 'cancelled', cancellation_reason: 'x' })
-          worker.wake()
+          jobs.worker.wake()
         })
     }
   }

@@ -1,9 +1,14 @@
-import { createLogger, uuidv7 } from '@clinic/platform'
-import { injectAs, testSigner } from '@clinic/platform/testing'
-import { waitlistDeps } from '../../src/app'
-import type { OfferDeps } from '../../src/domain/waitlist-offers'
-import { WaitlistWorker } from '../../src/waitlist-worker'
-import { companyOf, outboxOf, slot, startApp, type Company, type Harness } from '../helpers'
+import { uuidv7 } from '@clinic/platform'
+import {
+  asComms,
+  companyOf,
+  outboxOf,
+  slot,
+  startApp,
+  startWaitlistWorker,
+  type Company,
+  type Harness,
+} from '../helpers'
 import { everyDay, localOf, newPractitioner } from './calendar-fixtures'
 
 /** The waitlist's offers (DESIGN.md section 20) on the real database, the job run by its worker. */
@@ -12,47 +17,27 @@ let offset = 0
 const clock = () => new Date(Date.now() + offset)
 /** comms' send window: at once, or (quietUntil) the end of quiet hours. */
 let quietUntil: Date | null = null
-let worker: WaitlistWorker
-const log = createLogger({ service: 'appointments', level: process.env.LOG_LEVEL ?? 'silent' })
+let jobs: ReturnType<typeof startWaitlistWorker>
 
 beforeAll(async () => {
   h = await startApp({ clock })
-  const deps: OfferDeps = {
-    ...waitlistDeps({ knex: h.knex, clock, services: {} } as never),
+  jobs = startWaitlistWorker(h, {
+    clock,
     sendWindow: async (_ctx, at) => (quietUntil && quietUntil > at ? quietUntil : at),
-  }
-  worker = new WaitlistWorker({ ...deps, log, pollMs: 60_000 })
-  worker.start()
+  })
 })
 afterAll(async () => {
-  await worker.stop()
+  await jobs.worker.stop()
   await h.close()
 })
 
 /** Runs every due job and lapse now (the clock as the test set it). */
-async function runJobs() {
-  await worker.idle()
-  worker.wake()
-  await worker.idle()
-}
+const runJobs = () => jobs.runJobs()
 
-const asComms = (c: Company) =>
-  injectAs(
-    h.app,
-    {
-      companyId: c.principal.companyId,
-      userId: '',
-      username: 'patient-link',
-      tokenId: '',
-      companyCenters: [],
-      allowedCenters: null,
-    },
-    testSigner('comms'),
-  )
 const answer = (c: Company, offerId: string, action: 'accept' | 'decline') =>
-  asComms(c)('POST', `/internal/appointments/waitlist-offers/${offerId}/answer`, { action })
+  asComms(h, c)('POST', `/internal/appointments/waitlist-offers/${offerId}/answer`, { action })
 const readOffer = (c: Company, offerId: string) =>
-  asComms(c)('GET', `/internal/appointments/waitlist-offers/${offerId}`)
+  asComms(h, c)('GET', `/internal/appointments/waitlist-offers/${offerId}`)
 
 async function entry(c: Company, body: Record<string, unknown>) {
   const res = await c.send('POST', '/appointments/waitlist', {
