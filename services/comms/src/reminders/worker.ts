@@ -12,6 +12,7 @@ import { REMINDED_STATUSES } from './plan'
 import type { ClaimedReminder, ReminderStore } from './reminder-store'
 import { reminderText, type ReminderText } from './reminder-text'
 import { systemCtx } from '../domain/system-ctx'
+import type { QueueSystemMessage } from '../system-queue'
 
 /** What the worker hands to the send path: the message of one reminder, addressed and rendered. */
 export interface ReminderMessage {
@@ -21,16 +22,8 @@ export interface ReminderMessage {
   text: ReminderText
 }
 
-/**
- * Queues a reminder's message in the reminder's transaction `trx` (consent, limits and the
- * `comms.message.queued` event as for any message): its id and whether it was suppressed. Throws
- * the send path's AppError when a limit refuses it (`retryAfterSeconds` when a later try may pass).
- */
-export type QueueReminderMessage = (
-  trx: Knex.Transaction,
-  ctx: Ctx,
-  m: ReminderMessage,
-) => Promise<{ id: string; suppressed: boolean }>
+/** Queues a reminder's message in the reminder's transaction (QueueSystemMessage). */
+export type QueueReminderMessage = QueueSystemMessage<ReminderMessage>
 
 export interface ReminderWorkerOptions {
   knex: Knex
