@@ -68,6 +68,8 @@ export interface AppointmentTx extends TenantTx<Appointment> {
   checkIn(id: string): Promise<Appointment>
   /** Whether a registered practitioner works then: null when the practitioner is not registered. */
   workingCheck(span: Span): Promise<NotWorking | 'ok' | null>
+  /** A registered practitioner's time zone; null when `practitioner` is free text (not registered). */
+  practitionerZone(practitioner: string): Promise<string | null>
   /**
    * Takes the transaction's locks on the practitioner's and the patient's calendars (in the one
    * order every claim takes them; again is harmless). Before reading a hold to convert: a claim

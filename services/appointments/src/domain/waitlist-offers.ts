@@ -47,9 +47,7 @@ export async function offerFreedTime(
       from: from.toISOString(),
       to: job.to,
     }
-    const registered =
-      (await tx.workingCheck({ ...span, center: job.codalmacen, starts_at: span.from, ends_at: span.to })) !==
-      null
+    const registered = (await tx.practitionerZone(job.practitioner)) !== null
     const taken: Slot[] = []
     const tried: string[] = []
     while (tried.length < MAX_ENTRIES) {

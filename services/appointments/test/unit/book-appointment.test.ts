@@ -34,6 +34,7 @@ class FakeAppointments extends FakeTenantStore<AppointmentTx, Appointment> imple
       },
       // Free-text practitioners: no record, no hours to check, no holds.
       workingCheck: async () => null,
+      practitionerZone: async () => null,
       lockCalendars: async () => {},
       findHold: async () => null,
       releaseHold: async () => false,

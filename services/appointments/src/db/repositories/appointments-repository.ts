@@ -30,6 +30,7 @@ import {
   toHold,
   workingCheck,
 } from './calendar-sql'
+import { practitionerZoneQuery } from './practitioners-repository'
 
 const TABLE = 'appointments'
 const INSTANTS = [
@@ -63,6 +64,10 @@ function calendarTx(trx: Knex.Transaction, companyId: number, clock: () => Date)
   const columns = holdColumns(trx)
   return {
     workingCheck: (s: Span) => workingCheck(trx, companyId, s),
+    async practitionerZone(practitioner: string) {
+      const [row] = await practitionerZoneQuery(trx, companyId, practitioner)
+      return (row?.time_zone as string | undefined) ?? null
+    },
     async findHold(id: string) {
       const live = holds().where('id', id).where('expires_at', '>', clock())
       const [row] = await runPreparedQuery<Record<string, unknown>>(trx, live.select(columns).forUpdate())

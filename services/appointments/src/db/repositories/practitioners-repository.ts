@@ -36,6 +36,10 @@ const stored = (f: Partial<PractitionerFields>) =>
   f.working_hours === undefined ? f : { ...f, working_hours: JSON.stringify(f.working_hours) }
 
 /** The practitioners and their time off (migration 0005), one company per statement. */
+/** A registered practitioner's time zone (none: free text), in a transaction or a companyRead. */
+export const practitionerZoneQuery = (db: Knex | Knex.Transaction, companyId: number, practitioner: string) =>
+  db('practitioners').where({ idempresa: companyId, id: practitioner }).select('time_zone')
+
 export class PractitionersRepository
   extends TenantRepository<PractitionerTx, Practitioner>
   implements PractitionerStore

@@ -7,6 +7,7 @@ import type { SkippedOccurrence } from '../../schemas/series'
 import type { ConflictQuery } from '../../domain/appointment-store'
 import type { AppointmentsRepository } from './appointments-repository'
 import { conflictQuery } from './calendar-sql'
+import { practitionerZoneQuery } from './practitioners-repository'
 
 const TABLE = 'series'
 /** The series' columns as the domain reads them (never idempresa). */
@@ -171,7 +172,7 @@ export class SeriesRepository extends TenantRepository<SeriesTx, SeriesRow> impl
 
   /** One round trip (companyRead). */
   async practitionerZone(companyId: number, practitioner: string): Promise<string | null> {
-    const q = this.knex('practitioners').where({ idempresa: companyId, id: practitioner }).select('time_zone')
+    const q = practitionerZoneQuery(this.knex, companyId, practitioner)
     const [row] = await companyRead<{ time_zone: string }>(this.knex, companyId, q)
     return row?.time_zone ?? null
   }
