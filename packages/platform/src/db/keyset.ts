@@ -30,7 +30,7 @@ export function applyKeyset<K extends string>(
  */
 export function keysetPageParts<K extends string>(
   matching: Knex.QueryBuilder,
-  columns: readonly string[],
+  columns: ReadonlyArray<string | Knex.Raw>,
   ks: KeysetDef<K>,
   f: { offset: number; limit: number; after?: KeysetAfter<K> },
 ): { page: Knex.QueryBuilder; total: Knex.QueryBuilder; orderBy: string } {

@@ -1,5 +1,5 @@
 import { NotFound } from '@clinic/platform/core'
-import { TenantRepository, applyKeyset, companyRead } from '@clinic/platform/db'
+import { TenantRepository, companyRead, keysetPageParts } from '@clinic/platform/db'
 import type { Knex } from 'knex'
 import type {
   EntryFilter,
@@ -50,10 +50,7 @@ export class WaitlistRepository extends TenantRepository<WaitlistTx, WaitlistEnt
     if (f.status) matching.where('w.status', f.status)
     if (f.practitioner !== undefined) matching.where('w.practitioner', f.practitioner)
     if (f.patientId) matching.where('w.patient_id', f.patientId)
-    const page = matching.clone().select(entrySelect(this.knex))
-    const orderBy = applyKeyset(page, WAITLIST_KEYSET, f.after)
-    page.offset(f.offset).limit(f.limit)
-    return this.page(companyId, { page, total: matching.clone().count({ n: '*' }), orderBy })
+    return this.page(companyId, keysetPageParts(matching, entrySelect(this.knex), WAITLIST_KEYSET, f))
   }
 
   async claimJobs(now: Date, limit: number, leaseMs: number): Promise<WaitlistJob[]> {
