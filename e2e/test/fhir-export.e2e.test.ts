@@ -561,6 +561,30 @@ describe('tenancy', () => {
 })
 
 describe('the export’s life', () => {
+  it('a failed export (EXPORT_MAX_FAILURES runs in a row) answers 500 export_failed as an OperationOutcome with its reason, and another may start', async () => {
+    const k = await kickoff(b.token, '/$export', { query: '_type=Patient' })
+    const url = k.headers.get('content-location')!
+    await poll(url, b.token)
+    // As the job leaves an export that failed (services/gateway export-worker int test).
+    await sql(
+      `UPDATE identity.fhir_exports SET status = 'failed', error = 'Patient: the service answered 503'
+        WHERE id = $1`,
+      [url.split('/').at(-1)],
+    )
+    const res = await fetch(url, { headers: { 'x-service-token': b.token } })
+    const body = (await res.json()) as { resourceType: string; issue: Array<{ diagnostics?: string }> }
+    expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({
+      status: 500,
+      type: expect.stringMatching(/^application\/fhir\+json/),
+    })
+    expect(body.resourceType).toBe('OperationOutcome')
+    expect(JSON.stringify(body)).toContain('export_failed')
+    expect(JSON.stringify(body)).toContain('Patient: the service answered 503')
+    const next = await kickoff(b.token, '/$export', { query: '_type=Patient' })
+    expect(next.status).toBe(202)
+    expect((await poll(next.headers.get('content-location')!, b.token)).status).toBe(200)
+  })
+
   it('is one at a time per company (429), cancelled by DELETE (then 404), and gone after retention', async () => {
     const held = await openTransaction('SELECT txid_current()', [])
     try {

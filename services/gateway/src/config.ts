@@ -53,6 +53,11 @@ export const configSpec = {
   /** How long an export stays with a gateway that writes nothing: a killed one's is taken up after it. */
   EXPORT_LEASE_SECONDS: v.int({ default: '15', min: 2, max: 600 }),
   /**
+   * Runs in a row without a page written (each retried after 1 s, doubled, at most a minute: 20 is
+   * about 15 minutes) before an export fails (500 export_failed) instead of being retried forever.
+   */
+  EXPORT_MAX_FAILURES: v.int({ default: '20', min: 1, max: 1000 }),
+  /**
    * Demos and tests only: a file holding an offset (e.g. `+25h`) added to the system clock for the
    * retention of exports. Refused with NODE_ENV=production.
    */

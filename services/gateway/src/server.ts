@@ -41,6 +41,7 @@ runService(
       clock,
       retentionHours: config.EXPORT_RETENTION_HOURS,
       pageSize: config.EXPORT_PAGE_SIZE,
+      maxFailures: config.EXPORT_MAX_FAILURES,
     })
     const app = await buildApp({
       ...deps,

@@ -13,7 +13,7 @@ import {
   type NewExport,
 } from '../export/export-store'
 
-import { SNAPSHOT_APPLICATION, holdSnapshot } from './export-snapshot'
+import { holdSnapshot, settledBefore } from './export-snapshot'
 
 const JOB_COLUMNS = [
   'id',
@@ -32,6 +32,7 @@ const JOB_COLUMNS = [
   'position',
   'checkpoint',
   'exported',
+  'failures',
   'error',
   'created_at',
   'completed_at',
@@ -156,6 +157,7 @@ export class ExportRepository implements ExportStore {
           exported: trx.raw('exported + ?', [exported]),
           lease_until: trx.raw('now() + make_interval(secs => ?)', [this.leaseSeconds]),
           not_before: null,
+          failures: 0,
         })
       if (moved === 0) return null
       if (files.length) await trx('fhir_export_files').insert(files.map((f) => ({ export_id: job.id, ...f })))
@@ -166,6 +168,8 @@ export class ExportRepository implements ExportStore {
           .update({ count: trx.raw('count + ?', [lines]) })
       job.checkpoint += 1
       job.position = position
+      job.exported = String(Number(job.exported) + exported)
+      job.failures = 0
       return position
     })
   }
@@ -195,6 +199,31 @@ export class ExportRepository implements ExportStore {
       })
   }
 
+  async failedRun(
+    job: ExportJob,
+    me: string,
+    reason: string,
+    o: { limit: number; retryMs: number },
+  ): Promise<'retried' | 'failed' | null> {
+    // In SET, `failures` is the value before this run's.
+    const { rows } = await this.knex.raw<{ rows: Array<{ status: string; failures: number }> }>(
+      `UPDATE fhir_exports
+          SET failures = failures + 1,
+              status = CASE WHEN failures + 1 >= :limit THEN 'failed' ELSE status END,
+              error = CASE WHEN failures + 1 >= :limit THEN :reason ELSE error END,
+              completed_at = CASE WHEN failures + 1 >= :limit THEN now() END,
+              leased_by = NULL, lease_until = NULL,
+              not_before = now() + make_interval(secs => least(60, :base * 2 ^ failures))
+        WHERE id = :id AND leased_by = :me AND status = 'in-progress'
+        RETURNING status, failures`,
+      { limit: o.limit, reason, base: o.retryMs / 1000, id: job.id, me },
+    )
+    const [row] = rows
+    if (!row) return null
+    job.failures = row.failures
+    return row.status === 'failed' ? 'failed' : 'retried'
+  }
+
   async files(id: string): Promise<ExportFile[]> {
     return (await this.knex('fhir_export_files')
       .where({ export_id: id })
@@ -221,25 +250,8 @@ export class ExportRepository implements ExportStore {
       .delete()
   }
 
-  /**
-   * Whether every transaction of this database that began before `until` has ended (this session's
-   * aside), and the database's clock is past `until`: a row last updated before `until` is then
-   * visible, or never will be. Needs pg_read_all_stats (migration 0007): without it another
-   * role's xact_start reads as null and the answer would be a guess, so that is an error.
-   */
-  async settled(until: Date): Promise<boolean> {
-    const { rows } = await this.knex.raw(
-      `SELECT pg_has_role('pg_read_all_stats', 'USAGE') AS may_see,
-              clock_timestamp() >= ?::timestamptz AS passed,
-              (SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid()
-                  AND application_name <> ? AND xact_start < ?::timestamptz)::int AS open`,
-      [until, SNAPSHOT_APPLICATION, until],
-    )
-    const r = rows[0] as { may_see: boolean; passed: boolean; open: number }
-    if (!r.may_see)
-      throw new Error('the gateway role cannot read pg_stat_activity (pg_read_all_stats): migrate')
-    return r.passed && r.open === 0
+  settled(until: Date): Promise<boolean> {
+    return settledBefore(this.knex, until)
   }
 
   async restart(job: ExportJob, me: string): Promise<boolean> {

@@ -55,6 +55,27 @@ export async function holdSnapshot(knex: Knex): Promise<HeldSnapshot> {
   }
 }
 
+/**
+ * Whether every transaction of this database that began before `until` has ended (this session's
+ * aside), and the database's clock is past `until`: a row last updated before `until` is then
+ * visible, or never will be. Needs pg_read_all_stats (migration 0007): without it another
+ * role's xact_start reads as null and the answer would be a guess, so that is an error.
+ */
+export async function settledBefore(knex: Knex, until: Date): Promise<boolean> {
+  const { rows } = await knex.raw(
+    `SELECT pg_has_role('pg_read_all_stats', 'USAGE') AS may_see,
+            clock_timestamp() >= ?::timestamptz AS passed,
+            (SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND pid <> pg_backend_pid()
+                AND application_name <> ? AND xact_start < ?::timestamptz)::int AS open`,
+    [until, SNAPSHOT_APPLICATION, until],
+  )
+  const r = rows[0] as { may_see: boolean; passed: boolean; open: number }
+  if (!r.may_see)
+    throw new Error('the gateway role cannot read pg_stat_activity (pg_read_all_stats): migrate')
+  return r.passed && r.open === 0
+}
+
 /** The driver's connection knex pools (pg.Client). */
 interface PgConnection {
   query(text: string): Promise<{ rows: Array<Record<string, unknown>> }>

@@ -44,6 +44,8 @@ export interface ExportJob {
   position: ExportPosition
   checkpoint: number
   exported: string
+  /** Runs in a row that failed (a page not read, the database away); a page written resets it. */
+  failures: number
   error: string | null
   created_at: Date
   completed_at: Date | null
@@ -109,6 +111,17 @@ export interface ExportStore {
   ): Promise<ExportPosition | null>
   finish(job: ExportJob, me: string, error?: string | null): Promise<boolean>
   release(job: ExportJob, me: string, afterMs: number): Promise<void>
+  /**
+   * A run that failed with `reason`, if the job is still `me`'s: given back for later (`retryMs`
+   * doubled with each failure in a row, at most a minute), or, at the `limit`-th failure in a row,
+   * ended as failed with `reason`. Which, or null (not `me`'s any more).
+   */
+  failedRun(
+    job: ExportJob,
+    me: string,
+    reason: string,
+    o: { limit: number; retryMs: number },
+  ): Promise<'retried' | 'failed' | null>
   files(id: string): Promise<ExportFile[]>
   chunks(id: string, seq: number): AsyncGenerator<Buffer>
   purge(before: Date): Promise<number>

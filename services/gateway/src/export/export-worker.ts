@@ -27,6 +27,10 @@ export interface ExportWorkerOptions {
   pollMs?: number
   /** Exports run at once by this process (default 1). */
   concurrency?: number
+  /** Runs in a row that may fail before the export does (EXPORT_MAX_FAILURES; default 20). */
+  maxFailures?: number
+  /** The wait after a first failed run, doubled with each in a row up to a minute (default 1000 ms). */
+  retryMs?: number
 }
 
 /** Statuses a page is asked again for: nothing about the export's request is wrong. */
@@ -86,13 +90,25 @@ export class ExportWorker extends JobRunner<ExportJob> {
     try {
       await this.run(job, span)
     } catch (err) {
-      // The database away, or a privilege missing (settled()): given back for a second later, not
-      // claimed again at once.
+      // The database away, or a privilege missing (settled()): given back for later, not claimed
+      // again at once. What the client reads says no more than that (the log has the error).
       this.o.log.error({ err, export_id: job.id }, 'a run of a fhir export failed; will retry')
-      await this.repo.release(job, this.me, 1000).catch(() => undefined)
+      await this.failedRun(job, 'the export could not run (the gateway logged why)').catch(() => undefined)
     } finally {
       this.running.delete(job.id)
     }
+  }
+
+  /** Gives a failed run's export back for later, or ends it failed after too many in a row. */
+  private async failedRun(job: ExportJob, reason: string) {
+    const limit = this.o.maxFailures ?? 20
+    const outcome = await this.repo.failedRun(job, this.me, reason, {
+      limit,
+      retryMs: this.o.retryMs ?? 1000,
+    })
+    if (outcome !== 'failed') return
+    this.o.log.error({ export_id: job.id, failures: job.failures, reason }, 'fhir export failed')
+    await this.letGo(job.id)
   }
 
   /** Removes exports past retention, once a minute at most. */
@@ -154,7 +170,7 @@ export class ExportWorker extends JobRunner<ExportJob> {
       if (page instanceof Error) {
         // The service could not read in the snapshot: the next run takes a new one and starts again.
         if (page instanceof SnapshotLost) await this.letGo(job.id)
-        return this.repo.release(job, this.me, 1000)
+        return this.failedRun(job, page.message)
       }
       const at = { settled: true, snapshot: held.id }
       const next = page.next

@@ -201,4 +201,12 @@ export const migrations: Migration[] = [
       `)
     },
   },
+  {
+    // An export's runs that failed in a row (a page the service would not answer, the database
+    // away): retried with a growing wait, and failed at EXPORT_MAX_FAILURES instead of forever.
+    name: '0008_fhir_export_failures',
+    async up(knex) {
+      await knex.raw(`ALTER TABLE fhir_exports ADD COLUMN failures integer NOT NULL DEFAULT 0`)
+    },
+  },
 ]
