@@ -11,6 +11,8 @@ declare module 'fastify' {
     accessNote?: Record<string, unknown>
     /** When it arrived, on the access log's clock (ms). */
     arrivedAt: number
+    /** When its answer was ready to send (onSend), on the same clock; 0 before. */
+    answeredAt: number
   }
   interface FastifyContextConfig {
     /** A probe, polled every few seconds: its access line is at debug. */
@@ -37,18 +39,27 @@ function waitAsked(req: FastifyRequest): number {
  * refused request, the problem's code; `request_id` comes with the request's logger. The path's
  * parameters and the query string stay out (a query can hold a patient's name); the route does not.
  * Probes (`config.probe`) log at debug; a long poll (`config.longPoll`) is slow only past its wait.
+ * Slow is the server's time to its answer: a streamed body (a file download) that the client takes
+ * long to read is not slow; its line has `answer_ms` beside the whole `ms`.
  * `clock` (monotonic ms, `performance.now` unless a test moves its own) times the request.
  */
 export function requestLog(app: FastifyInstance, clock: () => number = () => performance.now()) {
   app.decorateRequest('accessNote', undefined)
   app.decorateRequest('arrivedAt', 0)
+  app.decorateRequest('answeredAt', 0)
   app.addHook('onRequest', (req, _reply, done) => {
     req.arrivedAt = clock()
     done()
   })
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    req.answeredAt = clock()
+    done(null, payload)
+  })
   app.addHook('onResponse', (req, reply, done) => {
-    const ms = clock() - req.arrivedAt
-    const slow = ms >= SLOW_REQUEST_MS + waitAsked(req)
+    const now = clock()
+    const ms = now - req.arrivedAt
+    const answerMs = (req.answeredAt || now) - req.arrivedAt
+    const slow = answerMs >= SLOW_REQUEST_MS + waitAsked(req)
     const config = routeConfig(req)
     const level = slow ? 'warn' : config.probe ? 'debug' : 'info'
     req.log[level](
@@ -57,6 +68,7 @@ export function requestLog(app: FastifyInstance, clock: () => number = () => per
         route: config.url ?? null,
         status: reply.statusCode,
         ms: Math.round(ms * 10) / 10,
+        ...(ms - answerMs >= 1 ? { answer_ms: Math.round(answerMs * 10) / 10 } : {}),
         ...(reply.problemCode ? { code: reply.problemCode } : {}),
         ...req.accessNote,
       },

@@ -1,4 +1,4 @@
-import { Writable } from 'node:stream'
+import { Readable, Writable } from 'node:stream'
 import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { NotImplemented, createLogger, fastifyOptions, http } from '@clinic/platform'
@@ -30,10 +30,24 @@ async function requestLines(level: 'info' | 'debug', slowMs = 0) {
     now += slowMs
     return { ok: true }
   })
+  // A download the client takes long to read: the answer is at once, the body comes slowly.
+  app.get('/download', async (_req, reply) => {
+    let sent = false
+    const body = new Readable({
+      read() {
+        if (sent) return this.push(null)
+        now += slowMs
+        sent = true
+        this.push('bytes')
+      },
+    })
+    return reply.type('application/octet-stream').send(body)
+  })
   for (const url of ['/health/live', '/health/ready', '/metrics', '/things']) await app.inject({ url })
   await app.inject({ method: 'POST', url: '/refused', payload: { n: 'x' } })
   await app.inject({ url: '/planned' })
-  if (slowMs) for (const url of ['/slow', '/poll?wait=2', '/poll?wait=0']) await app.inject({ url })
+  if (slowMs)
+    for (const url of ['/slow', '/poll?wait=2', '/poll?wait=0', '/download']) await app.inject({ url })
   await app.close()
   return lines.map((l) => JSON.parse(l) as Line & Record<string, unknown>)
 }
@@ -86,6 +100,10 @@ describe('request logs: one access line per request', () => {
     expect(lines.filter((l) => l.route === '/poll').map((l) => [l.msg, l.level])).toEqual([
       ['request', 30],
       ['slow request', 40],
+    ])
+    // A download read slowly is not a slow answer: its line has both times.
+    expect(lines.filter((l) => l.route === '/download')).toEqual([
+      expect.objectContaining({ msg: 'request', level: 30, ms: 1050, answer_ms: 0 }),
     ])
   })
 })
