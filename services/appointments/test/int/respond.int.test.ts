@@ -1,5 +1,4 @@
-import { injectAs, testSigner } from '@clinic/platform/testing'
-import { companyOf, outboxOf, startApp, type Company, type Harness } from '../helpers'
+import { asComms, companyOf, outboxOf, startApp, type Company, type Harness } from '../helpers'
 
 let h: Harness
 beforeAll(async () => {
@@ -7,20 +6,8 @@ beforeAll(async () => {
 })
 afterAll(() => h.close())
 
-/** The principal comms calls with for a patient link: the token's company, no user, no token. */
-const patientLink = (c: Company) =>
-  injectAs(
-    h.app,
-    {
-      companyId: c.principal.companyId,
-      userId: '',
-      username: 'patient-link',
-      tokenId: '',
-      companyCenters: [],
-      allowedCenters: null,
-    },
-    testSigner('comms'),
-  )
+/** comms calling for a patient link: the token's company, no user, no token. */
+const patientLink = (c: Company) => asComms(h, c)
 const respond = (c: Company, id: string, body: unknown) =>
   patientLink(c)('POST', `/internal/appointments/${id}/respond`, body)
 const eventsOf = async (c: Company, id: string) =>

@@ -98,7 +98,14 @@ async function exportOnce() {
   }
 }
 
-const patientFile = [{ kind: 'output', type: 'Patient', count: 1 }]
+/** A completed export of the stand-in's one patient. */
+const onePatient = {
+  status: 'completed',
+  error: null,
+  failures: 0,
+  exported: 1,
+  files: [{ kind: 'output', type: 'Patient', count: 1 }],
+}
 
 test('an answer that may pass (503, 429, 401, 408) is asked again, and the export completes with nothing lost', async () => {
   // Fewer failures in a row than the limit each time; a page written resets the count.
@@ -107,13 +114,7 @@ test('an answer that may pass (503, 429, 401, 408) is asked again, and the expor
     [401, 408],
   ]) {
     answers = statuses.map((status) => ({ status, body: { code: 'busy' } }))
-    expect(await exportOnce()).toEqual({
-      status: 'completed',
-      error: null,
-      failures: 0,
-      exported: 1,
-      files: patientFile,
-    })
+    expect(await exportOnce()).toEqual(onePatient)
     expect(answers).toEqual([])
   }
 })
@@ -121,13 +122,7 @@ test('an answer that may pass (503, 429, 401, 408) is asked again, and the expor
 test("a service that lost the export's snapshot (409 fhir_snapshot_gone): a new snapshot, no error line", async () => {
   snapshotsAsked.length = 0
   answers = [{ status: 409, body: { code: 'fhir_snapshot_gone' } }]
-  expect(await exportOnce()).toEqual({
-    status: 'completed',
-    error: null,
-    failures: 0,
-    exported: 1,
-    files: patientFile,
-  })
+  expect(await exportOnce()).toEqual(onePatient)
   expect(snapshotsAsked).toHaveLength(2)
   expect(new Set(snapshotsAsked).size).toBe(2)
 })
