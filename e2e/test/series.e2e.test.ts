@@ -1,4 +1,5 @@
-import { call, makeTenant, tokenFor, type Tenant } from '../src/client'
+import { waitFor } from '@clinic/platform/testing'
+import { SETTLE_MS, call, makeTenant, tokenFor, type Tenant } from '../src/client'
 
 /**
  * Recurring series through the gateway (DESIGN.md section 20): booking with a conflict (409
@@ -54,6 +55,8 @@ beforeAll(async () => {
       end: '14:00',
     })),
   })
+  // Reminders on: each occurrence's booking event schedules its own (comms, through the broker).
+  await ok('PUT', '/comms/reminder-policy', { enabled: true, offsets: ['P1D', 'PT2H'] })
 })
 
 describe('recurring series through the gateway', () => {
@@ -104,6 +107,20 @@ describe('recurring series through the gateway', () => {
     expect(booked.skipped).toEqual([
       { occurrence: 2, starts_at: '2031-09-08T08:00:00.000Z', reason: 'practitioner_busy' },
     ])
+    // Each occurrence is an ordinary appointment to comms: its reminders, a day and two hours before.
+    for (const o of booked.occurrences as Array<{ id: string; starts_at: string }>) {
+      const reminders = await waitFor(
+        async () => {
+          const r = await ok('GET', `/comms/reminders?appointment_id=${o.id}`)
+          return r.data.length === 2 ? (r.data as Array<{ offset: string; due_at: string }>) : null
+        },
+        { timeoutMs: SETTLE_MS, what: `the reminders of occurrence ${o.id}` },
+      )
+      expect(reminders.map((r) => [r.offset, Date.parse(o.starts_at) - Date.parse(r.due_at)])).toEqual([
+        ['P1D', 86_400_000],
+        ['PT2H', 7_200_000],
+      ])
+    }
 
     const read = await call('GET', `/appointments/series/${booked.id}`, { token: a.token })
     expect([read.status, read.headers.get('etag')]).toEqual([200, '"1"'])
