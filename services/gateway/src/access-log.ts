@@ -9,7 +9,7 @@ import {
   type TraceHeaders,
 } from '@clinic/platform'
 import { writeAccessBatch } from './db/access-outbox'
-import { FHIR_TYPES, RESOURCE_TYPES } from './families'
+import { FHIR_TYPES, RESOURCE_TYPES, isExportPath } from './families'
 
 /**
  * `/api/3/patients/<id>/...` -> { resource_type: 'patient', resource_id: '<id>' }; under the FHIR base
@@ -20,7 +20,7 @@ export function resourceOf(path: string): { resource_type: string | null; resour
   const parts = path.replace(/^\/api(\/3|\/v\d+)?\//, '').split('/')
   if (parts[0] === 'fhir' && parts[1] === 'R4') {
     // Bulk Data: a kick-off at any level, an export's status and its files.
-    if (parts[2] === '$export' || parts.at(-1) === '$export')
+    if (isExportPath(parts))
       return {
         resource_type: 'fhir_export',
         resource_id: parts[2] === '$export' && isUuid(parts[3] ?? '') ? parts[3]! : null,

@@ -115,6 +115,17 @@ export const DECLARED_SCOPES = {
 /** Upstream base URL per service name (patients -> http://127.0.0.1:8081). */
 export type Upstreams = Record<string, string>
 
+/**
+ * A Bulk Data export's path, from the API base's segments (`fhir`, `R4`, ...): a kick-off at any
+ * level (`$export`, `Patient/$export`, `Group/<id>/$export`), an export's status and its files
+ * (`$export/<id>[/<n>.ndjson]`). What needs `fhir:export` (scopes.ts) and is on the trail as
+ * `fhir_export` (access-log.ts).
+ */
+export const isExportPath = (segments: ReadonlyArray<string | null>) =>
+  segments[0] === 'fhir' &&
+  segments[1] === 'R4' &&
+  (segments[2] === '$export' || (segments.length <= 5 && segments.at(-1) === '$export'))
+
 /** Path family -> resource type, routed and planned. */
 export const RESOURCE_TYPES: ReadonlyMap<string, string> = new Map(
   [...ROUTED, ...PLANNED].map((f) => [f.family, f.resourceType]),

@@ -1,5 +1,5 @@
 import { BASES } from './bases'
-import { DECLARED_SCOPES, FHIR_BASE, FHIR_TYPES, ROUTED } from './families'
+import { DECLARED_SCOPES, FHIR_BASE, FHIR_TYPES, ROUTED, isExportPath } from './families'
 
 /**
  * The token scopes of DESIGN.md section 13, as packages/platform/services.json declares them (each
@@ -221,12 +221,7 @@ export function scopesNeeded(method: string, url: string): readonly Scope[] {
   if (!path) return []
   // Bulk Data export (kick-off at any level, status, files): `fhir:export`, which only a token naming
   // it has; the kick-off then checks each type's read scope (export/kickoff.ts).
-  if (
-    path.sent[0] === 'fhir' &&
-    path.sent[1] === 'R4' &&
-    (path.decoded[2] === '$export' || (path.decoded.length <= 5 && path.decoded.at(-1) === '$export'))
-  )
-    return ['fhir:export']
+  if (isExportPath(path.decoded)) return ['fhir:export']
   // A FHIR resource type (services.json `fhir`): the scope that reads it, whatever is below it.
   if (path.sent[0] === 'fhir' && path.sent[1] === 'R4' && path.sent[2] !== undefined) {
     const type = FHIR_TYPES.get(path.decoded[2] ?? '')

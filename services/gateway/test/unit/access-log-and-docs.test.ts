@@ -20,6 +20,11 @@ describe('resourceOf', () => {
     [`/api/3/documents/${ID}`, 'document', ID],
     ['/api/3/patients/not-an-id', 'patient', null],
     [`/api/v2/patients/${ID}`, 'patient', ID],
+    [`/api/fhir/R4/Patient/${ID}`, 'patient', ID],
+    ['/api/fhir/R4/$export', 'fhir_export', null],
+    ['/api/fhir/R4/Group/ALM1/$export', 'fhir_export', null],
+    [`/api/3/fhir/R4/$export/${ID}`, 'fhir_export', ID],
+    [`/api/fhir/R4/$export/${ID}/2.ndjson`, 'fhir_export', ID],
   ])('%s -> %s %s', (path, type, id) => {
     expect(resourceOf(path)).toEqual({ resource_type: type, resource_id: id })
   })

@@ -89,6 +89,15 @@ describe('scopesNeeded', () => {
     ['GET', '/api/3/events?after=feed.1', ['events:read']],
     // Decoded as the routers decode it.
     ['GET', '/api/p%61tients', ['patients:read']],
+    // Bulk Data: the kick-off at each level, the status, a file (then each type's own, kickoff.ts).
+    ['GET', '/api/fhir/R4/$export', ['fhir:export']],
+    ['POST', '/api/fhir/R4/Patient/$export', ['fhir:export']],
+    ['GET', '/api/fhir/R4/Group/ALM1/$export', ['fhir:export']],
+    ['GET', `/api/fhir/R4/%24export/${ID}`, ['fhir:export']],
+    ['DELETE', `/api/3/fhir/R4/$export/${ID}`, ['fhir:export']],
+    ['GET', `/api/fhir/R4/$export/${ID}/1.ndjson`, ['fhir:export']],
+    // A deeper path ending so is no kick-off: the type's read.
+    ['GET', '/api/fhir/R4/Patient/a/b/$export', ['patients:read']],
   ])('%s %s needs %j', (method, url, scopes) => {
     expect(scopesNeeded(method, url)).toEqual(scopes)
   })
