@@ -58,6 +58,11 @@ export const configSpec = {
    */
   EXPORT_MAX_FAILURES: v.int({ default: '20', min: 1, max: 1000 }),
   /**
+   * Exports this replica runs at once; 0: none (it still takes kick-offs and serves status and
+   * files, from the database; the other replicas run them).
+   */
+  EXPORT_CONCURRENCY: v.int({ default: '1', min: 0, max: 16 }),
+  /**
    * Demos and tests only: a file holding an offset (e.g. `+25h`) added to the system clock for the
    * retention of exports. Refused with NODE_ENV=production.
    */

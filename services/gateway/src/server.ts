@@ -42,6 +42,7 @@ runService(
       retentionHours: config.EXPORT_RETENTION_HOURS,
       pageSize: config.EXPORT_PAGE_SIZE,
       maxFailures: config.EXPORT_MAX_FAILURES,
+      concurrency: config.EXPORT_CONCURRENCY,
     })
     const app = await buildApp({
       ...deps,
@@ -61,7 +62,7 @@ runService(
       redis,
       exports: { clock, retentionHours: config.EXPORT_RETENTION_HOURS, wake: () => exports.wake() },
     })
-    exports.start()
+    if (config.EXPORT_CONCURRENCY > 0) exports.start()
     return {
       app,
       stops: [() => exports.stop(), () => accessLog.close(), async () => redis?.disconnect()],
