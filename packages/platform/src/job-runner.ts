@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { endSpan, startSpan, type Span, type TraceText } from './tracing'
+import { Listener } from './listener'
 import { WakeLoop } from './wake-loop'
 
 export interface JobRunnerOptions {
@@ -15,6 +16,11 @@ export interface JobRunnerOptions {
    */
   minClaim?: number
   log: Logger
+  /**
+   * A PostgreSQL channel whose notifications wake the runner (LISTEN on a connection of its own,
+   * named `name` in pg_stat_activity): work is claimed at once, not at the next poll.
+   */
+  listen?: { databaseUrl: string; channel: string; name: string }
 }
 
 /**
@@ -27,6 +33,7 @@ export interface JobRunnerOptions {
 export abstract class JobRunner<J> {
   private inFlight = new Set<Promise<void>>()
   private readonly loop: WakeLoop
+  private readonly listener: Listener | null
 
   constructor(private readonly runner: JobRunnerOptions) {
     this.loop = new WakeLoop({
@@ -34,6 +41,14 @@ export abstract class JobRunner<J> {
       pollMs: runner.pollMs,
       onError: (err) => runner.log.warn({ err }, `claiming ${runner.name} failed; will retry`),
     })
+    this.listener = runner.listen
+      ? new Listener({
+          ...runner.listen,
+          log: runner.log,
+          retryMs: runner.pollMs,
+          onNotify: () => this.wake(),
+        })
+      : null
   }
 
   /**
@@ -57,6 +72,7 @@ export abstract class JobRunner<J> {
   }
 
   start(): this {
+    void this.listener?.start()
     this.loop.start()
     return this
   }
@@ -75,6 +91,7 @@ export abstract class JobRunner<J> {
   async stop(): Promise<void> {
     await this.loop.stop()
     await this.idle()
+    await this.listener?.stop()
   }
 
   private async claimAndRun() {

@@ -1,4 +1,4 @@
-import { JobRunner, Listener, traceOf, type Span } from '@clinic/platform'
+import { JobRunner, traceOf, type Span } from '@clinic/platform'
 import { traceOfCause, type Ctx } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import {
@@ -41,8 +41,6 @@ export function waitlistCtx(companyId: number, log: Logger, cause: { traceparent
  * its own transaction), then runs the due jobs, freed spans to offer and offers to announce.
  */
 export class WaitlistWorker extends JobRunner<WaitlistJob> {
-  private listener: Listener | null = null
-
   constructor(
     private readonly o: OfferDeps & {
       log: Logger
@@ -52,26 +50,17 @@ export class WaitlistWorker extends JobRunner<WaitlistJob> {
       listen?: { databaseUrl: string }
     },
   ) {
-    super({ name: 'waitlist', concurrency: o.concurrency ?? 4, pollMs: o.pollMs ?? 1000, log: o.log })
-  }
-
-  override start(): this {
-    if (this.o.listen)
-      this.listener = new Listener({
-        databaseUrl: this.o.listen.databaseUrl,
+    super({
+      name: 'waitlist',
+      concurrency: o.concurrency ?? 4,
+      pollMs: o.pollMs ?? 1000,
+      log: o.log,
+      listen: o.listen && {
+        databaseUrl: o.listen.databaseUrl,
         channel: WAITLIST_CHANNEL,
         name: 'appointments-waitlist',
-        log: this.o.log,
-        retryMs: this.o.pollMs ?? 1000,
-        onNotify: () => this.wake(),
-      })
-    void this.listener?.start()
-    return super.start()
-  }
-
-  override async stop(): Promise<void> {
-    await super.stop()
-    await this.listener?.stop()
+      },
+    })
   }
 
   protected async claimJobs(limit: number) {

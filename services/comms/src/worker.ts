@@ -1,4 +1,4 @@
-import { JobRunner, Listener, traceOf, type Span } from '@clinic/platform'
+import { JobRunner, traceOf, type Span } from '@clinic/platform'
 import { ctxOfCause, isConnectionError, retryUntil } from '@clinic/platform/core'
 import type { Logger } from 'pino'
 import type { Clock } from './clock'
@@ -41,29 +41,20 @@ export interface WorkerOptions {
  * `staleMinutes` old, never sending it again.
  */
 export class DeliveryWorker extends JobRunner<ClaimedMessage> {
-  private listener: Listener | null = null
   private lastSweep = 0
 
   constructor(private readonly o: WorkerOptions) {
-    super({ name: 'messages', concurrency: o.concurrency, pollMs: o.pollMs ?? 1000, log: o.log })
-  }
-
-  override start(): this {
-    if (this.o.listen)
-      this.listener = new Listener({
-        ...this.o.listen,
-        name: 'comms-delivery',
-        log: this.o.log,
-        retryMs: this.o.pollMs ?? 1000,
-        onNotify: () => this.wake(),
-      })
-    void this.listener?.start()
-    return super.start()
+    super({
+      name: 'messages',
+      concurrency: o.concurrency,
+      pollMs: o.pollMs ?? 1000,
+      log: o.log,
+      listen: o.listen && { ...o.listen, name: 'comms-delivery' },
+    })
   }
 
   override async stop(): Promise<void> {
     await super.stop()
-    await this.listener?.stop()
     await Promise.all(Object.values(this.o.providers).map((p) => p.close?.()))
   }
 
