@@ -89,25 +89,43 @@ export function appointmentFieldErrors(body: unknown): FieldError[] {
   return errors
 }
 
+/**
+ * A new appointment's fields: who, where and when (`slot`), what `more` gives, and everything else
+ * as a booking starts (scheduled, no reason or notes, in no series, from no waitlist entry).
+ */
+export const newAppointmentFields = (
+  slot: Pick<
+    AppointmentFields,
+    'patient_id' | 'codalmacen' | 'practitioner' | 'starts_at' | 'ends_at' | 'time_zone'
+  >,
+  more: Partial<AppointmentFields> = {},
+): AppointmentFields => ({
+  ...slot,
+  reason: null,
+  notes: null,
+  status: 'scheduled',
+  cancellation_reason: null,
+  checked_in_at: null,
+  series_id: null,
+  occurrence: null,
+  recurrence_id: null,
+  waitlist_entry_id: null,
+  ...more,
+})
+
 /** A create body with defaults applied; the center is decided by the caller (body, else query). */
 export function fieldsFromCreate(body: CreateAppointmentInput, codalmacen: string): AppointmentFields {
-  return {
-    patient_id: body.patient_id.toLowerCase(),
-    codalmacen,
-    practitioner: body.practitioner,
-    starts_at: toUtc(body.starts_at),
-    ends_at: toUtc(body.ends_at),
-    time_zone: canonicalTimeZone(body.time_zone ?? DEFAULT_TIME_ZONE) ?? DEFAULT_TIME_ZONE,
-    reason: body.reason ?? null,
-    notes: body.notes ?? null,
-    status: 'scheduled',
-    cancellation_reason: null,
-    checked_in_at: null,
-    series_id: null,
-    occurrence: null,
-    recurrence_id: null,
-    waitlist_entry_id: null,
-  }
+  return newAppointmentFields(
+    {
+      patient_id: body.patient_id.toLowerCase(),
+      codalmacen,
+      practitioner: body.practitioner,
+      starts_at: toUtc(body.starts_at),
+      ends_at: toUtc(body.ends_at),
+      time_zone: canonicalTimeZone(body.time_zone ?? DEFAULT_TIME_ZONE) ?? DEFAULT_TIME_ZONE,
+    },
+    { reason: body.reason ?? null, notes: body.notes ?? null },
+  )
 }
 
 /** The fields a PATCH may change, in the order events list them. */

@@ -17,7 +17,7 @@ import type { CreateSeriesInput, Series } from '../schemas/series'
 import { spanOf } from './book-appointment'
 import { SlotConflict } from './errors'
 import type { PatientDirectory } from './directories'
-import { canonicalTimeZone } from './rules'
+import { canonicalTimeZone, newAppointmentFields } from './rules'
 import {
   SeriesConflict,
   UnclaimedOccurrences,
@@ -107,23 +107,24 @@ const fieldsOf = (
   zone: string,
   seriesId: string,
   o: PlannedOccurrence,
-): AppointmentFields => ({
-  patient_id: body.patient_id.toLowerCase(),
-  codalmacen: body.codalmacen,
-  practitioner: body.practitioner,
-  starts_at: o.starts_at,
-  ends_at: o.ends_at,
-  time_zone: zone,
-  reason: body.reason ?? null,
-  notes: body.notes ?? null,
-  status: 'scheduled',
-  cancellation_reason: null,
-  checked_in_at: null,
-  series_id: seriesId,
-  occurrence: o.occurrence,
-  recurrence_id: o.starts_at,
-  waitlist_entry_id: null,
-})
+): AppointmentFields =>
+  newAppointmentFields(
+    {
+      patient_id: body.patient_id.toLowerCase(),
+      codalmacen: body.codalmacen,
+      practitioner: body.practitioner,
+      starts_at: o.starts_at,
+      ends_at: o.ends_at,
+      time_zone: zone,
+    },
+    {
+      reason: body.reason ?? null,
+      notes: body.notes ?? null,
+      series_id: seriesId,
+      occurrence: o.occurrence,
+      recurrence_id: o.starts_at,
+    },
+  )
 
 /**
  * The common case at once: every occurrence within a registered practitioner's hours, then one

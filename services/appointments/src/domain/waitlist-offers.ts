@@ -3,6 +3,7 @@ import { entryBooked, entryDeclined, entryExpired, entryOffered } from '../event
 import { appointmentCreated } from '../events/appointment-events'
 import type { Slot } from '../schemas/availability'
 import { SlotConflict } from './errors'
+import { newAppointmentFields } from './rules'
 import { fitsEntry } from './waitlist-match'
 import type { Candidate, OfferRow, WaitlistStore, WaitlistTx } from './waitlist-store'
 
@@ -238,23 +239,20 @@ export async function answerOffer(
 async function book(ctx: Ctx, tx: WaitlistTx, offer: OfferRow): Promise<OfferRow> {
   const accepted = await tx.setOffer(offer.id, 'accepted')
   await tx.deleteHold(offer.id)
-  const appointment = await tx.insert(uuidv7(), {
-    patient_id: offer.patient_id,
-    codalmacen: offer.codalmacen,
-    practitioner: offer.practitioner,
-    starts_at: offer.starts_at,
-    ends_at: offer.ends_at,
-    time_zone: offer.time_zone,
-    reason: null,
-    notes: null,
-    status: 'scheduled',
-    cancellation_reason: null,
-    checked_in_at: null,
-    series_id: null,
-    occurrence: null,
-    recurrence_id: null,
-    waitlist_entry_id: offer.entry_id,
-  })
+  const appointment = await tx.insert(
+    uuidv7(),
+    newAppointmentFields(
+      {
+        patient_id: offer.patient_id,
+        codalmacen: offer.codalmacen,
+        practitioner: offer.practitioner,
+        starts_at: offer.starts_at,
+        ends_at: offer.ends_at,
+        time_zone: offer.time_zone,
+      },
+      { waitlist_entry_id: offer.entry_id },
+    ),
+  )
   const booked = await tx.setOffer(offer.id, 'accepted', appointment.id)
   const entry = await tx.setEntry(offer.entry_id, 'booked', appointment.id)
   await tx.publish([appointmentCreated(ctx, appointment), entryBooked(ctx, entry, offer.id, appointment.id)])
