@@ -1,24 +1,11 @@
 import type { Slot } from '../schemas/availability'
+import { wallAt, wallText } from './series-zone'
 import type { Candidate } from './waitlist-store'
-
-const formats = new Map<string, Intl.DateTimeFormat>()
-const ISO_DAY: Record<string, number> = { Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6, Sun: 7 }
 
 /** The local ISO weekday (1 Monday) and "HH:MM" of an instant in `zone`. */
 export function localDayTime(at: Date, zone: string): { day: number; time: string } {
-  let f = formats.get(zone)
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-GB', {
-      timeZone: zone,
-      weekday: 'short',
-      hour: '2-digit',
-      minute: '2-digit',
-      hourCycle: 'h23',
-    })
-    formats.set(zone, f)
-  }
-  const parts = Object.fromEntries(f.formatToParts(at).map((p) => [p.type, p.value]))
-  return { day: ISO_DAY[parts.weekday!]!, time: `${parts.hour}:${parts.minute}` }
+  const wall = wallAt(at.getTime(), zone)
+  return { day: new Date(wall).getUTCDay() || 7, time: wallText(wall).slice(11) }
 }
 
 /**
